@@ -1,0 +1,128 @@
+"""Is this name a tensor, a parameter or an nn.Module? Local, conservative inference:
+`None` means "don't know", and rules stay silent on it."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from torchlint.checker import FileContext
+
+TENSOR = "tensor"
+PARAMETER = "parameter"  # a tensor that is an nn.Parameter (a leaf requiring grad)
+MODULE = "module"
+
+# torch.* callables that return a tensor.
+TENSOR_FACTORIES = frozenset({
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "rand", "randn",
+    "randint", "randperm", "arange", "linspace", "logspace", "eye", "zeros_like", "ones_like",
+    "empty_like", "full_like", "rand_like", "randn_like", "randint_like", "normal", "bernoulli",
+    "multinomial", "empty_strided", "frombuffer", "complex", "polar", "tril_indices",
+    "triu_indices", "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor",
+    "LongTensor", "IntTensor", "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor",
+})
+# Methods that return a tensor when called on a tensor.
+TENSOR_METHODS = frozenset({
+    "float", "double", "half", "bfloat16", "long", "int", "short", "bool", "byte", "char",
+    "to", "cuda", "cpu", "contiguous", "detach", "clone", "view", "reshape", "permute",
+    "transpose", "squeeze", "unsqueeze", "flatten", "expand", "repeat", "sum", "mean",
+    "type", "pin_memory", "abs", "exp", "log", "sqrt", "pow", "matmul", "mm", "bmm", "t",
+    "softmax", "log_softmax", "sigmoid", "relu", "tanh", "clamp", "masked_fill", "argmax",
+    "max", "min", "std", "var", "norm", "mul", "add", "sub", "div", "requires_grad_",
+})
+_NON_TENSOR_TORCH_NAMESPACES = ("torch.nn.", "torch.optim", "torch.utils", "torch.distributed",
+                                "torch.cuda", "torch.backends", "torch.jit", "torch.hub",
+                                "torch.onnx", "torch.autograd", "torch.amp", "torch.multiprocessing",
+                                "torch.profiler", "torch.compile", "torch.export", "torch.fx",
+                                "torch.testing", "torch.device", "torch.dtype", "torch.Size",
+                                "torch.Generator", "torch.load", "torch.save", "torch.manual_seed",
+                                "torch.set_", "torch.get_", "torch.is_", "torch.no_grad",
+                                "torch.enable_grad", "torch.inference_mode", "torch.autocast",
+                                "torch.library", "torch.ops", "torch.func", "torch.distributions")
+_MODULE_ANNOTATIONS = frozenset({"torch.nn.Module"})
+_TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.LongTensor"})
+_PARAM_ANNOTATIONS = frozenset({"torch.nn.Parameter"})
+_PARAM_ITERATORS = frozenset({"parameters", "named_parameters"})
+
+
+def _loader_like(expr: ast.AST, ctx: "FileContext") -> bool:
+    if isinstance(expr, ast.Call) and ctx.call_name(expr) == "torch.utils.data.DataLoader":
+        return True
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("enumerate", "tqdm") and expr.args:
+        return _loader_like(expr.args[0], ctx)
+    name = expr.id if isinstance(expr, ast.Name) else expr.attr if isinstance(expr, ast.Attribute) else ""
+    return "loader" in name.lower()
+
+
+def iterates_parameters(expr: ast.AST) -> Optional[str]:
+    """'parameters' / 'named_parameters' when `expr` is `<x>.parameters()` (possibly
+    wrapped in list()/enumerate())."""
+    if isinstance(expr, ast.Call):
+        f = expr.func
+        if isinstance(f, ast.Attribute) and f.attr in _PARAM_ITERATORS:
+            return f.attr
+        if isinstance(f, ast.Name) and f.id in ("list", "tuple") and expr.args:
+            return iterates_parameters(expr.args[0])
+    return None
+
+
+def kind_of_annotation(annotation: Optional[ast.AST], ctx: "FileContext") -> Optional[str]:
+    if annotation is None:
+        return None
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return None
+    name = ctx.qualname(annotation)
+    if name in _PARAM_ANNOTATIONS:
+        return PARAMETER
+    if name in _TENSOR_ANNOTATIONS:
+        return TENSOR
+    if name in _MODULE_ANNOTATIONS or (isinstance(annotation, ast.Name) and ctx.is_module_class_name(annotation.id)):
+        return MODULE
+    return None
+
+
+def kind_of(expr: ast.AST, ctx: "FileContext", depth: int = 0) -> Optional[str]:
+    """TENSOR, PARAMETER, MODULE or None (unknown) for an expression in the current scope."""
+    if depth > 4:
+        return None
+    if isinstance(expr, ast.Call):
+        name = ctx.call_name(expr)
+        if name is not None:
+            if name == "torch.nn.Parameter":
+                return PARAMETER
+            if name.startswith("torch.nn.") and name.rsplit(".", 1)[1][:1].isupper():
+                return MODULE
+            if name.startswith("torch.") and not name.startswith(_NON_TENSOR_TORCH_NAMESPACES):
+                last = name.rsplit(".", 1)[1]
+                if name.count(".") == 1 and (last in TENSOR_FACTORIES or last[:1].islower()):
+                    return TENSOR
+            if name.startswith("torch.nn.functional."):
+                return TENSOR
+            return None
+        func = expr.func
+        if isinstance(func, ast.Name) and ctx.is_module_class_name(func.id):
+            return MODULE
+        if isinstance(func, ast.Attribute):
+            base = kind_of(func.value, ctx, depth + 1)
+            if base in (TENSOR, PARAMETER) and func.attr in TENSOR_METHODS:
+                return TENSOR
+            if base == MODULE and func.attr in ("to", "cuda", "cpu", "float", "half", "double", "train", "eval"):
+                return MODULE
+        return None
+    if isinstance(expr, ast.Attribute):
+        if expr.attr in ("weight", "bias"):
+            return PARAMETER
+        if expr.attr == "grad":
+            return TENSOR
+        if expr.attr == "data" and kind_of(expr.value, ctx, depth + 1) in (TENSOR, PARAMETER):
+            return TENSOR
+        if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+            return ctx.self_attribute_kind(expr.attr)
+        return None
+    if isinstance(expr, ast.Name):
+        return ctx.name_kind(expr.id, getattr(expr, "lineno", 10**9), depth)
+    return None

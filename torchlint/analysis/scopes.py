@@ -1,0 +1,155 @@
+"""Grad-mode regions and per-scope assignment tracking."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Iterator, Optional, Union
+
+from torchlint.analysis.imports import ImportTable
+
+Scope = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
+FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+_DISABLING = {"torch.no_grad", "torch.inference_mode"}
+_ENABLING = {"torch.enable_grad"}
+
+
+@dataclass
+class GradRegion:
+    node: ast.AST  # the With statement or the decorated function
+    disabled: bool
+    kind: str  # e.g. "torch.no_grad"
+
+    @property
+    def body(self) -> list[ast.stmt]:
+        return self.node.body  # type: ignore[attr-defined,no-any-return]
+
+
+def _literal_bool(node: Optional[ast.AST]) -> Optional[bool]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        return node.value
+    return None
+
+
+def grad_mode_of(expr: ast.AST, imports: ImportTable) -> Optional[tuple[bool, str]]:
+    """(disabled?, name) when `expr` is a grad-mode context manager or decorator:
+    `torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`,
+    `torch.enable_grad()`; None when it is something else or not statically known."""
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    name = imports.qualname(target)
+    if name is None:
+        return None
+    call = expr if isinstance(expr, ast.Call) else None
+    if name in _DISABLING:
+        if name == "torch.inference_mode" and call is not None:
+            mode = call.args[0] if call.args else next(
+                (k.value for k in call.keywords if k.arg == "mode"), None)
+            if mode is not None and _literal_bool(mode) is not True:
+                return None if _literal_bool(mode) is None else (False, name)
+        return True, name
+    if name in _ENABLING:
+        return False, name
+    if name == "torch.set_grad_enabled" and call is not None and call.args:
+        value = _literal_bool(call.args[0])
+        if value is None:
+            return None
+        return (not value), name
+    return None
+
+
+def iter_scope(nodes: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node under `nodes`, not descending into nested functions, lambdas or classes."""
+    stack: list[ast.AST] = list(reversed(nodes))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def assigned_names(target: ast.AST) -> Iterator[tuple[str, Optional[int]]]:
+    """Names bound by an assignment target, with their index when unpacked from a tuple."""
+    if isinstance(target, ast.Name):
+        yield target.id, None
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for i, elt in enumerate(target.elts):
+            if isinstance(elt, ast.Name):
+                yield elt.id, i
+            elif isinstance(elt, ast.Starred) and isinstance(elt.value, ast.Name):
+                yield elt.value.id, None
+
+
+@dataclass
+class Binding:
+    """`name` was bound at `node` to `value` (None for a loop target, import, ...)."""
+
+    name: str
+    node: ast.AST  # the binding statement (Assign, AnnAssign, For, arg, ...)
+    value: Optional[ast.AST]
+    index: Optional[int] = None  # position when unpacked from a tuple
+    annotation: Optional[ast.AST] = None
+
+    @property
+    def lineno(self) -> int:
+        return getattr(self.node, "lineno", 0)
+
+
+class Assignments:
+    """'This name was assigned from X' within one scope, in source order."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+        self.by_name: dict[str, list[Binding]] = {}
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = scope.args
+            for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+                self._add(Binding(a.arg, a, None, annotation=a.annotation))
+            for a in (args.vararg, args.kwarg):
+                if a is not None:
+                    self._add(Binding(a.arg, a, None))
+        body = scope.body if isinstance(scope.body, list) else [ast.Expr(scope.body)]
+        for node in iter_scope(body):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    for name, idx in assigned_names(target):
+                        self._add(Binding(name, node, node.value, idx))
+            elif isinstance(node, ast.AnnAssign):
+                if isinstance(node.target, ast.Name):
+                    self._add(Binding(node.target.id, node, node.value, annotation=node.annotation))
+            elif isinstance(node, ast.AugAssign):
+                if isinstance(node.target, ast.Name):
+                    self._add(Binding(node.target.id, node, node))
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                for name, idx in assigned_names(node.target):
+                    self._add(Binding(name, node, None, idx))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                for name, idx in assigned_names(node.optional_vars):
+                    self._add(Binding(name, node, node.context_expr, idx))
+            elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+                self._add(Binding(node.target.id, node, node.value))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self._add(Binding(node.name, node, None))
+
+    def _add(self, binding: Binding) -> None:
+        self.by_name.setdefault(binding.name, []).append(binding)
+
+    def get(self, name: str) -> list[Binding]:
+        return self.by_name.get(name, [])
+
+    def last_before(self, name: str, lineno: int) -> Optional[Binding]:
+        """The binding of `name` that reaches line `lineno` in straight-line code."""
+        best = None
+        for b in self.get(name):
+            if b.lineno <= lineno:
+                best = b
+        return best
+
+    def sole_value(self, name: str) -> Optional[ast.AST]:
+        """The value when `name` is bound exactly once, by a plain assignment."""
+        bindings = self.get(name)
+        if len(bindings) == 1 and bindings[0].value is not None and bindings[0].index is None \
+                and isinstance(bindings[0].node, (ast.Assign, ast.AnnAssign)):
+            return bindings[0].value
+        return None

@@ -1,0 +1,358 @@
+"""The one traversal: parse a file once, walk its tree once, dispatch each node to
+every enabled rule that listens for that node type."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
+
+from torchlint.analysis import inference
+from torchlint.analysis.imports import ImportTable
+from torchlint.analysis.scopes import FUNCTION_TYPES, Assignments, GradRegion, Scope, grad_mode_of
+from torchlint.diagnostics import Finding
+from torchlint.source import DecodeFailure, SourceFile, decode_source, newer_syntax_hint
+
+if TYPE_CHECKING:
+    from torchlint.rules.base import Rule
+
+# Fields that never hold nodes a rule cares about (expression contexts, operators).
+_SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind"})
+_FIELDS_CACHE: dict[type, tuple[str, ...]] = {}
+_LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
+_WITH_TYPES = (ast.With, ast.AsyncWith)
+
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    fields = _FIELDS_CACHE.get(cls)
+    if fields is None:
+        fields = tuple(f for f in cls._fields if f not in _SKIP_FIELDS)
+        _FIELDS_CACHE[cls] = fields
+    return fields
+
+
+class FileContext:
+    """What a rule sees while the walk is at a node: imports, enclosing function,
+    class, loops and grad-mode regions, and cached per-scope analyses."""
+
+    def __init__(self, source: SourceFile, tree: ast.Module) -> None:
+        self.source = source
+        self.tree = tree
+        self.imports = ImportTable()
+        self.imports.collect_module_level(tree)
+        self.findings: list[Finding] = []
+        self.parents: list[ast.AST] = []  # ancestors of the node being visited
+        self.functions: list[ast.AST] = []
+        self.classes: list[ast.ClassDef] = []
+        self.loops: list[ast.AST] = []  # loops of the innermost function only
+        self.grad_regions: list[GradRegion] = []  # likewise
+        self._assignments: dict[int, Assignments] = {}
+        self._module_classes: dict[str, ast.ClassDef] = {
+            n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        self._module_class_memo: dict[str, bool] = {}
+        self._self_attr_kinds: dict[int, dict[str, Optional[str]]] = {}
+
+    # -- names -----------------------------------------------------------
+    def qualname(self, node: ast.AST) -> Optional[str]:
+        return self.imports.qualname(node)
+
+    def call_name(self, node: ast.AST) -> Optional[str]:
+        return self.imports.qualname(node.func) if isinstance(node, ast.Call) else None
+
+    # -- position ----------------------------------------------------------
+    @property
+    def parent(self) -> Optional[ast.AST]:
+        return self.parents[-1] if self.parents else None
+
+    @property
+    def function(self) -> Optional[ast.AST]:
+        return self.functions[-1] if self.functions else None
+
+    @property
+    def scope(self) -> Scope:
+        return self.functions[-1] if self.functions else self.tree  # type: ignore[return-value]
+
+    @property
+    def grad_region(self) -> Optional[GradRegion]:
+        return self.grad_regions[-1] if self.grad_regions else None
+
+    def grad_disabled(self) -> bool:
+        region = self.grad_region
+        return region is not None and region.disabled
+
+    # -- cached analyses ----------------------------------------------------
+    def assignments(self, scope: Optional[Scope] = None) -> Assignments:
+        scope = scope if scope is not None else self.scope
+        found = self._assignments.get(id(scope))
+        if found is None:
+            found = self._assignments[id(scope)] = Assignments(scope)
+        return found
+
+    def module_class(self, name: str) -> Optional[ast.ClassDef]:
+        return self._module_classes.get(name)
+
+    def is_module_class(self, cls: ast.ClassDef) -> bool:
+        return self.is_module_class_name(cls.name) if self._module_classes.get(cls.name) is cls \
+            else any(self._base_is_module(b, 0) for b in cls.bases)
+
+    def is_module_class_name(self, name: str, depth: int = 0) -> bool:
+        """True for a class defined in this file that derives (directly or through other
+        classes of this file) from torch.nn.Module or a torch.nn layer."""
+        memo = self._module_class_memo.get(name)
+        if memo is not None:
+            return memo
+        cls = self._module_classes.get(name)
+        result = cls is not None and depth < 20 and any(self._base_is_module(b, depth) for b in cls.bases)
+        self._module_class_memo[name] = result
+        return result
+
+    def _base_is_module(self, base: ast.AST, depth: int) -> bool:
+        qn = self.qualname(base)
+        if qn is not None:
+            return qn == "torch.nn.Module" or (qn.startswith("torch.nn.") and qn.rsplit(".", 1)[1][:1].isupper()
+                                                and not qn.startswith("torch.nn.functional"))
+        return isinstance(base, ast.Name) and self.is_module_class_name(base.id, depth + 1)
+
+    def enclosing_module_class(self) -> Optional[ast.ClassDef]:
+        """The nn.Module subclass whose method we are in, if any."""
+        if not self.classes or not self.functions:
+            return None
+        cls = self.classes[-1]
+        return cls if self.is_module_class(cls) else None
+
+    def name_kind(self, name: str, lineno: int, depth: int = 0) -> Optional[str]:
+        """tensor / parameter / module / None for a local or global name."""
+        kinds = set()
+        scopes: list[Scope] = [self.scope]
+        if self.scope is not self.tree:
+            scopes.append(self.tree)
+        for scope in scopes:
+            bindings = [b for b in self.assignments(scope).get(name) if b.lineno <= lineno or scope is not self.scope]
+            if not bindings:
+                continue
+            for b in bindings:
+                kinds.add(self._binding_kind(b, depth))
+            break
+        if len(kinds) == 1:
+            return kinds.pop()
+        if kinds == {inference.TENSOR, inference.PARAMETER}:
+            return inference.TENSOR
+        return None
+
+    def _binding_kind(self, b, depth: int) -> Optional[str]:  # type: ignore[no-untyped-def]
+        node = b.node
+        if isinstance(node, ast.arg):
+            return inference.kind_of_annotation(b.annotation, self)
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            it = node.iter
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
+                if b.index == 0:
+                    return None
+                it = it.args[0]
+            which = inference.iterates_parameters(it)
+            if which == "parameters" and b.index is None:
+                return inference.PARAMETER
+            if which == "named_parameters" and b.index == 1:
+                return inference.PARAMETER
+            if which is None and inference._loader_like(it, self):
+                return inference.TENSOR
+            return None
+        if b.annotation is not None:
+            kind = inference.kind_of_annotation(b.annotation, self)
+            if kind is not None:
+                return kind
+        if b.value is not None and b.index is None and isinstance(node, (ast.Assign, ast.AnnAssign)):
+            return inference.kind_of(b.value, self, depth + 1)
+        return None
+
+    def self_attribute_kind(self, attr: str) -> Optional[str]:
+        """Kind of `self.<attr>` from `self.<attr> = <call>` in the class's methods."""
+        if not self.classes:
+            return None
+        cls = self.classes[-1]
+        kinds = self._self_attr_kinds.get(id(cls))
+        if kinds is None:
+            kinds = {}
+            for stmt in ast.walk(cls):
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                    t = stmt.targets[0]
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        kind = inference.kind_of(stmt.value, self, 3) if isinstance(stmt.value, ast.Call) else None
+                        if t.attr in kinds and kinds[t.attr] != kind:
+                            kind = None
+                        kinds[t.attr] = kind
+            self._self_attr_kinds[id(cls)] = kinds
+        return kinds.get(attr)
+
+    def in_function_loops(self) -> list[ast.AST]:
+        return self.loops
+
+    # -- reporting ------------------------------------------------------------
+    def report(self, rule: "Rule", node: ast.AST, message: str, *, end_node: Optional[ast.AST] = None,
+               params: Optional[dict] = None, severity: Optional[str] = None) -> None:
+        end = end_node if end_node is not None else node
+        row = node.lineno  # type: ignore[attr-defined]
+        if self.source.is_suppressed(rule.code, row):
+            return
+        end_row = getattr(end, "end_lineno", None) or row
+        end_off = getattr(end, "end_col_offset", None)
+        col = self.source.to_col(row, node.col_offset)  # type: ignore[attr-defined]
+        end_col = self.source.to_col(end_row, end_off) if end_off is not None else col + 1
+        self.findings.append(Finding(
+            code=rule.code, name=rule.name, message=message, path=self.source.path,
+            row=row, col=col, end_row=end_row, end_col=end_col,
+            severity=severity or rule.severity, probe_params=params or {},
+        ))
+
+
+Handler = Callable[[ast.AST, FileContext], None]
+
+
+class Walker:
+    """Pre-order walk that keeps the FileContext's stacks current. Handlers for a node
+    run before its children, with the context of the enclosing code."""
+
+    def __init__(self, ctx: FileContext, dispatch: dict[type, list[Handler]]) -> None:
+        self.ctx = ctx
+        self.dispatch = dispatch
+
+    def visit(self, node: ast.AST) -> None:
+        ctx = self.ctx
+        handlers = self.dispatch.get(type(node))
+        if handlers:
+            for handler in handlers:
+                handler(node, ctx)
+        if isinstance(node, FUNCTION_TYPES):
+            self._visit_function(node)
+        elif isinstance(node, _WITH_TYPES):
+            self._visit_with(node)
+        elif isinstance(node, _LOOP_TYPES):
+            self._visit_loop(node)
+        elif isinstance(node, ast.ClassDef):
+            ctx.classes.append(node)
+            self._children(node)
+            ctx.classes.pop()
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if ctx.functions:
+                ctx.imports.add(node)  # function-level import
+        else:
+            self._children(node)
+
+    def _children(self, node: ast.AST, skip: tuple[str, ...] = ()) -> None:
+        parents = self.ctx.parents
+        parents.append(node)
+        visit = self.visit
+        for field in _fields(type(node)):
+            if field in skip:
+                continue
+            value = getattr(node, field, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        visit(item)
+            elif isinstance(value, ast.AST):
+                visit(value)
+        parents.pop()
+
+    def _visit_body(self, node: ast.AST, stmts: Iterable[ast.AST]) -> None:
+        parents = self.ctx.parents
+        parents.append(node)
+        for stmt in stmts:
+            self.visit(stmt)
+        parents.pop()
+
+    def _visit_function(self, node: ast.AST) -> None:
+        ctx = self.ctx
+        self._children(node, skip=("body",))  # decorators, arguments, returns run outside
+        saved_loops, saved_regions = ctx.loops, ctx.grad_regions
+        ctx.loops, ctx.grad_regions = [], []
+        for deco in node.decorator_list:  # type: ignore[attr-defined]
+            mode = grad_mode_of(deco, ctx.imports)
+            if mode is not None:
+                ctx.grad_regions.append(GradRegion(node, mode[0], mode[1]))
+        ctx.functions.append(node)
+        self._visit_body(node, node.body)  # type: ignore[attr-defined]
+        ctx.functions.pop()
+        ctx.loops, ctx.grad_regions = saved_loops, saved_regions
+
+    def _visit_with(self, node: ast.AST) -> None:
+        ctx = self.ctx
+        self._children(node, skip=("body",))
+        pushed = 0
+        for item in node.items:  # type: ignore[attr-defined]
+            mode = grad_mode_of(item.context_expr, ctx.imports)
+            if mode is not None:
+                ctx.grad_regions.append(GradRegion(node, mode[0], mode[1]))
+                pushed += 1
+        self._visit_body(node, node.body)  # type: ignore[attr-defined]
+        del ctx.grad_regions[len(ctx.grad_regions) - pushed:]
+
+    def _visit_loop(self, node: ast.AST) -> None:
+        ctx = self.ctx
+        self._children(node, skip=("body", "orelse"))
+        ctx.loops.append(node)
+        self._visit_body(node, node.body)  # type: ignore[attr-defined]
+        ctx.loops.pop()
+        self._visit_body(node, node.orelse)  # type: ignore[attr-defined]
+
+
+def build_dispatch(rules: Iterable["Rule"]) -> dict[type, list[Handler]]:
+    dispatch: dict[type, list[Handler]] = {}
+    for rule in rules:
+        for node_type, handler in rule.handlers():
+            dispatch.setdefault(node_type, []).append(handler)
+    return dispatch
+
+
+def syntax_error_finding(path: str, message: str, row: int, col: int, text: str = "") -> Finding:
+    from torchlint.rules.registry import SYNTAX_ERROR
+
+    return Finding(code=SYNTAX_ERROR.code, name=SYNTAX_ERROR.name, message=message, path=path,
+                   row=max(row, 1), col=max(col, 1), end_row=max(row, 1), end_col=max(col, 1) + 1,
+                   severity=SYNTAX_ERROR.severity)
+
+
+def parse_source(path: str, data: bytes) -> tuple[Optional[SourceFile], Optional[ast.Module], Optional[Finding]]:
+    """Decode and parse; a failure becomes one TL000 finding instead of an exception."""
+    try:
+        text = decode_source(data)
+    except DecodeFailure as exc:
+        return None, None, syntax_error_finding(path, f"cannot decode file: {exc.message}", exc.row, exc.col)
+    source = SourceFile(path, text)
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        row = exc.lineno or 1
+        msg = f"SyntaxError: {exc.msg}"
+        hint = newer_syntax_hint(source.line(row))
+        if hint:
+            msg += f" ({hint})"
+        return source, None, syntax_error_finding(path, msg, row, exc.offset or 1)
+    except (ValueError, MemoryError, RecursionError) as exc:  # null bytes, absurd nesting
+        return source, None, syntax_error_finding(path, f"cannot parse file: {exc}", 1, 1)
+    return source, tree, None
+
+
+def check_source(path: str, data: bytes, rule_classes: list[type["Rule"]],
+                 enabled_syntax_error: bool = True,
+                 options: Optional[dict[str, dict]] = None) -> list[Finding]:
+    """Lint one file's bytes with the given rule classes."""
+    source, tree, error = parse_source(path, data)
+    if error is not None:
+        if not enabled_syntax_error or (source is not None and source.is_suppressed(error.code, error.row)):
+            return []
+        return [error]
+    assert source is not None and tree is not None
+    # A file that never mentions torch is not PyTorch code: only TL000 applies.
+    if "torch" not in source.text or not rule_classes:
+        return []
+    ctx = FileContext(source, tree)
+    options = options or {}
+    rules = [cls(ctx, options.get(cls.code)) for cls in rule_classes]
+    Walker(ctx, build_dispatch(rules)).visit(tree)
+    for rule in rules:
+        rule.end_file(ctx)
+    ctx.findings.sort(key=Finding.sort_key)
+    return ctx.findings

@@ -1,0 +1,229 @@
+"""The `torchlint` command line, following ruff's conventions."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from torchlint import __version__
+from torchlint.config import CliOverrides, ConfigError, ConfigResolver
+from torchlint.diagnostics import Finding
+from torchlint.files import Discovery, display_path
+from torchlint.linter import FileResult, FileTask, lint_bytes, load_source
+from torchlint.output import FORMATS
+from torchlint.selection import SelectionError, parse_list
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _fail(message: str) -> "click.exceptions.Exit":
+    click.echo(f"error: {message}", err=True)
+    return click.exceptions.Exit(EXIT_ERROR)
+
+
+def _selectors(value: Optional[str], option: str) -> Optional[list[str]]:
+    if value is None:
+        return None
+    try:
+        return parse_list([value])
+    except SelectionError as exc:
+        raise _fail(f"{option}: {exc}") from None
+
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="torchlint")
+def main() -> None:
+    """torchlint: a linter for PyTorch code."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.option("--select", help="Comma-separated rule codes or prefixes to enable (TL1, TL101, ALL); replaces the default set.")
+@click.option("--extend-select", help="Rule codes or prefixes to enable in addition to the selected ones.")
+@click.option("--ignore", help="Rule codes or prefixes to disable.")
+@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file.")
+@click.option("--statistics", is_flag=True, help="Show counts for every rule with findings.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="Use this config file for every file.")
+@click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
+@click.option("--exclude", help="Comma-separated globs to exclude (replaces the default excludes).")
+@click.option("--extend-exclude", help="Comma-separated globs to exclude in addition.")
+@click.option("--force-exclude", is_flag=True, help="Apply excludes to paths passed explicitly too (for pre-commit).")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=None, help="Skip files that .gitignore ignores (default: on).")
+@click.option("--stdin-filename", help="The name of the file when passing source on stdin with `-`.")
+@click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help="Cache directory (default: .torchlint_cache next to the config).")
+def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional[str], ignore: Optional[str],
+          output_format: str, output_file: Optional[str], statistics: bool, exit_zero: bool,
+          config_path: Optional[Path], isolated: bool, exclude: Optional[str], extend_exclude: Optional[str],
+          force_exclude: bool, respect_gitignore: Optional[bool], stdin_filename: Optional[str],
+          show_files: bool, quiet: bool, jobs: Optional[int], no_cache: bool, cache_dir: Optional[Path]) -> None:
+    """Check PATHS (files or directories; default: .) for PyTorch pitfalls."""
+    cli = CliOverrides(
+        select=_selectors(select, "--select"),
+        extend_select=_selectors(extend_select, "--extend-select") or [],
+        ignore=_selectors(ignore, "--ignore") or [],
+        exclude=[p for p in exclude.split(",") if p] if exclude is not None else None,
+        extend_exclude=[p for p in (extend_exclude or "").split(",") if p],
+        respect_gitignore=respect_gitignore,
+    )
+    try:
+        resolver = ConfigResolver(cli, config_path=config_path, isolated=isolated)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    cwd = Path.cwd().resolve()
+    path_list = list(paths) or ["."]
+
+    tasks: list[FileTask] = []
+    try:
+        if path_list == ["-"]:
+            name = stdin_filename or "-"
+            settings = resolver.for_file(Path(name)) if stdin_filename else resolver.default
+            if not (force_exclude and stdin_filename and settings.is_excluded(Path(name))):
+                data = sys.stdin.buffer.read()
+                tasks.append(FileTask(path="-", display=name, codes=settings.codes_for(Path(name)),
+                                      options=_options(settings.options), data=data))
+        else:
+            if "-" in path_list:
+                raise _fail("`-` (stdin) cannot be combined with other paths")
+            discovery = Discovery(resolver, force_exclude=force_exclude)
+            for path, settings in discovery.iter_files(path_list):
+                tasks.append(FileTask(path=str(path), display=display_path(path, cwd),
+                                      codes=settings.codes_for(path), options=_options(settings.options)))
+            for missing in discovery.missing:
+                click.echo(f"error: {missing}: no such file or directory", err=True)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+
+    if show_files:
+        for task in sorted(tasks, key=lambda t: t.display):
+            click.echo(task.display)
+        return
+
+    results = _run(tasks, jobs=jobs, use_cache=not no_cache, cache_dir=cache_dir, resolver=resolver)
+    had_error = bool(path_list != ["-"] and discovery.missing)
+    findings: list[Finding] = []
+    parse_errors: list[Finding] = []
+    for task, result in zip(tasks, results):
+        if result.internal_error:
+            click.echo(f"error: {result.internal_error}", err=True)
+            had_error = True
+        if result.parse_error is not None:
+            parse_errors.append(result.parse_error)
+            if result.parse_error.code not in task.codes:
+                e = result.parse_error
+                click.echo(f"warning: {e.path}:{e.row}:{e.col}: {e.message}", err=True)
+        findings.extend(result.findings)
+    findings.sort(key=Finding.sort_key)
+
+    text = _render(output_format, findings, tasks, parse_errors, cwd, statistics, quiet)
+    if output_file:
+        try:
+            Path(output_file).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise _fail(f"--output-file {output_file}: {exc.strerror}") from None
+    elif text:
+        click.echo(text, nl=False)
+
+    if had_error:
+        raise click.exceptions.Exit(EXIT_ERROR)
+    if findings and not exit_zero:
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+def _options(options: dict[str, dict[str, Any]]) -> tuple:
+    return tuple(sorted((code, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in values.items())))
+                        for code, values in options.items()))
+
+
+def _run(tasks: list[FileTask], *, jobs: Optional[int], use_cache: bool, cache_dir: Optional[Path],
+         resolver: ConfigResolver) -> list[FileResult]:
+    from torchlint.linter import lint_task
+
+    return [lint_task(task) if task.data is None else lint_bytes(task, task.data) for task in tasks]
+
+
+class _Sources(dict):
+    """Source files, loaded on first use, for code frames."""
+
+    def __init__(self, tasks: list[FileTask]) -> None:
+        super().__init__()
+        self._tasks = {t.display: t for t in tasks}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            task = self._tasks.get(key)
+            source = None
+            if task is not None:
+                if task.data is not None:
+                    from torchlint.checker import parse_source
+                    source = parse_source(task.display, task.data)[0]
+                else:
+                    source = load_source(task.path, task.display)
+            self[key] = source
+        return super().get(key, default)
+
+
+def _render(fmt: str, findings: list[Finding], tasks: list[FileTask], parse_errors: list[Finding],
+            cwd: Path, statistics: bool, quiet: bool) -> str:
+    if statistics:
+        counts = Counter((f.code, f.name) for f in findings)
+        if fmt == "json":
+            return json.dumps([{"code": c, "name": n, "count": k} for (c, n), k in sorted(counts.items())], indent=2) + "\n"
+        lines = [f"{k:>5}\t{c}\t{n}" for (c, n), k in sorted(counts.items(), key=lambda i: (-i[1], i[0]))]
+        return "\n".join(lines) + ("\n" if lines else "")
+    sources = _Sources(tasks)
+    text = FORMATS[fmt](findings, sources, errors=parse_errors, cwd=cwd)
+    if quiet and fmt in ("full", "concise"):
+        text = "\n".join(line for line in text.splitlines() if not line.startswith(("Found ", "All checks passed!")))
+        text = text + "\n" if text.strip() else ""
+    return text
+
+
+@main.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="List every rule.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rule(code: Optional[str], show_all: bool, output_format: str) -> None:
+    """Explain rule CODE (e.g. TL101), or list all rules with --all."""
+    from torchlint.docs import rule_doc
+    from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE, RULES_BY_NAME
+
+    if show_all:
+        rows = [{"code": r.code, "name": r.name, "default": "on" if r.default_enabled else "off",
+                 "severity": r.severity, "summary": r.summary} for r in ALL_RULES]
+        if output_format == "json":
+            click.echo(json.dumps(rows, indent=2))
+        else:
+            for row in rows:
+                click.echo(f"{row['code']}  {row['name']:<40} {row['default']:<4} {row['severity']:<8} {row['summary']}")
+        return
+    if not code:
+        raise _fail("give a rule code (e.g. `torchlint rule TL101`) or --all")
+    found = RULES_BY_CODE.get(code.upper()) or RULES_BY_NAME.get(code)
+    if found is None:
+        raise _fail(f"unknown rule {code!r}; `torchlint rule --all` lists them")
+    doc = rule_doc(found.code)
+    if doc is None:
+        raise _fail(f"no documentation found for {found.code} (broken installation?)")
+    if output_format == "json":
+        click.echo(json.dumps({"code": found.code, "name": found.name, "summary": found.summary,
+                               "default": found.default_enabled, "severity": found.severity,
+                               "explanation": doc}, indent=2))
+    else:
+        click.echo(doc, nl=not doc.endswith("\n"))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

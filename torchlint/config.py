@@ -1,0 +1,284 @@
+"""Configuration: `[tool.torchlint]` in pyproject.toml, or torchlint.toml /
+.torchlint.toml (same keys, no table prefix). The closest config file to each linted
+file wins; the command line beats files (ruff's semantics)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE, RULES_BY_NAME
+from torchlint.selection import SelectionError, SelectionLayer, parse_list, resolve
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG_FILES = (".torchlint.toml", "torchlint.toml", "pyproject.toml")
+
+DEFAULT_EXCLUDES = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox",
+    ".torchlint_cache", ".venv", ".vscode", "__pypackages__", "__pycache__", "_build", "buck-out",
+    "build", "dist", "node_modules", "site-packages", "venv",
+)
+
+_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
+_KNOWN_KEYS = set(_LIST_KEYS) | {"per-file-ignores", "respect-gitignore", "options", "cache-dir"}
+
+
+class ConfigError(Exception):
+    """Bad configuration: the CLI prints it and exits 2."""
+
+
+@dataclass
+class Settings:
+    """Effective settings for the files under one config file (or the defaults)."""
+
+    root: Path  # directory that relative patterns are relative to
+    config_path: Optional[Path] = None
+    enabled: frozenset[str] = frozenset()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDES
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
+    respect_gitignore: bool = True
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # code -> option values
+    cache_dir: Optional[Path] = None
+
+    def codes_for(self, path: Path) -> frozenset[str]:
+        """Enabled codes for one file, after per-file-ignores."""
+        if not self.per_file_ignores:
+            return self.enabled
+        rel = _relative(path, self.root)
+        ignored: set[str] = set()
+        for pattern, codes in self.per_file_ignores:
+            if _glob_match(rel, path.name, pattern):
+                ignored.update(c for c in self.enabled if any(c.startswith(p) or p == "ALL" for p in codes))
+        return self.enabled - ignored if ignored else self.enabled
+
+    def is_excluded(self, path: Path) -> bool:
+        rel = _relative(path, self.root)
+        for pattern in (*self.exclude, *self.extend_exclude):
+            if _glob_match(rel, path.name, pattern):
+                return True
+        return False
+
+    def fingerprint(self) -> str:
+        """What the cache keys on: everything that can change a file's findings."""
+        opts = sorted((k, sorted((kk, repr(vv)) for kk, vv in v.items())) for k, v in self.options.items())
+        return repr((sorted(self.enabled), self.per_file_ignores and sorted(
+            (p, sorted(c)) for p, c in self.per_file_ignores), opts))
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _glob_match(rel: str, name: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
+    if "/" not in pattern:
+        # A bare name matches any path component (`build`, `*.pyi`), like ruff.
+        return fnmatch.fnmatchcase(name, pattern) or any(
+            fnmatch.fnmatchcase(part, pattern) for part in rel.split("/"))
+    return fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(rel, pattern + "/*") \
+        or rel.startswith(pattern + "/")
+
+
+@dataclass
+class CliOverrides:
+    select: Optional[list[str]] = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    exclude: Optional[list[str]] = None
+    extend_exclude: list[str] = field(default_factory=list)
+    respect_gitignore: Optional[bool] = None
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from None
+
+
+def read_config_table(path: Path) -> Optional[dict[str, Any]]:
+    """The torchlint table of a config file; None for a pyproject.toml without one."""
+    data = load_toml(path)
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("torchlint")
+        if table is None:
+            return None
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool.torchlint] must be a table")
+        return table
+    return data
+
+
+def _expect_list(path: Path, key: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: `{key}` must be a list of strings, got {type(value).__name__}: {value!r}")
+    return value
+
+
+def _validate_options(path: Path, table: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: `options` must be a table of per-rule tables")
+    out: dict[str, dict[str, Any]] = {}
+    for rule_key, values in table.items():
+        rule = RULES_BY_CODE.get(rule_key.upper()) or RULES_BY_NAME.get(rule_key)
+        if rule is None:
+            raise ConfigError(f"{path}: options.{rule_key}: unknown rule (use a code like TL501 or a name like mean-reduction-under-ddp)")
+        if not isinstance(values, dict):
+            raise ConfigError(f"{path}: options.{rule_key} must be a table")
+        for key, value in values.items():
+            opt = rule.options.get(key)
+            if opt is None:
+                known = ", ".join(sorted(rule.options)) or "none"
+                raise ConfigError(f"{path}: options.{rule_key}: unknown option `{key}` (known: {known})")
+            if not isinstance(value, opt.type) or (opt.item_type and not all(isinstance(v, opt.item_type) for v in value)):
+                expected = opt.type.__name__ + (f" of {opt.item_type.__name__}" if opt.item_type else "")
+                raise ConfigError(f"{path}: options.{rule_key}.{key} must be a {expected}, got {value!r}")
+        out.setdefault(rule.code, {}).update(values)
+    return out
+
+
+def settings_from_table(path: Optional[Path], table: dict[str, Any], cli: CliOverrides,
+                        root: Path) -> Settings:
+    where = path or Path("<defaults>")
+    unknown = set(table) - _KNOWN_KEYS
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ConfigError(f"{where}: unknown key `{key}` (known keys: {', '.join(sorted(_KNOWN_KEYS))})")
+    for key in _LIST_KEYS:
+        if key in table:
+            _expect_list(where, key, table[key])
+    try:
+        file_layer = SelectionLayer(
+            select=parse_list(table["select"]) if "select" in table else None,
+            extend_select=parse_list(table.get("extend-select", [])),
+            ignore=parse_list(table.get("ignore", [])),
+        )
+    except SelectionError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    cli_layer = SelectionLayer(select=cli.select, extend_select=cli.extend_select, ignore=cli.ignore)
+    enabled = resolve([file_layer, cli_layer])
+
+    pfi = table.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
+    per_file: list[tuple[str, frozenset[str]]] = []
+    for pattern, codes in pfi.items():
+        try:
+            per_file.append((pattern, frozenset(parse_list(_expect_list(where, f"per-file-ignores.{pattern}", codes)))))
+        except SelectionError as exc:
+            raise ConfigError(f"{where}: per-file-ignores.{pattern}: {exc}") from None
+
+    respect = table.get("respect-gitignore", True)
+    if not isinstance(respect, bool):
+        raise ConfigError(f"{where}: `respect-gitignore` must be true or false, got {respect!r}")
+    if cli.respect_gitignore is not None:
+        respect = cli.respect_gitignore
+    exclude = tuple(cli.exclude if cli.exclude is not None else table.get("exclude", DEFAULT_EXCLUDES))
+    extend_exclude = tuple(table.get("extend-exclude", [])) + tuple(cli.extend_exclude)
+    cache_dir = table.get("cache-dir")
+    if cache_dir is not None and not isinstance(cache_dir, str):
+        raise ConfigError(f"{where}: `cache-dir` must be a string path")
+    return Settings(
+        root=root, config_path=path, enabled=frozenset(enabled), exclude=exclude,
+        extend_exclude=extend_exclude, per_file_ignores=tuple(per_file), respect_gitignore=respect,
+        options=_validate_options(where, table.get("options", {})),
+        cache_dir=(root / cache_dir) if cache_dir else None,
+    )
+
+
+class ConfigResolver:
+    """Finds the settings for each file: `--config` or `--isolated` fix one for all files;
+    otherwise the closest config file above the file, cached per directory."""
+
+    def __init__(self, cli: CliOverrides, config_path: Optional[Path] = None, isolated: bool = False,
+                 cwd: Optional[Path] = None) -> None:
+        self.cli = cli
+        self.cwd = (cwd or Path.cwd()).resolve()
+        self._by_dir: dict[Path, Settings] = {}
+        self._by_config: dict[Optional[Path], Settings] = {}
+        self.fixed: Optional[Settings] = None
+        if isolated:
+            self.fixed = settings_from_table(None, {}, cli, self.cwd)
+        elif config_path is not None:
+            if not config_path.is_file():
+                raise ConfigError(f"--config {config_path}: no such file")
+            table = read_config_table(config_path)
+            if table is None:
+                raise ConfigError(f"--config {config_path}: has no [tool.torchlint] table")
+            self.fixed = settings_from_table(config_path, table, cli, config_path.resolve().parent)
+        # Settings for paths not under any config: the defaults, rooted at cwd, unless
+        # the working directory itself sits under a config.
+        self.default = self.fixed or self.for_directory(self.cwd)
+
+    def for_directory(self, directory: Path) -> Settings:
+        if self.fixed is not None:
+            return self.fixed
+        directory = directory.resolve()
+        found = self._by_dir.get(directory)
+        if found is not None:
+            return found
+        trail = []
+        current: Optional[Path] = directory
+        settings: Optional[Settings] = None
+        while current is not None:
+            if current in self._by_dir:
+                settings = self._by_dir[current]
+                break
+            trail.append(current)
+            config = _config_in(current)
+            if config is not None:
+                settings = self._load(config[0], config[1])
+                break
+            current = current.parent if current.parent != current else None
+        if settings is None:
+            settings = self._load(None, {})
+        for d in trail:
+            self._by_dir[d] = settings
+        return settings
+
+    def for_file(self, path: Path) -> Settings:
+        return self.for_directory(path.parent if str(path.parent) else Path("."))
+
+    def _load(self, path: Optional[Path], table: dict[str, Any]) -> Settings:
+        if path in self._by_config:
+            return self._by_config[path]
+        root = path.parent if path is not None else self.cwd
+        settings = settings_from_table(path, table, self.cli, root)
+        self._by_config[path] = settings
+        return settings
+
+
+def _config_in(directory: Path) -> Optional[tuple[Path, dict[str, Any]]]:
+    for name in CONFIG_FILES:
+        candidate = directory / name
+        if candidate.is_file():
+            table = read_config_table(candidate)
+            if table is not None:
+                return candidate, table
+    return None
+
+
+def all_rule_codes() -> list[str]:
+    return [r.code for r in ALL_RULES]
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true", "yes")

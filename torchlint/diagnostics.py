@@ -1,0 +1,38 @@
+"""The Finding record every rule produces and every output format consumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+@dataclass
+class Finding:
+    code: str
+    message: str
+    path: str  # as displayed: relative to the working directory when possible
+    row: int  # 1-based
+    col: int  # 1-based, Unicode code points
+    end_row: int
+    end_col: int  # 1-based, exclusive
+    severity: str = "warning"  # "error" | "warning" | "info"
+    name: str = ""
+    fix: Optional[dict[str, Any]] = None
+    verify: Optional[dict[str, Any]] = None
+    # Values a `--verify` probe needs (dtype of a cast, loss class, ...), taken from
+    # the flagged code; never shown to the user as-is.
+    probe_params: dict[str, Any] = field(default_factory=dict)
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.row, self.col, self.code)
+
+    def to_cache(self) -> dict[str, Any]:
+        return {
+            "code": self.code, "message": self.message, "row": self.row, "col": self.col,
+            "end_row": self.end_row, "end_col": self.end_col, "severity": self.severity,
+            "name": self.name, "fix": self.fix, "probe_params": self.probe_params,
+        }
+
+    @classmethod
+    def from_cache(cls, path: str, data: dict[str, Any]) -> "Finding":
+        return cls(path=path, **data)

@@ -1,0 +1,102 @@
+"""File discovery: expand the paths given on the command line into Python files,
+skipping excluded directories and, by default, what .gitignore ignores."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Iterator, Optional
+
+from torchlint.config import ConfigResolver, Settings
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    try:
+        return path.resolve().relative_to(cwd).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _git_visible_files(directory: Path) -> Optional[set[str]]:
+    """Absolute paths of files under `directory` that git does not ignore (tracked and
+    untracked); None when the directory is not in a git work tree or git is missing."""
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(directory), "ls-files", "-z", "--cached", "--others",
+             "--exclude-standard", "--full-name", "."],
+            capture_output=True, timeout=60, check=False,
+        )
+        if proc.returncode != 0:
+            return None
+        top = subprocess.run(["git", "-C", str(directory), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if top.returncode != 0:
+        return None
+    root = Path(top.stdout.strip())
+    return {os.path.normpath(root / p) for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+
+
+class Discovery:
+    def __init__(self, resolver: ConfigResolver, force_exclude: bool = False) -> None:
+        self.resolver = resolver
+        self.force_exclude = force_exclude
+        self.missing: list[str] = []
+
+    def iter_files(self, paths: list[str]) -> Iterator[tuple[Path, Settings]]:
+        seen: set[str] = set()
+        for raw in paths:
+            path = Path(raw)
+            if path.is_dir():
+                yield from self._walk(path, seen)
+            elif path.exists():
+                settings = self.resolver.for_file(path)
+                if self.force_exclude and settings.is_excluded(path):
+                    continue
+                key = os.path.normpath(path.resolve())
+                if key not in seen:
+                    seen.add(key)
+                    yield path, settings
+            else:
+                self.missing.append(raw)
+
+    def _walk(self, top: Path, seen: set[str]) -> Iterator[tuple[Path, Settings]]:
+        top_settings = self.resolver.for_directory(top)
+        if self.force_exclude and top != Path(".") and top_settings.is_excluded(top):
+            return
+        visible = _git_visible_files(top) if top_settings.respect_gitignore else None
+        visible_dirs: Optional[set[str]] = None
+        if visible is not None:
+            visible_dirs = set()
+            for f in visible:
+                parent = os.path.dirname(f)
+                while parent not in visible_dirs and len(parent) > 1:
+                    visible_dirs.add(parent)
+                    parent = os.path.dirname(parent)
+        for dirpath, dirnames, filenames in os.walk(top):
+            current = Path(dirpath)
+            settings = self.resolver.for_directory(current)
+            kept = []
+            for d in sorted(dirnames):
+                sub = current / d
+                if settings.is_excluded(sub):
+                    continue
+                if visible_dirs is not None and os.path.normpath(sub.resolve()) not in visible_dirs:
+                    continue
+                kept.append(d)
+            dirnames[:] = kept
+            for name in sorted(filenames):
+                if not name.endswith(PYTHON_SUFFIXES):
+                    continue
+                path = current / name
+                key = os.path.normpath(path.resolve())
+                if key in seen or settings.is_excluded(path):
+                    continue
+                if visible is not None and key not in visible:
+                    continue
+                seen.add(key)
+                yield path, settings

@@ -1,0 +1,30 @@
+"""JSON output shaped like ruff's, so tooling that reads ruff's json can read ours."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from torchlint.diagnostics import Finding
+from torchlint.output.docs_url import rule_url
+
+
+def finding_dict(f: Finding) -> dict[str, Any]:
+    return {
+        "code": f.code,
+        "name": f.name,
+        "message": f.message,
+        "severity": f.severity,
+        "filename": os.path.abspath(f.path),
+        "location": {"row": f.row, "column": f.col},
+        "end_location": {"row": f.end_row, "column": f.end_col},
+        "url": rule_url(f.code, f.name),
+        "fix": f.fix,
+        "noqa_row": f.row,
+        "verify": f.verify,
+    }
+
+
+def render(findings: list[Finding], sources: Any = None, **_: object) -> str:
+    return json.dumps([finding_dict(f) for f in findings], indent=2) + "\n"

@@ -1,0 +1,1 @@
+"""One module per rule; `registry.py` holds the table of codes."""

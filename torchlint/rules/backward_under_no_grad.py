@@ -1,0 +1,69 @@
+"""TL101: `.backward()` / `torch.autograd.grad` on a tensor computed under no_grad."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, arg_or_keyword, dotted, keyword, literal
+
+_AUTOGRAD_FUNCS = {"torch.autograd.backward": "tensors", "torch.autograd.grad": "outputs"}
+
+
+class BackwardUnderNoGrad(Rule):
+    code = "TL101"
+    name = "backward-under-no-grad"
+    summary = "backward()/autograd.grad on a tensor computed inside a grad-disabled region"
+    severity = "error"
+    tags = ("correctness", "autograd")
+    precision = "very-high"
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        region = ctx.grad_region
+        if region is None or not region.disabled:
+            return
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "backward":
+            target: Optional[ast.AST] = func.value
+            what = f"{dotted(func.value)}.backward()"
+            call = "backward"
+        else:
+            name = ctx.call_name(node)
+            if name not in _AUTOGRAD_FUNCS:
+                return
+            target = arg_or_keyword(node, 0, _AUTOGRAD_FUNCS[name])
+            what = f"{name}(...)"
+            call = name
+        if target is None or not self._computed_in_region(target, region.node, node.lineno, ctx):
+            return
+        mode = region.kind.rsplit(".", 1)[1]
+        self.report(
+            node,
+            f"`{what}` differentiates a tensor computed inside `{mode}`: it has no grad_fn, so "
+            "torch raises `RuntimeError: element 0 of tensors does not require grad and does not "
+            "have a grad_fn`. Compute the loss outside the grad-disabled region, or wrap that "
+            "part in `torch.enable_grad()`",
+            params={"mode": region.kind, "call": call},
+        )
+
+    def _computed_in_region(self, target: ast.AST, region: ast.AST, lineno: int, ctx: FileContext) -> bool:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return any(self._computed_in_region(e, region, lineno, ctx) for e in target.elts)
+        if isinstance(target, ast.Name):
+            start = region.body[0].lineno  # type: ignore[attr-defined]
+            end = region.end_lineno or lineno  # type: ignore[attr-defined]
+            bindings = [b for b in ctx.assignments().get(target.id) if b.lineno <= lineno]
+            if not bindings:
+                return False
+            last = bindings[-1]
+            if isinstance(last.node, ast.arg) or not (start <= last.lineno <= end):
+                return False
+            # A leaf created with requires_grad=True inside the region still has grad.
+            value = last.value
+            if isinstance(value, ast.Call) and literal(getattr(keyword(value, "requires_grad"), "value", None)) is True:
+                return False
+            return isinstance(last.node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr))
+        # Attributes and subscripts may hold anything computed elsewhere; any other
+        # expression (a call, arithmetic) is evaluated right here, under no_grad.
+        return isinstance(target, (ast.Call, ast.BinOp, ast.UnaryOp))

@@ -1,0 +1,120 @@
+"""The Rule base class. A rule is a small class: metadata (code, name, summary,
+severity, default) plus `visit_<NodeType>(node, ctx)` handlers that the single
+traversal in `torchlint.checker` calls, and an optional `end_file(ctx)` for rules
+that need the whole file before deciding."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional
+
+if TYPE_CHECKING:
+    from torchlint.checker import FileContext
+
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Option:
+    """A per-rule setting, configured under `[tool.torchlint.options.<rule-name>]`."""
+
+    type: type
+    default: Any
+    help: str
+    item_type: Optional[type] = None  # for list options
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    severity: ClassVar[str] = "warning"
+    default_enabled: ClassVar[bool] = True
+    tags: ClassVar[tuple[str, ...]] = ()
+    precision: ClassVar[str] = "high"  # SARIF precision: very-high / high / medium / low
+    security_severity: ClassVar[Optional[float]] = None  # only for security rules
+    options: ClassVar[dict[str, Option]] = {}
+    # What `--verify` can do for this rule: "probe" (it has one), or a reason it cannot
+    # be shown on a machine (reported as `skipped`).
+    verify_note: ClassVar[Optional[str]] = None
+
+    _handler_names: ClassVar[tuple[tuple[type, str], ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        names = []
+        for attr in dir(cls):
+            if attr.startswith("visit_"):
+                node_type = getattr(ast, attr[len("visit_"):], None)
+                if not isinstance(node_type, type):
+                    raise TypeError(f"{cls.__name__}.{attr}: ast has no node type {attr[6:]!r}")
+                names.append((node_type, attr))
+        cls._handler_names = tuple(names)
+
+    def __init__(self, ctx: "FileContext", settings: Optional[dict[str, Any]] = None) -> None:
+        self.ctx = ctx
+        self.settings = {k: o.default for k, o in self.options.items()}
+        if settings:
+            self.settings.update(settings)
+
+    def handlers(self) -> Iterator[tuple[type, Callable[[ast.AST, "FileContext"], None]]]:
+        for node_type, attr in self._handler_names:
+            yield node_type, getattr(self, attr)
+
+    def end_file(self, ctx: "FileContext") -> None:
+        """Called once after the walk, for rules that decide on the whole file."""
+
+    def report(self, node: ast.AST, message: str, **kwargs: Any) -> None:
+        self.ctx.report(self, node, message, **kwargs)
+
+    @classmethod
+    def doc_slug(cls) -> str:
+        return f"{cls.code}-{cls.name}"
+
+
+def dotted(node: ast.AST) -> str:
+    """Source-like text for short expressions used in messages (`self.rng`, `p.data`)."""
+    try:
+        text = ast.unparse(node)
+    except Exception:  # pragma: no cover - unparse handles every node ast.parse makes
+        return "<expr>"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def keyword(call: ast.Call, name: str) -> Optional[ast.keyword]:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw
+    return None
+
+
+def has_star_kwargs(call: ast.Call) -> bool:
+    return any(kw.arg is None for kw in call.keywords)
+
+
+def arg_or_keyword(call: ast.Call, index: int, name: str) -> Optional[ast.AST]:
+    kw = keyword(call, name)
+    if kw is not None:
+        return kw.value
+    if len(call.args) > index and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+        return call.args[index]
+    return None
+
+
+def literal(node: Optional[ast.AST]) -> Any:
+    """The Python value of a literal node; `...` (Ellipsis) when it is not a literal."""
+    if node is None:
+        return ...
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return ...
+
+
+def method_call(node: ast.AST, *names: str) -> Optional[str]:
+    """The method name when `node` is `<expr>.<name>(...)` with name in `names`."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if not names or node.func.attr in names:
+            return node.func.attr
+    return None

@@ -1,0 +1,97 @@
+"""TL201: a float-cast tensor passed as the target of a class-index loss."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis.torch_api import (CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_LOSS_FUNCTIONS,
+                                          float_cast, receiver_chain)
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, arg_or_keyword
+
+# A float target built from these is a deliberate probability distribution.
+_PROBABILITY_SOURCES = frozenset({"one_hot", "softmax", "log_softmax", "sigmoid", "softmin"})
+
+
+def _callable_key(func: ast.AST) -> Optional[str]:
+    """'crit' for `crit(...)`, 'self.crit' for `self.crit(...)`."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        return "self." + func.attr
+    return None
+
+
+class LabelFloatCast(Rule):
+    code = "TL201"
+    name = "label-float-cast"
+    summary = "Float-cast labels passed as the target of CrossEntropyLoss/NLLLoss"
+    severity = "error"
+    tags = ("correctness", "dtype", "loss")
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.loss_objects: dict[str, str] = {}  # 'crit' / 'self.crit' -> loss class
+        self.pending: list[tuple[str, ast.Call, str]] = []  # (callable key, cast, dtype)
+
+    def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
+        name = ctx.call_name(node.value)
+        if name in CLASS_INDEX_LOSS_CLASSES:
+            for target in node.targets:
+                key = _callable_key(target)
+                if key:
+                    self.loss_objects[key] = name.rsplit(".", 1)[1]
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if len(node.args) < 2 and not any(k.arg == "target" for k in node.keywords):
+            return
+        name = ctx.call_name(node)
+        key = None
+        if name not in CLASS_INDEX_LOSS_FUNCTIONS:
+            key = _callable_key(node.func)
+            if key is None:
+                return
+        target = arg_or_keyword(node, 1, "target")
+        found = self._float_cast_of(target, node.lineno, ctx) if target is not None else None
+        if found is None:
+            return
+        cast, dtype = found
+        if key is None:
+            self._report(cast, dtype, f"F.{name.rsplit('.', 1)[1]}")  # type: ignore[union-attr]
+        else:
+            self.pending.append((key, cast, dtype))
+
+    def end_file(self, ctx: FileContext) -> None:
+        for key, cast, dtype in self.pending:
+            loss = self.loss_objects.get(key)
+            if loss is not None:
+                self._report(cast, dtype, f"nn.{loss}")
+
+    def _report(self, cast: ast.Call, dtype: str, loss: str) -> None:
+        self.report(
+            cast,
+            f"target of `{loss}` is cast to {dtype}: class-index targets must stay integer (int64). "
+            "With shape (N,) torch raises `expected scalar type Long`; a float target of shape "
+            "(N, C) is silently read as class probabilities; labels above 2**24 also lose "
+            "precision in float32. Pass the labels as `.long()`",
+            params={"dtype": dtype, "loss": loss},
+        )
+
+    def _float_cast_of(self, target: ast.AST, lineno: int, ctx: FileContext) -> Optional[tuple[ast.Call, str]]:
+        if isinstance(target, ast.Name):
+            binding = ctx.assignments().last_before(target.id, lineno)
+            if binding is None or binding.value is None or binding.index is not None \
+                    or not isinstance(binding.node, (ast.Assign, ast.AnnAssign)):
+                return None
+            target = binding.value
+        dtype = float_cast(target, ctx)
+        if dtype is None:
+            return None
+        for link in receiver_chain(target)[1:]:
+            if isinstance(link, ast.Call):
+                func = link.func
+                last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                if last in _PROBABILITY_SOURCES:
+                    return None
+        return target, dtype  # type: ignore[return-value]

@@ -1,0 +1,106 @@
+"""TL301: an RNG object stored on a Dataset is copied into every DataLoader worker."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis.torch_api import DATALOADER, RNG_CONSTRUCTORS
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, arg_or_keyword, dotted, keyword, literal
+
+_SAMPLING_METHODS = ("__getitem__", "__getitems__", "__iter__")
+
+
+def nonzero_workers(call: ast.Call) -> Optional[object]:
+    """The `num_workers` value when it is not literally 0 (None when it is 0 or absent)."""
+    value = arg_or_keyword(call, 5, "num_workers")
+    if value is None:
+        return None
+    lit = literal(value)
+    if lit == 0:
+        return None
+    return lit if lit is not ... else dotted(value)
+
+
+class WorkerRngDuplication(Rule):
+    code = "TL301"
+    name = "worker-rng-duplication"
+    summary = "Dataset RNG object duplicated across DataLoader workers"
+    severity = "warning"
+    tags = ("correctness", "data-loading", "reproducibility")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if ctx.call_name(node) != DATALOADER:
+            return
+        workers = nonzero_workers(node)
+        if workers is None:
+            return
+        init_fn = keyword(node, "worker_init_fn")
+        if init_fn is not None and literal(init_fn.value) is not None:
+            return
+        if any(kw.arg is None for kw in node.keywords):
+            return  # **kwargs may carry worker_init_fn
+        dataset = arg_or_keyword(node, 0, "dataset")
+        cls = self._dataset_class(dataset, node.lineno, ctx) if dataset is not None else None
+        if cls is None:
+            return
+        found = self._stored_rng(cls, ctx)
+        if found is None:
+            return
+        attr, kind = found
+        self.report(
+            node,
+            f"`DataLoader` with num_workers={workers} copies `{cls.name}`'s RNG object `self.{attr}` "
+            f"({kind}) into every worker, so all workers draw identical random streams. torch "
+            "re-seeds only the global `random`, `torch` and legacy `np.random` state per worker "
+            "(since 1.9). Seed the object per worker in a `worker_init_fn`, e.g. from "
+            "`torch.utils.data.get_worker_info().seed`",
+            params={"rng": kind, "num_workers": workers if isinstance(workers, int) else 2},
+        )
+
+    def _dataset_class(self, dataset: ast.AST, lineno: int, ctx: FileContext) -> Optional[ast.ClassDef]:
+        if isinstance(dataset, ast.Name):
+            binding = ctx.assignments().last_before(dataset.id, lineno)
+            if binding is None:
+                binding = ctx.assignments(ctx.tree).last_before(dataset.id, lineno)
+            if binding is None or binding.index is not None or binding.value is None:
+                return None
+            dataset = binding.value
+        if isinstance(dataset, ast.Call) and isinstance(dataset.func, ast.Name):
+            return ctx.module_class(dataset.func.id)
+        return None
+
+    def _stored_rng(self, cls: ast.ClassDef, ctx: FileContext) -> Optional[tuple[str, str]]:
+        methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        init = methods.get("__init__")
+        if init is None:
+            return None
+        for node in ast.walk(cls):  # a dataset that seeds per worker knows what it does
+            if isinstance(node, ast.Attribute) and node.attr == "get_worker_info":
+                return None
+            if isinstance(node, ast.Name) and node.id == "get_worker_info":
+                return None
+        rngs: dict[str, str] = {}
+        for node in ast.walk(init):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                kind = RNG_CONSTRUCTORS.get(ctx.call_name(node.value) or "")
+                if kind is None:
+                    continue
+                for t in node.targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        rngs[t.attr] = kind
+        if not rngs:
+            return None
+        for method_name in _SAMPLING_METHODS:
+            method = methods.get(method_name)
+            if method is None:
+                continue
+            used, reassigned = set(), set()
+            for node in ast.walk(method):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                        and node.value.id == "self" and node.attr in rngs:
+                    (reassigned if isinstance(node.ctx, ast.Store) else used).add(node.attr)
+            for attr in sorted(used - reassigned):
+                return attr, rngs[attr]
+        return None
