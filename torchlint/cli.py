@@ -38,7 +38,7 @@ def _selectors(value: Optional[str], option: str) -> Optional[list[str]]:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "-V", "--version", prog_name="torchlint")
+@click.version_option(__version__, "-V", "--version", prog_name="torchlint", message="%(prog)s %(version)s")
 def main() -> None:
     """torchlint: a linter for PyTorch code."""
 

@@ -24,17 +24,17 @@ class BackwardUnderNoGrad(Rule):
         if region is None or not region.disabled:
             return
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "backward":
+        name = ctx.call_name(node)
+        if name not in _AUTOGRAD_FUNCS and isinstance(func, ast.Attribute) and func.attr == "backward":
             target: Optional[ast.AST] = func.value
             what = f"{dotted(func.value)}.backward()"
             call = "backward"
-        else:
-            name = ctx.call_name(node)
-            if name not in _AUTOGRAD_FUNCS:
-                return
+        elif name in _AUTOGRAD_FUNCS:
             target = arg_or_keyword(node, 0, _AUTOGRAD_FUNCS[name])
             what = f"{name}(...)"
             call = name
+        else:
+            return
         if target is None or not self._computed_in_region(target, region.node, node.lineno, ctx):
             return
         mode = region.kind.rsplit(".", 1)[1]

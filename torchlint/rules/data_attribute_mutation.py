@@ -10,6 +10,8 @@ from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, dotted
 
 _NOT_TENSORS = ("self", "cls")
+_AUG_OPS = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.Pow: "**=",
+            ast.FloorDiv: "//=", ast.Mod: "%=", ast.BitAnd: "&=", ast.BitOr: "|=", ast.MatMult: "@="}
 
 
 def _data_receiver(node: ast.AST) -> Optional[ast.Attribute]:
@@ -28,29 +30,30 @@ class DataAttributeMutation(Rule):
     severity = "warning"
     tags = ("correctness", "autograd")
 
-    def _message(self, data: ast.Attribute, how: str) -> str:
+    def _message(self, data: ast.Attribute, write: str) -> str:
         owner = dotted(data.value)
         return (
-            f"`{dotted(data)}` {how} bypasses autograd: the change is invisible to the graph, so if "
-            f"`{owner}` was saved for backward the gradient is silently wrong (the same in-place "
-            f"write under `torch.no_grad()` bumps the version counter and raises instead). Use "
+            f"`{write}` writes through `.data`, which autograd does not track: if `{owner}` was "
+            "saved for backward, the gradient is silently wrong (the same in-place write under "
+            "`torch.no_grad()` bumps the version counter, so torch raises instead). Use "
             f"`with torch.no_grad(): {owner}.<op>_(...)` or `torch.nn.init.*`"
         )
 
     def _known_tensor(self, receiver: ast.AST, ctx: FileContext) -> bool:
         return inference.kind_of(receiver, ctx) in (inference.TENSOR, inference.PARAMETER)
 
-    def _check_store(self, target: ast.AST, ctx: FileContext, how: str) -> None:
+    def _check_store(self, target: ast.AST, ctx: FileContext, op: str) -> None:
         data = _data_receiver(target)
         if data is not None and self._known_tensor(data.value, ctx):
-            self.report(data, self._message(data, how), params={"op": how})
+            self.report(data, self._message(data, f"{dotted(target)} {op} ..."), params={"op": op})
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         for target in node.targets:
-            self._check_store(target, ctx, "assignment")
+            self._check_store(target, ctx, "=")
 
     def visit_AugAssign(self, node: ast.AugAssign, ctx: FileContext) -> None:
-        self._check_store(node.target, ctx, "in-place update")
+        op = _AUG_OPS.get(type(node.op), "op=")
+        self._check_store(node.target, ctx, op)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func
@@ -67,4 +70,4 @@ class DataAttributeMutation(Rule):
             return  # `self.data` is an ordinary attribute, not Tensor.data
         if inference.kind_of(owner, ctx) == inference.MODULE:
             return
-        self.report(data, self._message(data, f"`.{method}(...)`"), params={"op": method})
+        self.report(data, self._message(data, f"{dotted(data)}.{method}(...)"), params={"op": method})

@@ -72,7 +72,8 @@ class LabelFloatCast(Rule):
         self.report(
             cast,
             f"target of `{loss}` is cast to {dtype}: class-index targets must stay integer (int64). "
-            "With shape (N,) torch raises `expected scalar type Long`; a float target of shape "
+            "With shape (N,) torch raises `RuntimeError: expected target dtype to be Long or Byte, "
+            "but got Float`; a float target of shape "
             "(N, C) is silently read as class probabilities; labels above 2**24 also lose "
             "precision in float32. Pass the labels as `.long()`",
             params={"dtype": dtype, "loss": loss},

@@ -31,6 +31,8 @@ class MeanReductionUnderDdp(Rule):
         if name == DDP:
             self.ddp_scopes.add(id(ctx.scope))
             return
+        if ctx.grad_disabled():
+            return  # no gradients flow from here: a metric, not a training loss
         short = name.rsplit(".", 1)[1]
         if name.startswith("torch.nn.functional."):
             if short not in MEAN_REDUCTION_FUNCTIONS:

@@ -1,0 +1,56 @@
+"""The installed (non-editable) wheel carries the rule docs; the pre-commit hook works."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_wheel_ships_rule_docs(tmp_path):
+    pytest.importorskip("hatchling")
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(dist), str(REPO)], check=True)
+    wheel = next(dist.glob("torchlint-*.whl"))
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target),
+                    str(wheel)], check=True)
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    proc = subprocess.run([sys.executable, "-c", "import torchlint, sys; print(torchlint.__file__)"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.stdout.strip().startswith(str(target)), proc.stdout  # not the checkout
+    proc = subprocess.run([sys.executable, "-m", "torchlint", "rule", "TL301"], capture_output=True,
+                          text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("# TL301 worker-rng-duplication")
+    assert (target / "torchlint" / "rules_docs" / "TL301-worker-rng-duplication.md").is_file()
+
+
+@pytest.mark.network
+def test_pre_commit_hook(tmp_path):
+    if shutil.which("pre-commit") is None and subprocess.run(
+            [sys.executable, "-m", "pre_commit", "--version"], capture_output=True).returncode != 0:
+        pytest.skip("pre-commit is not installed")
+    repo = tmp_path / "user-repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    (repo / "bad.py").write_text("import torch\nwith torch.no_grad():\n    loss = m(x)\n    loss.backward()\n")
+    (repo / "clean.py").write_text("import torch\nx = torch.zeros(3)\n")
+    subprocess.run([*git, "add", "."], cwd=repo, check=True)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pc-home")}
+    run = lambda *files: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "pre_commit", "try-repo", str(REPO), "torchlint", "--files", *files],
+        cwd=repo, capture_output=True, text=True, env=env, timeout=900)
+    bad = run("bad.py", "clean.py")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "bad.py:4:5: TL101" in bad.stdout
+    good = run("clean.py")
+    assert good.returncode == 0, good.stdout + good.stderr

@@ -1,0 +1,41 @@
+"""Every rule's fixtures: lines marked `# expect: TLxxx` are reported, nothing else is."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import FIXTURES, expected_findings, lint_file
+from torchlint.rules.registry import ALL_RULES
+
+FIXTURE_FILES = sorted(FIXTURES.glob("TL*/*.py"))
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fixture(path):
+    code = path.parent.name
+    expected = expected_findings(path)
+    actual = {(f.row, f.code) for f in lint_file(path, {code})}
+    missing = sorted(expected - actual)
+    unexpected = sorted(actual - expected)
+    assert not missing and not unexpected, f"missed: {missing}; false positives: {unexpected}"
+
+
+@pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
+def test_every_rule_has_positive_and_negative_fixtures(rule):
+    files = sorted((FIXTURES / rule.code).glob("*.py"))
+    assert files, f"{rule.code} has no fixtures under tests/fixtures/{rule.code}/"
+    expected = set().union(*(expected_findings(p) for p in files))
+    assert expected, f"{rule.code}: no `# expect:` positives"
+    if rule.code == "TL000":
+        return
+    text = "\n".join(p.read_text() for p in files)
+    assert " as " in text, f"{rule.code}: fixtures need an aliased import (`import torch as T`, ...)"
+    assert "must stay silent" in text or len(files) > 1, f"{rule.code}: fixtures need near-miss negatives"
+    total_lines = sum(len(p.read_text().splitlines()) for p in files)
+    assert total_lines > len(expected) * 2, f"{rule.code}: fixtures look like positives only"
+
+
+def test_fixture_expectations_cover_only_the_rule_under_test():
+    for path in FIXTURE_FILES:
+        for _, code in expected_findings(path):
+            assert code == path.parent.name, f"{path}: expects {code} in {path.parent.name}'s fixtures"
