@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Install torchlint with its test and --verify dependencies, then run the whole suite.
+# CPU torch: `torch==2.13.0` resolves to a wheel already on disk; a bare `torch`
+# requirement would pull a multi-GB CUDA build.
+set -euo pipefail
+python -m pip install -q --upgrade pip
+python -m pip install -q "torch==2.13.0"
+python -m pip install -q -e ".[dev,verify]"
+python -m pytest -q "$@"
