@@ -124,5 +124,7 @@ def kind_of(expr: ast.AST, ctx: "FileContext", depth: int = 0) -> Optional[str]:
             return ctx.self_attribute_kind(expr.attr)
         return None
     if isinstance(expr, ast.Name):
+        if expr.id == "self" and ctx.enclosing_module_class() is not None:
+            return MODULE
         return ctx.name_kind(expr.id, getattr(expr, "lineno", 10**9), depth)
     return None

@@ -7,20 +7,12 @@ from typing import Optional
 
 from torchlint.analysis.torch_api import (CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_LOSS_FUNCTIONS,
                                           float_cast, receiver_chain)
+from torchlint.analysis.losses import LossObjects, callable_key
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, arg_or_keyword
 
 # A float target built from these is a deliberate probability distribution.
 _PROBABILITY_SOURCES = frozenset({"one_hot", "softmax", "log_softmax", "sigmoid", "softmin"})
-
-
-def _callable_key(func: ast.AST) -> Optional[str]:
-    """'crit' for `crit(...)`, 'self.crit' for `self.crit(...)`."""
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-        return "self." + func.attr
-    return None
 
 
 class LabelFloatCast(Rule):
@@ -32,41 +24,33 @@ class LabelFloatCast(Rule):
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        self.loss_objects: dict[str, str] = {}  # 'crit' / 'self.crit' -> loss class
-        self.pending: list[tuple[str, ast.Call, str]] = []  # (callable key, cast, dtype)
+        self.losses = LossObjects(CLASS_INDEX_LOSS_CLASSES)
+        self.pending: list[tuple[ast.AST, ast.Call, str]] = []  # (callee, cast, dtype)
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
-        name = ctx.call_name(node.value)
-        if name in CLASS_INDEX_LOSS_CLASSES:
-            for target in node.targets:
-                key = _callable_key(target)
-                if key:
-                    self.loss_objects[key] = name.rsplit(".", 1)[1]
+        self.losses.record(node, ctx)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if len(node.args) < 2 and not any(k.arg == "target" for k in node.keywords):
             return
         name = ctx.call_name(node)
-        key = None
-        if name not in CLASS_INDEX_LOSS_FUNCTIONS:
-            key = _callable_key(node.func)
-            if key is None:
-                return
+        if name not in CLASS_INDEX_LOSS_FUNCTIONS and callable_key(node.func) is None:
+            return
         target = arg_or_keyword(node, 1, "target")
         found = self._float_cast_of(target, node.lineno, ctx) if target is not None else None
         if found is None:
             return
         cast, dtype = found
-        if key is None:
+        if name in CLASS_INDEX_LOSS_FUNCTIONS:
             self._report(cast, dtype, f"F.{name.rsplit('.', 1)[1]}")  # type: ignore[union-attr]
         else:
-            self.pending.append((key, cast, dtype))
+            self.pending.append((node.func, cast, dtype))
 
     def end_file(self, ctx: FileContext) -> None:
-        for key, cast, dtype in self.pending:
-            loss = self.loss_objects.get(key)
+        for func, cast, dtype in self.pending:
+            loss = self.losses.resolve(func)
             if loss is not None:
-                self._report(cast, dtype, f"nn.{loss}")
+                self._report(cast, dtype, f"nn.{loss.rsplit('.', 1)[1]}")
 
     def _report(self, cast: ast.Call, dtype: str, loss: str) -> None:
         self.report(

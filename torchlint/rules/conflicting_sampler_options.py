@@ -1,0 +1,50 @@
+"""TL304: DataLoader options that are mutually exclusive (ValueError at construction)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis.torch_api import DATALOADER
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, arg_or_keyword, literal
+
+
+class ConflictingSamplerOptions(Rule):
+    code = "TL304"
+    name = "conflicting-sampler-options"
+    summary = "DataLoader sampler/batch_sampler options that raise ValueError"
+    severity = "error"
+    tags = ("correctness", "data-loading")
+    precision = "very-high"
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if ctx.call_name(node) != DATALOADER:
+            return
+        # DataLoader(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, ...)
+        batch_size = arg_or_keyword(node, 1, "batch_size")
+        shuffle = arg_or_keyword(node, 2, "shuffle")
+        sampler = arg_or_keyword(node, 3, "sampler")
+        batch_sampler = arg_or_keyword(node, 4, "batch_sampler")
+        drop_last = arg_or_keyword(node, 9, "drop_last")
+        given = lambda n: n is not None and literal(n) is not None  # noqa: E731
+        if given(batch_sampler):
+            conflicts = []
+            if batch_size is not None and literal(batch_size) != 1:
+                conflicts.append("batch_size")
+            if shuffle is not None and literal(shuffle) is True:
+                conflicts.append("shuffle=True")
+            if given(sampler):
+                conflicts.append("sampler")
+            if drop_last is not None and literal(drop_last) is True:
+                conflicts.append("drop_last=True")
+            if conflicts:
+                self.report(node, f"`batch_sampler` together with {', '.join(f'`{c}`' for c in conflicts)}: "
+                                  "torch raises `ValueError: batch_sampler option is mutually exclusive with "
+                                  "batch_size, shuffle, sampler, and drop_last`. Configure batching in the "
+                                  "batch sampler only", params={"conflict": "batch_sampler"})
+                return
+        if given(sampler) and shuffle is not None and literal(shuffle) is True:
+            self.report(node, "`shuffle=True` together with `sampler=`: torch raises `ValueError: sampler "
+                              "option is mutually exclusive with shuffle`. Shuffle in the sampler "
+                              "(e.g. `DistributedSampler(shuffle=True)`) and drop `shuffle`",
+                        params={"conflict": "sampler"})

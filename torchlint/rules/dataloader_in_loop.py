@@ -1,0 +1,47 @@
+"""TL303: a multi-worker DataLoader constructed inside a loop."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis.scopes import assigned_names, iter_scope
+from torchlint.analysis.torch_api import DATALOADER
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, keyword, literal
+from torchlint.rules.worker_rng_duplication import nonzero_workers
+
+
+class DataloaderInLoop(Rule):
+    code = "TL303"
+    name = "dataloader-in-loop"
+    summary = "Multi-worker DataLoader re-created on every loop iteration"
+    severity = "warning"
+    tags = ("performance", "data-loading")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if not ctx.loops or ctx.call_name(node) != DATALOADER:
+            return
+        workers = nonzero_workers(node)
+        if workers is None:
+            return
+        loop = ctx.loops[-1]
+        # A loader built from what the loop changes (k-fold splits, curriculum stages) has
+        # to be rebuilt; one built from loop-invariant arguments does not.
+        varying = set()
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            varying.update(n for n, _ in assigned_names(loop.target))
+        for n in iter_scope(loop.body):  # type: ignore[attr-defined]
+            if isinstance(n, ast.Assign) and n.lineno < node.lineno:
+                for t in n.targets:
+                    varying.update(name for name, _ in assigned_names(t))
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        if used & varying:
+            return
+        persistent = keyword(node, "persistent_workers")
+        extra = " and `persistent_workers=True` is defeated" if persistent is not None and literal(persistent.value) is True else ""
+        self.report(
+            node,
+            f"`DataLoader(num_workers={workers})` is constructed inside a loop from loop-invariant "
+            f"arguments: its worker processes are started again on every iteration{extra}. "
+            "Build it once before the loop",
+        )

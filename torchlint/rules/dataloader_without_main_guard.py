@@ -1,0 +1,110 @@
+"""TL302: worker processes started by module-level code outside `if __name__ == "__main__":`."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis.scopes import iter_scope
+from torchlint.analysis.torch_api import DATALOADER
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule
+from torchlint.rules.worker_rng_duplication import nonzero_workers
+
+
+def is_main_guard(node: ast.AST) -> bool:
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    parts = [node.test.left, *node.test.comparators]
+    return any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts) and any(
+        isinstance(p, ast.Constant) and p.value == "__main__" for p in parts)
+
+
+def _iterated(node: ast.AST) -> Optional[ast.AST]:
+    """The iterable of a for loop / comprehension / next(iter(x)), unwrapping enumerate/tqdm."""
+    it = None
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        it = node.iter
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("iter", "list") \
+            and node.args:
+        it = node.args[0]
+    while isinstance(it, ast.Call) and isinstance(it.func, (ast.Name, ast.Attribute)) and it.args and \
+            (it.func.id if isinstance(it.func, ast.Name) else it.func.attr) in ("enumerate", "tqdm", "zip"):
+        it = it.args[0]
+    return it
+
+
+class DataloaderWithoutMainGuard(Rule):
+    code = "TL302"
+    name = "dataloader-without-main-guard"
+    summary = "Multi-worker DataLoader iterated by module-level code without a __main__ guard"
+    severity = "warning"
+    tags = ("portability", "data-loading")
+
+    def end_file(self, ctx: FileContext) -> None:
+        module_stmts = [s for s in ctx.tree.body if not is_main_guard(s)]
+        functions = {s.name: s for s in ctx.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        # Names bound at module level to a multi-worker DataLoader.
+        loaders = self._worker_loaders(module_stmts, ctx)
+        for stmt in module_stmts:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for node in iter_scope([stmt]):
+                it = _iterated(node)
+                if it is not None and self._is_worker_loader(it, loaders, ctx):
+                    self._report(node, "iterates a DataLoader with worker processes")
+                    break
+        spawning = self._spawning_functions(functions, ctx)
+        for stmt in module_stmts:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for node in iter_scope([stmt]):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in spawning:
+                    self._report(node, f"calls `{node.func.id}()`, which iterates a DataLoader with worker processes,")
+                    break
+
+    def _report(self, node: ast.AST, what: str) -> None:
+        self.report(
+            node,
+            f"module-level code {what} outside `if __name__ == \"__main__\":`. With the spawn start "
+            "method (the default on Windows and macOS) each worker re-imports this module and torch "
+            "raises `An attempt has been made to start a new process before the current process has "
+            "finished its bootstrapping phase`. Move it under the guard",
+        )
+
+    def _worker_loaders(self, stmts: list[ast.stmt], ctx: FileContext) -> set[str]:
+        names = set()
+        for node in iter_scope(stmts):
+            if isinstance(node, ast.Assign) and ctx.call_name(node.value) == DATALOADER \
+                    and nonzero_workers(node.value) is not None:  # type: ignore[arg-type]
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        return names
+
+    def _is_worker_loader(self, it: ast.AST, loaders: set[str], ctx: FileContext) -> bool:
+        if isinstance(it, ast.Name):
+            return it.id in loaders
+        return isinstance(it, ast.Call) and ctx.call_name(it) == DATALOADER and nonzero_workers(it) is not None
+
+    def _spawning_functions(self, functions: dict[str, ast.AST], ctx: FileContext) -> set[str]:
+        direct = set()
+        calls: dict[str, set[str]] = {}
+        for name, fn in functions.items():
+            body = fn.body  # type: ignore[attr-defined]
+            loaders = self._worker_loaders(body, ctx)
+            callees = set()
+            for node in iter_scope(body):
+                it = _iterated(node)
+                if it is not None and self._is_worker_loader(it, loaders, ctx):
+                    direct.add(name)
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions:
+                    callees.add(node.func.id)
+            calls[name] = callees
+        spawning = set(direct)
+        changed = True
+        while changed:  # functions that call a spawning function spawn too
+            changed = False
+            for name, callees in calls.items():
+                if name not in spawning and callees & spawning:
+                    spawning.add(name)
+                    changed = True
+        return spawning

@@ -1,0 +1,62 @@
+"""TL502: a shuffling DistributedSampler whose epoch is never set."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis.loops import calls_in, method_name
+from torchlint.analysis.torch_api import DATALOADER
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, arg_or_keyword, keyword, literal
+from torchlint.rules.dataloader_without_main_guard import _iterated
+
+SAMPLER = "torch.utils.data.DistributedSampler"
+
+
+class DistributedSamplerWithoutSetEpoch(Rule):
+    code = "TL502"
+    name = "distributed-sampler-without-set-epoch"
+    summary = "DistributedSampler.set_epoch() never called: every epoch has the same order"
+    severity = "warning"
+    tags = ("correctness", "distributed", "data-loading")
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.reported: set[int] = set()
+
+    def _shuffling_sampler(self, node: Optional[ast.AST], lineno: int, ctx: FileContext) -> bool:
+        if isinstance(node, ast.Name):
+            b = ctx.assignments().last_before(node.id, lineno) or ctx.assignments(ctx.tree).last_before(node.id, lineno)
+            node = b.value if b is not None and b.index is None else None
+        if not isinstance(node, ast.Call) or ctx.call_name(node) != SAMPLER:
+            return False
+        shuffle = keyword(node, "shuffle")
+        return shuffle is None or literal(shuffle.value) is True
+
+    def _loader_with_sampler(self, it: ast.AST, lineno: int, ctx: FileContext) -> bool:
+        if isinstance(it, ast.Name):
+            b = ctx.assignments().last_before(it.id, lineno) or ctx.assignments(ctx.tree).last_before(it.id, lineno)
+            it = b.value if b is not None and b.index is None else None  # type: ignore[assignment]
+        if not isinstance(it, ast.Call) or ctx.call_name(it) != DATALOADER:
+            return False
+        return self._shuffling_sampler(arg_or_keyword(it, 3, "sampler"), it.lineno, ctx)
+
+    def visit_For(self, node: ast.For, ctx: FileContext) -> None:
+        if not ctx.loops:
+            return
+        it = _iterated(node)
+        if it is None or not self._loader_with_sampler(it, node.lineno, ctx):
+            return
+        epoch_loop = ctx.loops[0]
+        if id(epoch_loop) in self.reported:
+            return
+        if any(method_name(c) == "set_epoch" for c in calls_in(epoch_loop.body)):  # type: ignore[attr-defined]
+            return
+        self.reported.add(id(epoch_loop))
+        self.report(
+            epoch_loop,
+            "this epoch loop iterates a DataLoader with a shuffling `DistributedSampler` but never calls "
+            "`sampler.set_epoch(epoch)`: the sampler seeds its shuffle with the epoch, so every epoch "
+            "sees the same order. Call `sampler.set_epoch(epoch)` at the start of each epoch",
+        )

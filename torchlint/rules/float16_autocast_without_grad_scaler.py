@@ -1,0 +1,78 @@
+"""TL804: backward on a float16-autocast loss without a GradScaler."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis.loops import calls_in, is_backward, method_name
+from torchlint.analysis.scopes import iter_scope
+from torchlint.analysis.torch_api import dtype_name
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, arg_or_keyword, dotted, literal
+
+_SCALERS = ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler")
+
+
+def float16_autocast(expr: ast.AST, ctx: FileContext) -> Optional[str]:
+    """A description when `expr` enters float16 autocast."""
+    if not isinstance(expr, ast.Call):
+        return None
+    name = ctx.call_name(expr)
+    if name not in ("torch.cuda.amp.autocast", "torch.autocast"):
+        return None
+    # torch.cuda.amp.autocast(enabled, dtype, ...); torch.autocast(device_type, dtype, enabled, ...)
+    cuda_amp = name == "torch.cuda.amp.autocast"
+    dtype_node = arg_or_keyword(expr, 1, "dtype")
+    dtype = dtype_name(dtype_node, ctx) if dtype_node is not None else None
+    enabled = arg_or_keyword(expr, 0 if cuda_amp else 2, "enabled")
+    if enabled is not None and literal(enabled) is not True:
+        return None
+    if cuda_amp:
+        if dtype_node is None or dtype == "torch.float16":
+            return "torch.cuda.amp.autocast()"
+        return None
+    else:
+        device = arg_or_keyword(expr, 0, "device_type")
+        if dtype_node is not None:
+            return f"{ast.unparse(expr)}" if dtype == "torch.float16" else None
+        if literal(device) == "cuda":
+            return f"{ast.unparse(expr)} (float16 by default on CUDA)"
+    return None
+
+
+class Float16AutocastWithoutGradScaler(Rule):
+    code = "TL804"
+    name = "float16-autocast-without-grad-scaler"
+    summary = "float16 autocast backward without GradScaler: small gradients underflow"
+    severity = "warning"
+    tags = ("correctness", "mixed-precision")
+
+    def _check(self, fn: ast.AST, ctx: FileContext) -> None:
+        body = fn.body  # type: ignore[attr-defined]
+        calls = list(calls_in(body))
+        if any(ctx.call_name(c) in _SCALERS or method_name(c) == "scale" for c in calls):
+            return
+        for node in iter_scope(body):
+            if not isinstance(node, (ast.With, ast.AsyncWith)):
+                continue
+            what = next((w for w in (float16_autocast(i.context_expr, ctx) for i in node.items) if w), None)
+            if what is None:
+                continue
+            computed = {t.id for s in iter_scope(node.body) if isinstance(s, ast.Assign)
+                        for t in s.targets if isinstance(t, ast.Name)}
+            for call in calls:
+                if not is_backward(call, ctx) or not isinstance(call.func, ast.Attribute):
+                    continue
+                inside = node.lineno <= call.lineno <= (node.end_lineno or call.lineno)
+                receiver = call.func.value
+                if inside or (isinstance(receiver, ast.Name) and receiver.id in computed):
+                    self.report(call, f"`{dotted(call.func)}()` on a loss computed under `{what}` without a "
+                                      "`GradScaler`: float16 gradients below ~6e-8 underflow to zero and "
+                                      "training silently stalls. Use `scaler = torch.amp.GradScaler()`, "
+                                      "`scaler.scale(loss).backward()`, `scaler.step(opt)`, `scaler.update()`, "
+                                      "or autocast to bfloat16")
+                    return
+
+    visit_FunctionDef = _check
+    visit_AsyncFunctionDef = _check

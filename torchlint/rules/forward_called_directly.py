@@ -1,0 +1,33 @@
+"""TL703: `model.forward(x)` bypasses hooks."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, dotted
+
+
+class ForwardCalledDirectly(Rule):
+    code = "TL703"
+    name = "forward-called-directly"
+    summary = "module.forward(x) called directly skips hooks"
+    severity = "warning"
+    tags = ("correctness", "module")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        func = node.func
+        if not isinstance(func, ast.Attribute) or func.attr != "forward":
+            return
+        receiver = func.value
+        if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls"):
+            return
+        if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
+            return
+        # `Base.forward(self, x)` is the unbound call of a parent's implementation.
+        if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "self" and (
+                ctx.qualname(receiver) is not None or (isinstance(receiver, ast.Name) and receiver.id[:1].isupper())):
+            return
+        self.report(node, f"`{dotted(func)}(...)` calls forward directly: forward/backward hooks (and "
+                          "things built on them: DDP, FSDP, quantization observers, profilers) are skipped. "
+                          f"Call the module: `{dotted(receiver)}(...)`")

@@ -1,0 +1,30 @@
+"""TL402: F.dropout in a module's method without `training=`."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, arg_or_keyword
+
+_DROPOUTS = frozenset(f"torch.nn.functional.{n}" for n in (
+    "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"))
+
+
+class FunctionalDropoutAlwaysOn(Rule):
+    code = "TL402"
+    name = "functional-dropout-always-on"
+    summary = "F.dropout without training= stays on in eval()"
+    severity = "warning"
+    tags = ("correctness", "module")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        name = ctx.call_name(node)
+        if name not in _DROPOUTS or ctx.enclosing_module_class() is None:
+            return
+        if any(k.arg is None for k in node.keywords) or arg_or_keyword(node, 2, "training") is not None:
+            return
+        short = name.rsplit(".", 1)[1]  # type: ignore[union-attr]
+        self.report(node, f"`F.{short}` defaults to `training=True`, so dropout stays on after "
+                          "`model.eval()` and evaluation is noisy. Pass `training=self.training` or "
+                          "use an `nn.Dropout` layer")

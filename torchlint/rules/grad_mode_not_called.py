@@ -1,0 +1,34 @@
+"""TL108: `with torch.no_grad:` without parentheses."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule
+
+_MODES = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled")
+
+
+class GradModeNotCalled(Rule):
+    code = "TL108"
+    name = "grad-mode-not-called"
+    summary = "Grad-mode context manager used without calling it"
+    severity = "error"
+    tags = ("correctness", "autograd")
+    precision = "very-high"
+
+    def _check(self, node: ast.AST, ctx: FileContext) -> None:
+        for item in node.items:  # type: ignore[attr-defined]
+            expr = item.context_expr
+            if isinstance(expr, (ast.Name, ast.Attribute)):
+                name = ctx.qualname(expr)
+                if name in _MODES:
+                    short = name.rsplit(".", 1)[1]
+                    self.report(expr, f"`with {ast.unparse(expr)}:` uses the class itself, not an instance: "
+                                      "torch raises `TypeError: 'type' object does not support the context "
+                                      f"manager protocol`. Write `with {ast.unparse(expr)}():`",
+                                params={"mode": short})
+
+    visit_With = _check
+    visit_AsyncWith = _check

@@ -1,0 +1,50 @@
+"""TL207 (off by default): hard-coded CUDA device outside an availability guard."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule
+
+
+def _is_cuda_literal(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+        (node.value == "cuda" or node.value.startswith("cuda:"))
+
+
+class HardcodedCuda(Rule):
+    code = "TL207"
+    name = "hardcoded-cuda"
+    summary = "Hard-coded .cuda()/'cuda' outside a torch.cuda.is_available() guard"
+    severity = "info"
+    default_enabled = False
+    tags = ("portability", "device")
+    precision = "medium"
+
+    def _guarded(self, ctx: FileContext) -> bool:
+        for parent in ctx.parents:
+            if isinstance(parent, (ast.If, ast.IfExp, ast.While, ast.Assert)):
+                for n in ast.walk(parent.test):
+                    if isinstance(n, ast.Attribute) and n.attr in ("is_available", "device_count"):
+                        return True
+        return False
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        func = node.func
+        hit = None
+        if isinstance(func, ast.Attribute) and func.attr == "cuda" and not node.args \
+                and ctx.qualname(func) is None:
+            hit = node
+        else:
+            positional = node.args[:1] if isinstance(func, ast.Attribute) and func.attr == "to" else []
+            for arg in [*positional, *(k.value for k in node.keywords if k.arg == "device")]:
+                if _is_cuda_literal(arg):
+                    hit = arg
+            if ctx.call_name(node) == "torch.device" and node.args and _is_cuda_literal(node.args[0]):
+                hit = node
+        if hit is not None and not self._guarded(ctx):
+            self.report(hit, "hard-coded CUDA device: this fails on machines without a GPU "
+                             "(`AssertionError: Torch not compiled with CUDA enabled` or no device). "
+                             "Pick the device once, e.g. `device = torch.device('cuda' if "
+                             "torch.cuda.is_available() else 'cpu')`, and use `.to(device)`")

@@ -1,0 +1,63 @@
+"""TL106: requires_grad=True on an integer tensor."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis.torch_api import is_int_dtype
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, keyword, literal
+
+_INT_DEFAULT_FACTORIES = frozenset({"torch.randint", "torch.randperm"})
+
+def _all_ints(value: object) -> bool:
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return True
+    if isinstance(value, (list, tuple)):
+        return len(value) > 0 and all(_all_ints(v) for v in value)
+    return False
+
+
+class IntegerRequiresGrad(Rule):
+    code = "TL106"
+    name = "integer-requires-grad"
+    summary = "requires_grad=True on a tensor with an integer dtype"
+    severity = "error"
+    tags = ("correctness", "autograd", "dtype")
+    precision = "very-high"
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        rg = keyword(node, "requires_grad")
+        if rg is None or literal(rg.value) is not True:
+            return
+        name = ctx.call_name(node)
+        if name is None or not name.startswith("torch."):
+            return
+        dtype_kw = keyword(node, "dtype")
+        why = self._integer_reason(name, node, dtype_kw, ctx)
+        if why:
+            self.report(node, f"{why} and `requires_grad=True`: torch raises `RuntimeError: Only "
+                              "Tensors of floating point and complex dtype can require gradients`. "
+                              "Use a float dtype (e.g. `dtype=torch.float32` or float literals)")
+
+    def _integer_reason(self, name: str, node: ast.Call, dtype_kw: Optional[ast.keyword],
+                        ctx: FileContext) -> Optional[str]:
+        if dtype_kw is not None:
+            if is_int_dtype(dtype_kw.value, ctx):
+                return f"`{name}(...)` is created with the integer dtype `{ast.unparse(dtype_kw.value)}`"
+            return None
+        if name in ("torch.tensor", "torch.as_tensor") and node.args and _all_ints(literal(node.args[0])):
+            return f"`{name}({ast.unparse(node.args[0])[:40]})` infers int64 from integer data"
+        if name == "torch.arange" and node.args and all(_all_ints(literal(a)) for a in node.args):
+            return "`torch.arange` with integer arguments returns int64"
+        if name in _INT_DEFAULT_FACTORIES:
+            return f"`{name}` returns int64 by default"
+        if name in ("torch.full",) and len(node.args) >= 2 and _all_ints(literal(node.args[1])) \
+                and not isinstance(literal(node.args[1]), bool):
+            return "`torch.full` with an integer fill value infers int64"
+        return None
+
+

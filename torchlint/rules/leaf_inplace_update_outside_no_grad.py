@@ -1,0 +1,71 @@
+"""TL105: in-place update of a leaf tensor that requires grad, outside no_grad."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis import inference
+from torchlint.analysis.scopes import Binding
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, keyword, literal
+
+# In-place methods that do not modify the tensor's values.
+_NOT_VALUE_WRITES = frozenset({"requires_grad_", "retain_grad", "share_memory_", "detach_", "record_stream"})
+
+
+class LeafInplaceUpdateOutsideNoGrad(Rule):
+    code = "TL105"
+    name = "leaf-inplace-update-outside-no-grad"
+    summary = "In-place update of a leaf that requires grad outside torch.no_grad()"
+    severity = "error"
+    tags = ("correctness", "autograd")
+
+    def _requires_grad_leaf(self, node: ast.AST, ctx: FileContext) -> bool:
+        if not isinstance(node, ast.Name):
+            return False
+        bindings = [b for b in ctx.assignments().get(node.id) if b.lineno <= node.lineno]
+        if not bindings:
+            return False
+        return self._binding_is_leaf(bindings[-1], ctx)
+
+    def _binding_is_leaf(self, b: Binding, ctx: FileContext) -> bool:
+        if isinstance(b.node, (ast.For, ast.AsyncFor)):
+            return ctx._binding_kind(b, 0) == inference.PARAMETER
+        value: Optional[ast.AST] = b.value
+        if not isinstance(value, ast.Call) or b.index is not None:
+            return False
+        name = ctx.call_name(value)
+        if name == "torch.nn.Parameter":
+            rg = keyword(value, "requires_grad")
+            return rg is None or literal(rg.value) is True
+        if name is not None and name.startswith("torch."):
+            rg = keyword(value, "requires_grad")
+            return rg is not None and literal(rg.value) is True
+        # torch.zeros(3).requires_grad_()
+        return isinstance(value.func, ast.Attribute) and value.func.attr == "requires_grad_" \
+            and not value.args and inference.kind_of(value.func.value, ctx) == inference.TENSOR
+
+    def _message(self, name: str, how: str) -> str:
+        return (f"`{how}` updates the leaf tensor `{name}` (requires_grad=True) in place outside "
+                "`torch.no_grad()`: torch raises `RuntimeError: a leaf Variable that requires grad "
+                "is being used in an in-place operation`. Wrap the update in `with torch.no_grad():`")
+
+    def visit_AugAssign(self, node: ast.AugAssign, ctx: FileContext) -> None:
+        if not ctx.grad_disabled() and self._requires_grad_leaf(node.target, ctx):
+            name = node.target.id  # type: ignore[attr-defined]
+            self.report(node, self._message(name, f"{name} {_op(node.op)}= ..."))
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        func = node.func
+        if not isinstance(func, ast.Attribute) or not func.attr.endswith("_") or func.attr.startswith("_"):
+            return
+        if func.attr in _NOT_VALUE_WRITES or ctx.grad_disabled():
+            return
+        if self._requires_grad_leaf(func.value, ctx):
+            name = func.value.id  # type: ignore[attr-defined]
+            self.report(node, self._message(name, f"{name}.{func.attr}(...)"))
+
+
+def _op(op: ast.operator) -> str:
+    return {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}.get(type(op), "op")

@@ -1,0 +1,47 @@
+"""TL103: a training loop that never resets gradients."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis.loops import calls_in, is_backward, is_optimizer_step, is_zero_grad
+from torchlint.analysis.scopes import iter_scope
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, dotted
+
+
+class MissingZeroGrad(Rule):
+    code = "TL103"
+    name = "missing-zero-grad"
+    summary = "Loop calls backward() and step() but never resets gradients"
+    severity = "warning"
+    tags = ("correctness", "training-loop")
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.reported: set[int] = set()
+
+    def _check(self, node: ast.AST, ctx: FileContext) -> None:
+        backward = None
+        stepped = False
+        for call in calls_in(node.body):  # type: ignore[attr-defined]
+            if backward is None and is_backward(call, ctx):
+                backward = call
+            elif is_optimizer_step(call):
+                stepped = True
+        if backward is None or not stepped or id(backward) in self.reported:
+            return
+        if any(is_zero_grad(n) for n in iter_scope(node.body)):  # type: ignore[attr-defined]
+            return
+        self.reported.add(id(backward))
+        self.report(
+            backward,
+            f"`{dotted(backward.func)}()` and an optimizer `step()` run in this loop, but gradients "
+            "are never reset in it: `.grad` accumulates across iterations, so every step applies "
+            "the sum of all past gradients. Call `optimizer.zero_grad()` each iteration (with "
+            "gradient accumulation, next to the conditional `step()`)",
+        )
+
+    visit_For = _check
+    visit_AsyncFor = _check
+    visit_While = _check

@@ -1,0 +1,51 @@
+"""TL701: submodules kept in a plain list/tuple/dict are not registered."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis import inference
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule
+
+
+class ModuleInPlainContainer(Rule):
+    code = "TL701"
+    name = "module-in-plain-container"
+    summary = "nn.Module instances in a plain list/dict attribute are not registered"
+    severity = "error"
+    tags = ("correctness", "module")
+
+    def _container(self, value: ast.AST, ctx: FileContext) -> Optional[str]:
+        elements: list[ast.AST] = []
+        if isinstance(value, (ast.List, ast.Tuple)):
+            kind = "list" if isinstance(value, ast.List) else "tuple"
+            elements = list(value.elts)
+        elif isinstance(value, ast.Dict):
+            kind = "dict"
+            elements = [v for v in value.values if v is not None]
+        elif isinstance(value, (ast.ListComp, ast.GeneratorExp)):
+            kind = "list"
+            elements = [value.elt]
+        elif isinstance(value, ast.DictComp):
+            kind = "dict"
+            elements = [value.value]
+        else:
+            return None
+        if any(isinstance(e, ast.Call) and inference.kind_of(e, ctx) == inference.MODULE for e in elements):
+            return kind
+        return None
+
+    def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
+        if ctx.enclosing_module_class() is None:
+            return
+        kind = self._container(node.value, ctx)
+        if kind is None:
+            return
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                holder = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
+                self.report(target, f"`self.{target.attr}` holds modules in a plain {kind}: their parameters are "
+                                    "not registered, so `parameters()`, the optimizer, `.to()`/`.cuda()` and "
+                                    f"`state_dict()` never see them. Use `{holder}(...)`")

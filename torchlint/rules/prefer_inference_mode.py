@@ -1,0 +1,57 @@
+"""TL803 (off by default): no_grad where inference_mode would do."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis.scopes import grad_mode_of, iter_scope
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule
+
+
+def _needs_autograd_later(fn: ast.AST) -> bool:
+    """Conservative: results stored on objects, in-place updates, or autograd calls mean
+    the tensors may meet autograd again (inference tensors cannot)."""
+    for node in iter_scope(fn.body):  # type: ignore[attr-defined]
+        if isinstance(node, ast.AugAssign):
+            return True
+        if isinstance(node, ast.Assign) and any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in node.targets):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                node.func.attr.endswith("_") or node.func.attr in ("backward", "requires_grad_", "append", "extend")):
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in ("requires_grad", "grad"):
+            return True
+    return False
+
+
+class PreferInferenceMode(Rule):
+    code = "TL803"
+    name = "prefer-inference-mode"
+    summary = "torch.no_grad() where torch.inference_mode() is faster"
+    severity = "info"
+    default_enabled = False
+    tags = ("performance",)
+    precision = "medium"
+
+    def _check(self, fn: ast.AST, ctx: FileContext) -> None:
+        site = None
+        for deco in fn.decorator_list:  # type: ignore[attr-defined]
+            mode = grad_mode_of(deco, ctx.imports)
+            if mode is not None and mode[1] == "torch.no_grad":
+                site = deco
+        body = fn.body  # type: ignore[attr-defined]
+        stmts = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        if site is None and len(stmts) == 1 and isinstance(stmts[0], ast.With):
+            for item in stmts[0].items:
+                mode = grad_mode_of(item.context_expr, ctx.imports)
+                if mode is not None and mode[1] == "torch.no_grad":
+                    site = item.context_expr
+        if site is None or _needs_autograd_later(fn):
+            return
+        self.report(site, "this function runs entirely under `torch.no_grad()` and its results never "
+                          "meet autograd again: `torch.inference_mode()` skips view and version-counter "
+                          "tracking too and is faster")
+
+    visit_FunctionDef = _check
+    visit_AsyncFunctionDef = _check

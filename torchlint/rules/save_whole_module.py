@@ -1,0 +1,27 @@
+"""TL602: torch.save(model) pickles the whole module."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis import inference
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, arg_or_keyword, dotted
+
+
+class SaveWholeModule(Rule):
+    code = "TL602"
+    name = "save-whole-module"
+    summary = "torch.save of a whole nn.Module instead of its state_dict()"
+    severity = "warning"
+    tags = ("maintainability", "serialization")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if ctx.call_name(node) != "torch.save":
+            return
+        obj = arg_or_keyword(node, 0, "obj")
+        if obj is None or inference.kind_of(obj, ctx) != inference.MODULE:
+            return
+        self.report(node, f"`torch.save({dotted(obj)}, ...)` pickles the module object: classes are stored "
+                          "by import path, so renaming or moving code breaks loading, and loading needs "
+                          f"`weights_only=False` (unsafe). Save `{dotted(obj)}.state_dict()` instead")

@@ -1,0 +1,38 @@
+"""TL704: a training loop that switches to eval() and never back to train()."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis.loops import calls_in, is_backward, method_name
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, dotted, literal
+
+
+def _is_train_call(call: ast.Call) -> bool:
+    if method_name(call) != "train":
+        return False
+    return not call.args or literal(call.args[0]) is not False
+
+
+class TrainModeNotRestored(Rule):
+    code = "TL704"
+    name = "train-mode-not-restored"
+    summary = "Loop calls model.eval() but never model.train(): later epochs train in eval mode"
+    severity = "warning"
+    tags = ("correctness", "training-loop")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if method_name(node) != "eval" or node.args or not ctx.loops:
+            return
+        for loop in reversed(ctx.loops):
+            calls = list(calls_in(loop.body))  # type: ignore[attr-defined]
+            if not any(is_backward(c, ctx) for c in calls):
+                continue
+            if any(_is_train_call(c) for c in calls):
+                return
+            self.report(node, f"`{dotted(node.func)}()` runs inside a training loop that never calls "
+                              f"`.train()`: from the next iteration on, dropout is off and batch norm uses "
+                              "running statistics while training. Call `model.train()` at the start of "
+                              "each epoch")
+            return

@@ -1,0 +1,39 @@
+"""TL206: `self.x = torch.zeros(...)` in an nn.Module's __init__."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis.inference import TENSOR_FACTORIES
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule
+from torchlint.rules.legacy_tensor_constructor import LEGACY_CONSTRUCTORS
+
+
+class UnregisteredTensorAttribute(Rule):
+    code = "TL206"
+    name = "unregistered-tensor-attribute"
+    summary = "Plain tensor attribute in nn.Module: not moved by .to(), not in state_dict()"
+    severity = "warning"
+    tags = ("correctness", "device", "module")
+
+    def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
+        fn = ctx.function
+        if not isinstance(fn, ast.FunctionDef) or fn.name != "__init__" or len(ctx.functions) != 1:
+            return
+        if ctx.enclosing_module_class() is None:
+            return
+        name = ctx.call_name(node.value)
+        if name is None or not name.startswith("torch.") or name.count(".") != 1:
+            return
+        if name.rsplit(".", 1)[1] not in TENSOR_FACTORIES or name in LEGACY_CONSTRUCTORS:
+            return
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                self.report(
+                    target,
+                    f"`self.{target.attr} = {name}(...)` stores a plain tensor on the module: "
+                    "`.to()`/`.cuda()` do not move it and `state_dict()` does not save it, the classic "
+                    "`Expected all tensors to be on the same device`. Use "
+                    f"`self.register_buffer('{target.attr}', ...)` or `nn.Parameter(...)`",
+                )

@@ -1,0 +1,46 @@
+"""TL601: torch.load without weights_only=True."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.checker import FileContext
+from torchlint.rules.base import Rule, keyword, literal
+
+
+def _in_type_error_fallback(ctx: FileContext) -> bool:
+    for parent in ctx.parents:
+        if isinstance(parent, ast.ExceptHandler) and parent.type is not None:
+            names = [parent.type] if not isinstance(parent.type, ast.Tuple) else parent.type.elts
+            if any(isinstance(n, ast.Name) and n.id == "TypeError" for n in names):
+                return True
+    return False
+
+
+class UnsafeTorchLoad(Rule):
+    code = "TL601"
+    name = "unsafe-torch-load"
+    summary = "torch.load with weights_only=False (or unset) can execute arbitrary code"
+    severity = "warning"
+    tags = ("security", "serialization")
+    security_severity = 8.8
+    verify_note = "the hazard is loading an untrusted file; a probe would have to run attacker code"
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if ctx.call_name(node) != "torch.load" or any(k.arg is None for k in node.keywords):
+            return
+        kw = keyword(node, "weights_only")
+        if kw is not None:
+            value = literal(kw.value)
+            if value is False:
+                self.report(node, "`torch.load(..., weights_only=False)` unpickles arbitrary objects: a "
+                                  "malicious checkpoint runs code on load. Load only files you trust, or "
+                                  "save a `state_dict()` and load it with `weights_only=True`",
+                            severity="error")
+            return
+        if _in_type_error_fallback(ctx):
+            return  # the fallback for torch versions without weights_only
+        self.report(node, "`torch.load` without `weights_only=`: before torch 2.6 the default (False) "
+                          "unpickles arbitrary objects, so a malicious file runs code; since 2.6 the "
+                          "default is True and full-object checkpoints fail to load. Pass "
+                          "`weights_only=True` (load a `state_dict()`)")
