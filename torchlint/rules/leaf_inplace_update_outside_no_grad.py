@@ -24,7 +24,9 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
     def _requires_grad_leaf(self, node: ast.AST, ctx: FileContext) -> bool:
         if not isinstance(node, ast.Name):
             return False
-        bindings = [b for b in ctx.assignments().get(node.id) if b.lineno <= node.lineno]
+        # `w -= ...` rebinds the name to the same tensor: look through augmented assignments.
+        bindings = [b for b in ctx.assignments().get(node.id)
+                    if b.lineno <= node.lineno and not isinstance(b.node, ast.AugAssign)]
         if not bindings:
             return False
         return self._binding_is_leaf(bindings[-1], ctx)

@@ -25,10 +25,10 @@ class SyncInTrainingLoop(Rule):
         if not ctx.loops:
             return
         func = node.func
+        is_print = isinstance(func, ast.Name) and func.id == "print"
         if isinstance(func, ast.Attribute) and func.attr in _SYNCING and not node.args:
             what = f"`{dotted(node)}`"
-        elif isinstance(func, ast.Name) and func.id == "print" and any(
-                inference.kind_of(a, ctx) in (inference.TENSOR, inference.PARAMETER) for a in node.args):
+        elif is_print and node.args:
             what = "`print(<tensor>)`"
         else:
             return
@@ -36,8 +36,16 @@ class SyncInTrainingLoop(Rule):
         # Inside an `if step % k == 0:` the sync is already rate-limited.
         if any(isinstance(p, ast.If) for p in ctx.parents[ctx.parents.index(loop) + 1:] if loop in ctx.parents):
             return
-        if not any(is_backward(c, ctx) for c in calls_in(loop.body)):  # type: ignore[attr-defined]
+        backwards = [c for c in calls_in(loop.body) if is_backward(c, ctx)]  # type: ignore[attr-defined]
+        if not backwards:
             return
+        if is_print:
+            # A tensor: known from inference, or the very loss that backward() is called on.
+            losses = {c.func.value.id for c in backwards if isinstance(c.func, ast.Attribute)
+                      and isinstance(c.func.value, ast.Name)}
+            if not any(inference.kind_of(a, ctx) in (inference.TENSOR, inference.PARAMETER)
+                       or (isinstance(a, ast.Name) and a.id in losses) for a in node.args):
+                return
         self.report(node, f"{what} on every training step waits for the GPU to finish (a device "
                           "synchronisation), stalling the pipeline. Accumulate on the device and sync "
                           "every N steps")
