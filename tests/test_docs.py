@@ -47,3 +47,9 @@ def test_rule_command(run_cli):
     assert {r["code"] for r in rows} == {r.code for r in ALL_RULES}
     code, _, err = run_cli("rule", "TL999")
     assert code == 2 and "TL999" in err
+
+
+def test_readme_lists_every_rule():
+    readme = (docs_dir().parent / "README.md").read_text(encoding="utf-8")
+    for rule in ALL_RULES:
+        assert f"| [{rule.code}](rules_docs/{rule.code}-{rule.name}.md) | {rule.name} |" in readme, rule.code
