@@ -80,3 +80,16 @@ def test_missing_config_flag_exits_2(tmp_path, run_cli):
 def textwrap_config(text: str) -> str:
     import textwrap
     return textwrap.dedent(text).lstrip()
+
+
+def test_per_rule_option_changes_behaviour(tmp_path, run_cli):
+    src = ("import torch\n\n\ndef init_weights(m):\n    m.weight.data.normal_(0, 0.02)\n\n\n"
+           "def train_step(m):\n    m.weight.data.add_(1.0)\n")
+    write(tmp_path, "a.py", src)
+    rows = lambda: [f["location"]["row"] for f in json.loads(run_cli("check", "a.py", "--output-format", "json")[1])]  # noqa: E731
+    assert rows() == [9]
+    write(tmp_path, "pyproject.toml", '[tool.torchlint.options.data-attribute-mutation]\nskip-initializers = false\n')
+    assert rows() == [5, 9]
+    write(tmp_path, "pyproject.toml", '[tool.torchlint.options.TL102]\nskip-initializers = "no"\n')
+    code, _, err = run_cli("check", "a.py")
+    assert code == 2 and "skip-initializers must be a bool" in err

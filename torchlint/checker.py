@@ -174,7 +174,9 @@ class FileContext:
         cls = self.classes[-1]
         kinds = self._self_attr_kinds.get(id(cls))
         if kinds is None:
-            kinds = {}
+            # Registered before it is filled: values like `self.a = self.b.float()` ask
+            # about this same class again while we are computing it.
+            kinds = self._self_attr_kinds[id(cls)] = {}
             for stmt in ast.walk(cls):
                 if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                     t = stmt.targets[0]
@@ -183,7 +185,6 @@ class FileContext:
                         if t.attr in kinds and kinds[t.attr] != kind:
                             kind = None
                         kinds[t.attr] = kind
-            self._self_attr_kinds[id(cls)] = kinds
         return kinds.get(attr)
 
     def in_function_loops(self) -> list[ast.AST]:

@@ -63,7 +63,29 @@ class BackwardUnderNoGrad(Rule):
             value = last.value
             if isinstance(value, ast.Call) and literal(getattr(keyword(value, "requires_grad"), "value", None)) is True:
                 return False
-            return isinstance(last.node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr))
+            if isinstance(last.node, ast.AugAssign):
+                return True
+            return isinstance(last.node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and _computes(value)
         # Attributes and subscripts may hold anything computed elsewhere; any other
         # expression (a call, arithmetic) is evaluated right here, under no_grad.
-        return isinstance(target, (ast.Call, ast.BinOp, ast.UnaryOp))
+        return _computes(target)
+
+
+def _computes(expr: Optional[ast.AST]) -> bool:
+    """Does evaluating `expr` run tensor operations (which record no graph under no_grad)?
+    Collecting existing tensors (`[p.grad for p in params]`, `out[0]`) does not."""
+    if isinstance(expr, ast.Call):
+        if isinstance(expr.func, ast.Name) and expr.func.id in ("list", "tuple"):
+            return any(_computes(a) for a in expr.args)
+        return True
+    if isinstance(expr, (ast.BinOp, ast.UnaryOp)):
+        return True
+    if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+        return any(_computes(e) for e in expr.elts)
+    if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+        return _computes(expr.elt)
+    if isinstance(expr, ast.Subscript):
+        return _computes(expr.value)
+    if isinstance(expr, ast.IfExp):
+        return _computes(expr.body) or _computes(expr.orelse)
+    return False

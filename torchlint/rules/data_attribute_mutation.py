@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, dotted
+from torchlint.rules.base import Option, Rule, dotted
 
 _NOT_TENSORS = ("self", "cls")
 _AUG_OPS = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.Pow: "**=",
@@ -29,6 +29,21 @@ class DataAttributeMutation(Rule):
     summary = "In-place write through `.data` bypasses autograd"
     severity = "warning"
     tags = ("correctness", "autograd")
+    options = {
+        "skip-initializers": Option(
+            bool, True,
+            "Stay silent inside weight-initialisation functions (`__init__`, `reset_parameters`, "
+            "names containing `init`): no autograd graph exists yet when they run."),
+    }
+
+    def _in_initializer(self, ctx: FileContext) -> bool:
+        if not self.settings["skip-initializers"]:
+            return False
+        for fn in ctx.functions:
+            name = getattr(fn, "name", "").lower()
+            if "init" in name or "reset_parameters" in name:
+                return True
+        return False
 
     def _message(self, data: ast.Attribute, write: str) -> str:
         owner = dotted(data.value)
@@ -44,7 +59,7 @@ class DataAttributeMutation(Rule):
 
     def _check_store(self, target: ast.AST, ctx: FileContext, op: str) -> None:
         data = _data_receiver(target)
-        if data is not None and self._known_tensor(data.value, ctx):
+        if data is not None and self._known_tensor(data.value, ctx) and not self._in_initializer(ctx):
             self.report(data, self._message(data, f"{dotted(target)} {op} ..."), params={"op": op})
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
@@ -68,6 +83,6 @@ class DataAttributeMutation(Rule):
         owner = data.value
         if isinstance(owner, ast.Name) and owner.id in _NOT_TENSORS:
             return  # `self.data` is an ordinary attribute, not Tensor.data
-        if inference.kind_of(owner, ctx) == inference.MODULE:
+        if inference.kind_of(owner, ctx) == inference.MODULE or self._in_initializer(ctx):
             return
         self.report(data, self._message(data, f"{dotted(data)}.{method}(...)"), params={"op": method})

@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.analysis.torch_api import (CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_LOSS_FUNCTIONS,
                                           float_cast, receiver_chain)
-from torchlint.analysis.losses import LossObjects, callable_key
+from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, arg_or_keyword
 
@@ -24,8 +24,7 @@ class LabelFloatCast(Rule):
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        self.losses = LossObjects(CLASS_INDEX_LOSS_CLASSES)
-        self.pending: list[tuple[ast.AST, ast.Call, str]] = []  # (callee, cast, dtype)
+        self.losses = LossCalls(CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_LOSS_FUNCTIONS)
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         self.losses.record(node, ctx)
@@ -33,26 +32,23 @@ class LabelFloatCast(Rule):
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if len(node.args) < 2 and not any(k.arg == "target" for k in node.keywords):
             return
-        name = ctx.call_name(node)
-        if name not in CLASS_INDEX_LOSS_FUNCTIONS and callable_key(node.func) is None:
+        if not self.losses.may_be_loss(node, ctx):
             return
         target = arg_or_keyword(node, 1, "target")
         found = self._float_cast_of(target, node.lineno, ctx) if target is not None else None
         if found is None:
             return
-        cast, dtype = found
-        if name in CLASS_INDEX_LOSS_FUNCTIONS:
-            self._report(cast, dtype, f"F.{name.rsplit('.', 1)[1]}")  # type: ignore[union-attr]
-        else:
-            self.pending.append((node.func, cast, dtype))
+        loss = self.losses.match(node, ctx, found)
+        if loss is not None:
+            self._report(loss, found)
 
     def end_file(self, ctx: FileContext) -> None:
-        for func, cast, dtype in self.pending:
-            loss = self.losses.resolve(func)
-            if loss is not None:
-                self._report(cast, dtype, f"nn.{loss.rsplit('.', 1)[1]}")
+        for loss, found in self.losses.deferred():
+            self._report(loss, found)  # type: ignore[arg-type]
 
-    def _report(self, cast: ast.Call, dtype: str, loss: str) -> None:
+    def _report(self, qualified_loss: str, found: tuple[ast.Call, str]) -> None:
+        cast, dtype = found
+        loss = qualified_loss.replace("torch.nn.functional.", "F.").replace("torch.nn.", "nn.")
         self.report(
             cast,
             f"target of `{loss}` is cast to {dtype}: class-index targets must stay integer (int64). "

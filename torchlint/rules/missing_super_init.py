@@ -15,6 +15,14 @@ def _calls_base_init(fn: ast.FunctionDef) -> bool:
     return False
 
 
+def _calls_self_method(fn: ast.FunctionDef, names: set[str]) -> bool:
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
+            return True
+    return False
+
+
 class MissingSuperInit(Rule):
     code = "TL702"
     name = "missing-super-init"
@@ -26,8 +34,12 @@ class MissingSuperInit(Rule):
     def visit_ClassDef(self, node: ast.ClassDef, ctx: FileContext) -> None:
         if not ctx.is_module_class(node):
             return
+        methods = {s.name: s for s in node.body if isinstance(s, ast.FunctionDef)}
+        # Methods that call the base __init__, so `__init__` may delegate to them.
+        initializers = {name for name, fn in methods.items() if name != "__init__" and _calls_base_init(fn)}
         for stmt in node.body:
-            if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__" and not _calls_base_init(stmt):
+            if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__" and not _calls_base_init(stmt) \
+                    and not _calls_self_method(stmt, initializers):
                 self.report(stmt, f"`{node.name}.__init__` never calls `super().__init__()`: the first "
                                   "submodule or parameter assignment raises `AttributeError: cannot assign "
                                   "module before Module.__init__() call`. Call `super().__init__()` first")

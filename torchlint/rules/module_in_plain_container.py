@@ -10,6 +10,19 @@ from torchlint.checker import FileContext
 from torchlint.rules.base import Rule
 
 
+def _registers_manually(cls: ast.ClassDef) -> bool:
+    """`self.add_module(str(i), layer)` / `setattr(self, ...)` registers list members too."""
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr in ("add_module", "register_module"):
+                return True
+            if isinstance(f, ast.Name) and f.id == "setattr" and node.args and \
+                    isinstance(node.args[0], ast.Name) and node.args[0].id == "self":
+                return True
+    return False
+
+
 class ModuleInPlainContainer(Rule):
     code = "TL701"
     name = "module-in-plain-container"
@@ -38,7 +51,8 @@ class ModuleInPlainContainer(Rule):
         return None
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
-        if ctx.enclosing_module_class() is None:
+        cls = ctx.enclosing_module_class()
+        if cls is None or _registers_manually(cls):
             return
         kind = self._container(node.value, ctx)
         if kind is None:

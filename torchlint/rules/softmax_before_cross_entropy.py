@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from torchlint.analysis.losses import LossObjects, callable_key
+from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, arg_or_keyword, dotted
 
@@ -54,8 +54,8 @@ class SoftmaxBeforeCrossEntropy(Rule):
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
-        self.losses = LossObjects(frozenset(k for k in _FORBIDDEN if not k.startswith("torch.nn.functional")))
-        self.pending: list[tuple[ast.AST, ast.Call, str]] = []
+        self.losses = LossCalls(frozenset(k for k in _FORBIDDEN if not k.startswith("torch.nn.functional.")),
+                                frozenset(k for k in _FORBIDDEN if k.startswith("torch.nn.functional.")))
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         self.losses.record(node, ctx)
@@ -63,8 +63,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if not node.args and not any(k.arg == "input" for k in node.keywords):
             return
-        name = ctx.call_name(node)
-        if name not in _FORBIDDEN and callable_key(node.func) is None:
+        if not self.losses.may_be_loss(node, ctx):
             return
         arg = arg_or_keyword(node, 0, "input")
         if isinstance(arg, ast.Name):
@@ -74,18 +73,16 @@ class SoftmaxBeforeCrossEntropy(Rule):
         act = _activation(arg, ctx) if arg is not None else None
         if act is None:
             return
-        if name in _FORBIDDEN:
-            self._check(name, arg, act)  # type: ignore[arg-type]
-        else:
-            self.pending.append((node.func, arg, act))  # type: ignore[arg-type]
+        loss = self.losses.match(node, ctx, (arg, act))
+        if loss is not None:
+            self._check(loss, (arg, act))
 
     def end_file(self, ctx: FileContext) -> None:
-        for func, arg, act in self.pending:
-            loss = self.losses.resolve(func)
-            if loss is not None:
-                self._check(loss, arg, act)
+        for loss, found in self.losses.deferred():
+            self._check(loss, found)  # type: ignore[arg-type]
 
-    def _check(self, loss: str, arg: ast.Call, act: str) -> None:
+    def _check(self, loss: str, found: tuple[ast.Call, str]) -> None:
+        arg, act = found
         if act not in _FORBIDDEN[loss]:
             return
         why = _WHY["softmax-nll" if loss.endswith(("NLLLoss", "nll_loss")) else act]
