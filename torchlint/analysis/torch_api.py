@@ -114,3 +114,26 @@ def receiver_chain(node: ast.AST) -> list[ast.AST]:
             node = node.value
         else:
             return chain
+
+
+_DEVICE_STRINGS = ("cuda", "cpu", "mps", "xpu", "meta")
+
+
+def conversion_target(arg: ast.AST, ctx: "FileContext", keyword_name: Optional[str] = None) -> Optional[str]:
+    """'dtype' or 'device' for the argument of `.to(...)`; None when it cannot be told."""
+    if keyword_name in ("dtype", "device"):
+        return keyword_name
+    if dtype_name(arg, ctx) or is_int_dtype(arg, ctx):
+        return "dtype"
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.split(":")[0] in _DEVICE_STRINGS:
+        return "device"
+    if ctx.call_name(arg) == "torch.device":
+        return "device"
+    # Variables named for what they hold: `device`, `x.device`, `default_dtype`, `self.dtype`.
+    last = arg.id if isinstance(arg, ast.Name) else arg.attr if isinstance(arg, ast.Attribute) else ""
+    last = last.lower()
+    if "dtype" in last:
+        return "dtype"
+    if "device" in last or last in ("dev",):
+        return "device"
+    return None

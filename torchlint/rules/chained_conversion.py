@@ -6,13 +6,12 @@ import ast
 from typing import Optional
 
 from torchlint.analysis import inference
-from torchlint.analysis.torch_api import dtype_name, is_int_dtype
+from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, dotted
 
 _DTYPE_METHODS = frozenset({"float", "half", "double", "bfloat16", "long", "int"})
 _DEVICE_METHODS = frozenset({"cuda", "cpu"})
-_DEVICE_STRINGS = ("cuda", "cpu", "mps", "xpu", "meta")
 
 
 def _conversion_kind(call: ast.AST, ctx: FileContext) -> Optional[str]:
@@ -26,19 +25,9 @@ def _conversion_kind(call: ast.AST, ctx: FileContext) -> Optional[str]:
         return "device"
     if method != "to" or len(call.args) + len(call.keywords) != 1:
         return None
-    arg = call.args[0] if call.args else call.keywords[0].value
-    key = call.keywords[0].arg if call.keywords else None
-    if key == "dtype" or dtype_name(arg, ctx) or is_int_dtype(arg, ctx):
-        return "dtype"
-    if key == "device":
-        return "device"
-    if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.split(":")[0] in _DEVICE_STRINGS:
-        return "device"
-    if ctx.call_name(arg) == "torch.device":
-        return "device"
-    if isinstance(arg, ast.Name) and arg.id in ("device", "dev") or isinstance(arg, ast.Attribute) and arg.attr == "device":
-        return "device"
-    return None
+    if call.args:
+        return conversion_target(call.args[0], ctx)
+    return conversion_target(call.keywords[0].value, ctx, call.keywords[0].arg)
 
 
 class ChainedConversion(Rule):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.analysis.torch_api import dtype_name, is_int_dtype
+from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule
 
@@ -32,10 +32,10 @@ class CreateThenMove(Rule):
         if any(k.arg == "device" for k in inner.keywords):  # type: ignore[attr-defined]
             return
         if func.attr == "to":
-            args = [*node.args, *(k.value for k in node.keywords if k.arg in (None, "device", "dtype"))]
-            if not args or all(dtype_name(a, ctx) or is_int_dtype(a, ctx) for a in args) \
-                    or all(k.arg == "dtype" for k in node.keywords) and not node.args:
-                return  # a dtype change only
+            targets = [conversion_target(a, ctx) for a in node.args[:1]] + [
+                conversion_target(k.value, ctx, k.arg) for k in node.keywords if k.arg in ("device", "dtype")]
+            if "device" not in targets:
+                return  # a dtype change, or not known to be a move
         short = factory
         self.report(node, f"`{short}(...)` allocates on the CPU and `.{func.attr}(...)` then copies it to the "
                           f"device: two allocations and a host-to-device copy. Pass `device=` to `{short}`")

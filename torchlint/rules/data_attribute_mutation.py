@@ -10,6 +10,9 @@ from torchlint.checker import FileContext
 from torchlint.rules.base import Option, Rule, dotted
 
 _NOT_TENSORS = ("self", "cls")
+# Weight set-up code (initialisation, checkpoint conversion and loading, deploy-time fusion)
+# runs before any autograd graph exists, so `.data` writes there cannot corrupt a gradient.
+_SETUP_NAME_PARTS = ("init", "reset_parameters", "convert", "load", "fuse")
 _AUG_OPS = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.Pow: "**=",
             ast.FloorDiv: "//=", ast.Mod: "%=", ast.BitAnd: "&=", ast.BitOr: "|=", ast.MatMult: "@="}
 
@@ -32,8 +35,8 @@ class DataAttributeMutation(Rule):
     options = {
         "skip-initializers": Option(
             bool, True,
-            "Stay silent inside weight-initialisation functions (`__init__`, `reset_parameters`, "
-            "names containing `init`): no autograd graph exists yet when they run."),
+            "Stay silent inside weight set-up functions (names containing `init`, `reset_parameters`, "
+            "`convert`, `load`, `fuse`): no autograd graph exists when they run."),
     }
 
     def _in_initializer(self, ctx: FileContext) -> bool:
@@ -41,7 +44,7 @@ class DataAttributeMutation(Rule):
             return False
         for fn in ctx.functions:
             name = getattr(fn, "name", "").lower()
-            if "init" in name or "reset_parameters" in name:
+            if any(part in name for part in _SETUP_NAME_PARTS):
                 return True
         return False
 
