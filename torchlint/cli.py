@@ -15,7 +15,8 @@ from torchlint import __version__
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
 from torchlint.diagnostics import Finding
 from torchlint.files import Discovery, display_path
-from torchlint.linter import FileResult, FileTask, lint_bytes, load_source
+from torchlint.cache import CACHE_DIR_NAME, Cache
+from torchlint.linter import FileResult, FileTask, load_source, run_tasks
 from torchlint.output import FORMATS
 from torchlint.selection import SelectionError, parse_list
 
@@ -149,9 +150,12 @@ def _options(options: dict[str, dict[str, Any]]) -> tuple:
 
 def _run(tasks: list[FileTask], *, jobs: Optional[int], use_cache: bool, cache_dir: Optional[Path],
          resolver: ConfigResolver) -> list[FileResult]:
-    from torchlint.linter import lint_task
-
-    return [lint_task(task) if task.data is None else lint_bytes(task, task.data) for task in tasks]
+    cache = None
+    if use_cache:
+        settings = resolver.default
+        root = cache_dir or settings.cache_dir or (settings.root / CACHE_DIR_NAME)
+        cache = Cache(root)
+    return run_tasks(tasks, jobs=jobs, cache=cache)
 
 
 class _Sources(dict):
