@@ -186,3 +186,11 @@ def test_python_dash_m_and_version():
 def test_bad_option_value_exits_2(tmp_path, run_cli):
     code, _, err = run_cli("check", "--output-format", "xml")
     assert code == 2 and "xml" in err
+
+
+def test_explicitly_passed_ignored_directory_is_linted(tmp_path, run_cli):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    write(tmp_path, ".gitignore", "vendor/\n")
+    write(tmp_path, "vendor/lib/x.py", BAD)
+    assert run_cli("check", "--show-files")[1].split() == []
+    assert run_cli("check", "vendor", "--show-files")[1].split() == ["vendor/lib/x.py"]

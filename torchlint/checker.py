@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from torchlint.analysis import inference
 from torchlint.analysis.imports import ImportTable
+from torchlint.analysis.nodes import node_fields
 from torchlint.analysis.scopes import FUNCTION_TYPES, Assignments, GradRegion, Scope, grad_mode_of
 from torchlint.diagnostics import Finding
 from torchlint.source import DecodeFailure, SourceFile, decode_source, newer_syntax_hint
@@ -16,21 +17,15 @@ from torchlint.source import DecodeFailure, SourceFile, decode_source, newer_syn
 if TYPE_CHECKING:
     from torchlint.rules.base import Rule
 
-# Fields that never hold nodes a rule cares about (expression contexts, operators).
-_SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind"})
-_FIELDS_CACHE: dict[type, tuple[str, ...]] = {}
-_LOOP_TYPES = (ast.For, ast.AsyncFor, ast.While)
-_WITH_TYPES = (ast.With, ast.AsyncWith)
+# How the walker treats each node type besides calling rule handlers.
+_GENERIC, _FUNCTION, _WITH, _LOOP, _CLASS, _IMPORT = range(6)
+_KINDS: dict[type, int] = {
+    ast.FunctionDef: _FUNCTION, ast.AsyncFunctionDef: _FUNCTION, ast.With: _WITH, ast.AsyncWith: _WITH,
+    ast.For: _LOOP, ast.AsyncFor: _LOOP, ast.While: _LOOP, ast.ClassDef: _CLASS,
+    ast.Import: _IMPORT, ast.ImportFrom: _IMPORT,
+}
 
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-
-
-def _fields(cls: type) -> tuple[str, ...]:
-    fields = _FIELDS_CACHE.get(cls)
-    if fields is None:
-        fields = tuple(f for f in cls._fields if f not in _SKIP_FIELDS)
-        _FIELDS_CACHE[cls] = fields
-    return fields
 
 
 class FileContext:
@@ -220,34 +215,35 @@ class Walker:
         self.dispatch = dispatch
 
     def visit(self, node: ast.AST) -> None:
-        ctx = self.ctx
-        handlers = self.dispatch.get(type(node))
+        cls = type(node)
+        handlers = self.dispatch.get(cls)
         if handlers:
+            ctx = self.ctx
             for handler in handlers:
                 handler(node, ctx)
-        if isinstance(node, FUNCTION_TYPES):
+        kind = _KINDS.get(cls, _GENERIC)
+        if kind == _GENERIC:
+            fields = node_fields(cls)
+            if fields:
+                self._children(node, fields)
+        elif kind == _FUNCTION:
             self._visit_function(node)
-        elif isinstance(node, _WITH_TYPES):
+        elif kind == _WITH:
             self._visit_with(node)
-        elif isinstance(node, _LOOP_TYPES):
+        elif kind == _LOOP:
             self._visit_loop(node)
-        elif isinstance(node, ast.ClassDef):
-            ctx.classes.append(node)
-            self._children(node)
-            ctx.classes.pop()
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            if ctx.functions:
-                ctx.imports.add(node)  # function-level import
-        else:
-            self._children(node)
+        elif kind == _CLASS:
+            self.ctx.classes.append(node)  # type: ignore[arg-type]
+            self._children(node, node_fields(cls))
+            self.ctx.classes.pop()
+        elif self.ctx.functions:
+            self.ctx.imports.add(node)  # a function-level import
 
-    def _children(self, node: ast.AST, skip: tuple[str, ...] = ()) -> None:
+    def _children(self, node: ast.AST, fields: tuple[str, ...]) -> None:
         parents = self.ctx.parents
         parents.append(node)
         visit = self.visit
-        for field in _fields(type(node)):
-            if field in skip:
-                continue
+        for field in fields:
             value = getattr(node, field, None)
             if type(value) is list:
                 for item in value:
@@ -256,6 +252,10 @@ class Walker:
             elif isinstance(value, ast.AST):
                 visit(value)
         parents.pop()
+
+    def _header(self, node: ast.AST, *skip: str) -> None:
+        """Visit everything but the given fields (the body of a function, with or loop)."""
+        self._children(node, tuple(f for f in node_fields(type(node)) if f not in skip))
 
     def _visit_body(self, node: ast.AST, stmts: Iterable[ast.AST]) -> None:
         parents = self.ctx.parents
@@ -266,7 +266,7 @@ class Walker:
 
     def _visit_function(self, node: ast.AST) -> None:
         ctx = self.ctx
-        self._children(node, skip=("body",))  # decorators, arguments, returns run outside
+        self._header(node, "body")  # decorators, arguments, returns run outside
         saved_loops, saved_regions = ctx.loops, ctx.grad_regions
         ctx.loops, ctx.grad_regions = [], []
         for deco in node.decorator_list:  # type: ignore[attr-defined]
@@ -280,7 +280,7 @@ class Walker:
 
     def _visit_with(self, node: ast.AST) -> None:
         ctx = self.ctx
-        self._children(node, skip=("body",))
+        self._header(node, "body")
         pushed = 0
         for item in node.items:  # type: ignore[attr-defined]
             mode = grad_mode_of(item.context_expr, ctx.imports)
@@ -292,7 +292,7 @@ class Walker:
 
     def _visit_loop(self, node: ast.AST) -> None:
         ctx = self.ctx
-        self._children(node, skip=("body", "orelse"))
+        self._header(node, "body", "orelse")
         ctx.loops.append(node)
         self._visit_body(node, node.body)  # type: ignore[attr-defined]
         ctx.loops.pop()
@@ -347,7 +347,9 @@ def check_source(path: str, data: bytes, rule_classes: list[type["Rule"]],
         return [error]
     assert source is not None and tree is not None
     # A file that never mentions torch is not PyTorch code: only TL000 applies.
-    if "torch" not in source.text or not rule_classes:
+    text = source.text
+    rule_classes = [cls for cls in rule_classes if cls.applies_to(text)] if "torch" in text else []
+    if not rule_classes:
         return []
     ctx = FileContext(source, tree)
     options = options or {}

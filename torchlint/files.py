@@ -22,8 +22,13 @@ def display_path(path: Path, cwd: Path) -> str:
 
 def _git_visible_files(directory: Path) -> Optional[set[str]]:
     """Absolute paths of files under `directory` that git does not ignore (tracked and
-    untracked); None when the directory is not in a git work tree or git is missing."""
+    untracked); None when the directory is not in a git work tree, git is missing, or the
+    directory itself is ignored (a path the user names explicitly is linted, like ruff)."""
     try:
+        ignored = subprocess.run(["git", "-C", str(directory), "check-ignore", "-q", "."],
+                                 capture_output=True, timeout=60, check=False)
+        if ignored.returncode == 0:
+            return None
         proc = subprocess.run(
             ["git", "-C", str(directory), "ls-files", "-z", "--cached", "--others",
              "--exclude-standard", "--full-name", "."],

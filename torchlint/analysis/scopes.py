@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Iterator, Optional, Union
 
 from torchlint.analysis.imports import ImportTable
+from torchlint.analysis.nodes import iter_children
 
 Scope = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -66,7 +67,7 @@ def iter_scope(nodes: list[ast.stmt]) -> Iterator[ast.AST]:
         yield node
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        stack.extend(reversed(list(iter_children(node))))
 
 
 def assigned_names(target: ast.AST) -> Iterator[tuple[str, Optional[int]]]:

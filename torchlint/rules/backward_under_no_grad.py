@@ -17,6 +17,7 @@ class BackwardUnderNoGrad(Rule):
     summary = "backward()/autograd.grad on a tensor computed inside a grad-disabled region"
     severity = "error"
     tags = ("correctness", "autograd")
+    requires_text = ('backward', 'autograd')
     precision = "very-high"
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:

@@ -39,6 +39,10 @@ class Rule:
     # be shown on a machine (reported as `skipped`).
     verify_note: ClassVar[Optional[str]] = None
 
+    # The rule can only fire in a file whose text contains one of these strings (checked
+    # before the walk, so a rule costs nothing in files it cannot apply to). Empty: always run.
+    requires_text: ClassVar[tuple[str, ...]] = ()
+
     _handler_names: ClassVar[tuple[tuple[type, str], ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -57,6 +61,10 @@ class Rule:
         self.settings = {k: o.default for k, o in self.options.items()}
         if settings:
             self.settings.update(settings)
+
+    @classmethod
+    def applies_to(cls, text: str) -> bool:
+        return not cls.requires_text or any(t in text for t in cls.requires_text)
 
     def handlers(self) -> Iterator[tuple[type, Callable[[ast.AST, "FileContext"], None]]]:
         for node_type, attr in self._handler_names:

@@ -15,6 +15,7 @@ class ConflictingSamplerOptions(Rule):
     summary = "DataLoader sampler/batch_sampler options that raise ValueError"
     severity = "error"
     tags = ("correctness", "data-loading")
+    requires_text = ('DataLoader',)
     precision = "very-high"
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:

@@ -20,6 +20,7 @@ class CreateThenMove(Rule):
     summary = "Tensor created on CPU then moved; create it on the device"
     severity = "info"
     tags = ("performance", "device")
+    requires_text = ('.to(', '.cuda(')
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func

@@ -32,6 +32,7 @@ class DataAttributeMutation(Rule):
     summary = "In-place write through `.data` bypasses autograd"
     severity = "warning"
     tags = ("correctness", "autograd")
+    requires_text = ('.data',)
     options = {
         "skip-initializers": Option(
             bool, True,

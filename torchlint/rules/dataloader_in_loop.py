@@ -17,6 +17,7 @@ class DataloaderInLoop(Rule):
     summary = "Multi-worker DataLoader re-created on every loop iteration"
     severity = "warning"
     tags = ("performance", "data-loading")
+    requires_text = ('DataLoader',)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if not ctx.loops or ctx.call_name(node) != DATALOADER:

@@ -40,6 +40,7 @@ class DataloaderWithoutMainGuard(Rule):
     summary = "Multi-worker DataLoader iterated by module-level code without a __main__ guard"
     severity = "warning"
     tags = ("portability", "data-loading")
+    requires_text = ('DataLoader',)
 
     def end_file(self, ctx: FileContext) -> None:
         module_stmts = [s for s in ctx.tree.body if not is_main_guard(s)]

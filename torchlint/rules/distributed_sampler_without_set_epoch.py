@@ -20,6 +20,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     summary = "DistributedSampler.set_epoch() never called: every epoch has the same order"
     severity = "warning"
     tags = ("correctness", "distributed", "data-loading")
+    requires_text = ('DistributedSampler',)
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)

@@ -47,32 +47,36 @@ class Float16AutocastWithoutGradScaler(Rule):
     summary = "float16 autocast backward without GradScaler: small gradients underflow"
     severity = "warning"
     tags = ("correctness", "mixed-precision")
+    requires_text = ('autocast',)
 
-    def _check(self, fn: ast.AST, ctx: FileContext) -> None:
-        body = fn.body  # type: ignore[attr-defined]
-        calls = list(calls_in(body))
-        if any(ctx.call_name(c) in _SCALERS or method_name(c) == "scale" for c in calls):
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self._scaled: dict[int, bool] = {}
+
+    def visit_With(self, node: ast.With, ctx: FileContext) -> None:
+        what = next((w for w in (float16_autocast(i.context_expr, ctx) for i in node.items) if w), None)
+        if what is None:
             return
-        for node in iter_scope(body):
-            if not isinstance(node, (ast.With, ast.AsyncWith)):
+        scope = ctx.scope
+        body = scope.body  # type: ignore[union-attr]
+        if id(scope) not in self._scaled:  # one scan per function, however many autocast blocks
+            self._scaled[id(scope)] = any(ctx.call_name(c) in _SCALERS or method_name(c) == "scale"
+                                          for c in calls_in(body))
+        if self._scaled[id(scope)]:
+            return
+        computed = {t.id for s in iter_scope(node.body) if isinstance(s, ast.Assign)
+                    for t in s.targets if isinstance(t, ast.Name)}
+        end = node.end_lineno or node.lineno
+        for call in calls_in(body):
+            if not is_backward(call, ctx) or not isinstance(call.func, ast.Attribute) or call.lineno < node.lineno:
                 continue
-            what = next((w for w in (float16_autocast(i.context_expr, ctx) for i in node.items) if w), None)
-            if what is None:
-                continue
-            computed = {t.id for s in iter_scope(node.body) if isinstance(s, ast.Assign)
-                        for t in s.targets if isinstance(t, ast.Name)}
-            for call in calls:
-                if not is_backward(call, ctx) or not isinstance(call.func, ast.Attribute):
-                    continue
-                inside = node.lineno <= call.lineno <= (node.end_lineno or call.lineno)
-                receiver = call.func.value
-                if inside or (isinstance(receiver, ast.Name) and receiver.id in computed):
-                    self.report(call, f"`{dotted(call.func)}()` on a loss computed under `{what}` without a "
-                                      "`GradScaler`: float16 gradients below ~6e-8 underflow to zero and "
-                                      "training silently stalls. Use `scaler = torch.amp.GradScaler()`, "
-                                      "`scaler.scale(loss).backward()`, `scaler.step(opt)`, `scaler.update()`, "
-                                      "or autocast to bfloat16")
-                    return
+            receiver = call.func.value
+            if call.lineno <= end or (isinstance(receiver, ast.Name) and receiver.id in computed):
+                self.report(call, f"`{dotted(call.func)}()` on a loss computed under `{what}` without a "
+                                  "`GradScaler`: float16 gradients below ~6e-8 underflow to zero and "
+                                  "training silently stalls. Use `scaler = torch.amp.GradScaler()`, "
+                                  "`scaler.scale(loss).backward()`, `scaler.step(opt)`, `scaler.update()`, "
+                                  "or autocast to bfloat16")
+                return
 
-    visit_FunctionDef = _check
-    visit_AsyncFunctionDef = _check
+    visit_AsyncWith = visit_With  # type: ignore[assignment]

@@ -34,6 +34,7 @@ class Float64FromNumpy(Rule):
     summary = "Tensor built from a float64 NumPy array without a dtype"
     severity = "warning"
     tags = ("performance", "dtype", "numpy")
+    requires_text = ('numpy',)
 
     def _float64_source(self, node: ast.AST, ctx: FileContext) -> Optional[str]:
         name = ctx.call_name(node)

@@ -14,6 +14,7 @@ class ForwardCalledDirectly(Rule):
     summary = "module.forward(x) called directly skips hooks"
     severity = "warning"
     tags = ("correctness", "module")
+    requires_text = ('.forward',)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func

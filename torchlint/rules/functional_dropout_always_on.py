@@ -17,6 +17,7 @@ class FunctionalDropoutAlwaysOn(Rule):
     summary = "F.dropout without training= stays on in eval()"
     severity = "warning"
     tags = ("correctness", "module")
+    requires_text = ('dropout',)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)

@@ -16,6 +16,7 @@ class GradModeNotCalled(Rule):
     summary = "Grad-mode context manager used without calling it"
     severity = "error"
     tags = ("correctness", "autograd")
+    requires_text = ('no_grad', 'enable_grad', 'inference_mode', 'set_grad_enabled')
     precision = "very-high"
 
     def _check(self, node: ast.AST, ctx: FileContext) -> None:

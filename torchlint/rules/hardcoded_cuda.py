@@ -20,6 +20,7 @@ class HardcodedCuda(Rule):
     severity = "info"
     default_enabled = False
     tags = ("portability", "device")
+    requires_text = ('cuda',)
     precision = "medium"
 
     def _guarded(self, ctx: FileContext) -> bool:

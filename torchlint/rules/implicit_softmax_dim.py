@@ -18,6 +18,7 @@ class ImplicitSoftmaxDim(Rule):
     summary = "softmax/log_softmax/softmin without dim"
     severity = "warning"
     tags = ("correctness", "deprecated")
+    requires_text = ('softmax', 'Softmax', 'softmin', 'Softmin')
     precision = "very-high"
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:

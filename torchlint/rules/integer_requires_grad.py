@@ -27,6 +27,7 @@ class IntegerRequiresGrad(Rule):
     summary = "requires_grad=True on a tensor with an integer dtype"
     severity = "error"
     tags = ("correctness", "autograd", "dtype")
+    requires_text = ('requires_grad',)
     precision = "very-high"
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:

@@ -21,6 +21,7 @@ class LabelFloatCast(Rule):
     summary = "Float-cast labels passed as the target of CrossEntropyLoss/NLLLoss"
     severity = "error"
     tags = ("correctness", "dtype", "loss")
+    requires_text = ('cross_entropy', 'nll_loss', 'CrossEntropyLoss', 'NLLLoss')
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)

@@ -20,6 +20,7 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
     summary = "In-place update of a leaf that requires grad outside torch.no_grad()"
     severity = "error"
     tags = ("correctness", "autograd")
+    requires_text = ('requires_grad', 'Parameter', 'parameters')
 
     def _requires_grad_leaf(self, node: ast.AST, ctx: FileContext) -> bool:
         if not isinstance(node, ast.Name):

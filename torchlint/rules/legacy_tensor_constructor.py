@@ -19,6 +19,7 @@ class LegacyTensorConstructor(Rule):
     summary = "Legacy constructor torch.Tensor(...)/torch.FloatTensor(...)"
     severity = "warning"
     tags = ("correctness", "dtype")
+    requires_text = ('Tensor',)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)

@@ -28,6 +28,7 @@ class LossAccumulatedWithGraph(Rule):
     summary = "Loss summed into an accumulator without .item()/.detach() keeps every graph alive"
     severity = "warning"
     tags = ("performance", "memory", "training-loop")
+    requires_text = ('backward',)
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)

@@ -17,6 +17,7 @@ class MeanReductionUnderDdp(Rule):
     summary = "reduction='mean' loss under DistributedDataParallel weights ranks wrongly when counts differ"
     severity = "warning"
     tags = ("correctness", "distributed", "loss")
+    requires_text = ('DistributedDataParallel',)
     precision = "medium"
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]

@@ -29,17 +29,20 @@ class MissingSuperInit(Rule):
     summary = "nn.Module subclass __init__ does not call super().__init__()"
     severity = "error"
     tags = ("correctness", "module")
+    requires_text = ('__init__',)
     precision = "very-high"
 
     def visit_ClassDef(self, node: ast.ClassDef, ctx: FileContext) -> None:
         if not ctx.is_module_class(node):
             return
-        methods = {s.name: s for s in node.body if isinstance(s, ast.FunctionDef)}
-        # Methods that call the base __init__, so `__init__` may delegate to them.
-        initializers = {name for name, fn in methods.items() if name != "__init__" and _calls_base_init(fn)}
-        for stmt in node.body:
-            if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__" and not _calls_base_init(stmt) \
-                    and not _calls_self_method(stmt, initializers):
-                self.report(stmt, f"`{node.name}.__init__` never calls `super().__init__()`: the first "
-                                  "submodule or parameter assignment raises `AttributeError: cannot assign "
-                                  "module before Module.__init__() call`. Call `super().__init__()` first")
+        init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        if init is None or _calls_base_init(init):
+            return
+        # `__init__` may delegate to a method that calls the base __init__.
+        initializers = {s.name for s in node.body if isinstance(s, ast.FunctionDef) and s is not init
+                        and _calls_base_init(s)}
+        if _calls_self_method(init, initializers):
+            return
+        self.report(init, f"`{node.name}.__init__` never calls `super().__init__()`: the first "
+                          "submodule or parameter assignment raises `AttributeError: cannot assign "
+                          "module before Module.__init__() call`. Call `super().__init__()` first")

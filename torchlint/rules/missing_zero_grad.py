@@ -16,6 +16,7 @@ class MissingZeroGrad(Rule):
     summary = "Loop calls backward() and step() but never resets gradients"
     severity = "warning"
     tags = ("correctness", "training-loop")
+    requires_text = ('backward',)
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)

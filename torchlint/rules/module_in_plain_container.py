@@ -29,6 +29,7 @@ class ModuleInPlainContainer(Rule):
     summary = "nn.Module instances in a plain list/dict attribute are not registered"
     severity = "error"
     tags = ("correctness", "module")
+    requires_text = ('Module', 'nn.', 'torch.nn')
 
     def _container(self, value: ast.AST, ctx: FileContext) -> Optional[str]:
         elements: list[ast.AST] = []
@@ -50,9 +51,19 @@ class ModuleInPlainContainer(Rule):
             return kind
         return None
 
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self._manual: dict[int, bool] = {}
+
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
+        if not isinstance(node.value, (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.GeneratorExp, ast.DictComp)):
+            return
         cls = ctx.enclosing_module_class()
-        if cls is None or _registers_manually(cls):
+        if cls is None:
+            return
+        if id(cls) not in self._manual:
+            self._manual[id(cls)] = _registers_manually(cls)
+        if self._manual[id(cls)]:
             return
         kind = self._container(node.value, ctx)
         if kind is None:

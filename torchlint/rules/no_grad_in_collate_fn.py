@@ -17,6 +17,7 @@ class NoGradInCollateFn(Rule):
     severity = "info"
     default_enabled = False
     tags = ("clarity", "data-loading")
+    requires_text = ('collate_fn',)
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)

@@ -32,6 +32,7 @@ class PreferInferenceMode(Rule):
     severity = "info"
     default_enabled = False
     tags = ("performance",)
+    requires_text = ('no_grad',)
     precision = "medium"
 
     def _check(self, fn: ast.AST, ctx: FileContext) -> None:

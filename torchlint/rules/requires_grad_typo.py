@@ -16,6 +16,7 @@ class RequiresGradTypo(Rule):
     summary = "`require_grad` typo: the flag is never set"
     severity = "error"
     tags = ("correctness", "autograd")
+    requires_text = ('require_grad', 'requires_grads', 'requiresgrad', 'requires_gradient')
     precision = "very-high"
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:

@@ -15,6 +15,7 @@ class SaveWholeModule(Rule):
     summary = "torch.save of a whole nn.Module instead of its state_dict()"
     severity = "warning"
     tags = ("maintainability", "serialization")
+    requires_text = ('save',)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != "torch.save":

@@ -51,6 +51,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
     summary = "softmax/sigmoid applied before a loss that already applies it"
     severity = "error"
     tags = ("correctness", "loss")
+    requires_text = ('softmax', 'sigmoid')
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)

@@ -19,6 +19,7 @@ class SyncInTrainingLoop(Rule):
     severity = "info"
     default_enabled = False
     tags = ("performance", "training-loop")
+    requires_text = ('backward',)
     precision = "medium"
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:

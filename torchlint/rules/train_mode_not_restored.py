@@ -21,6 +21,7 @@ class TrainModeNotRestored(Rule):
     summary = "Loop calls model.eval() but never model.train(): later epochs train in eval mode"
     severity = "warning"
     tags = ("correctness", "training-loop")
+    requires_text = ('.eval(',)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if method_name(node) != "eval" or node.args or not ctx.loops:

@@ -16,6 +16,7 @@ class UnregisteredTensorAttribute(Rule):
     summary = "Plain tensor attribute in nn.Module: not moved by .to(), not in state_dict()"
     severity = "warning"
     tags = ("correctness", "device", "module")
+    requires_text = ('__init__',)
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         fn = ctx.function

@@ -23,6 +23,7 @@ class UnsafeTorchLoad(Rule):
     summary = "torch.load with weights_only=False (or unset) can execute arbitrary code"
     severity = "warning"
     tags = ("security", "serialization")
+    requires_text = ('load',)
     security_severity = 8.8
     verify_note = "the hazard is loading an untrusted file; a probe would have to run attacker code"
 

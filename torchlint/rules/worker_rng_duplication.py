@@ -29,6 +29,7 @@ class WorkerRngDuplication(Rule):
     summary = "Dataset RNG object duplicated across DataLoader workers"
     severity = "warning"
     tags = ("correctness", "data-loading", "reproducibility")
+    requires_text = ('DataLoader',)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != DATALOADER:

@@ -24,6 +24,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     summary = "zero_grad() between backward() and step(): the step sees zero gradients"
     severity = "error"
     tags = ("correctness", "training-loop")
+    requires_text = ('zero_grad',)
     precision = "very-high"
 
     def _scan(self, stmts: list[ast.stmt], ctx: FileContext) -> None:

@@ -1,0 +1,37 @@
+"""Fast child iteration for ast nodes: only the fields that can hold nodes, computed once
+per node type (ast.iter_child_nodes inspects every field of every node)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+# Fields that never hold nodes a rule cares about: names, flags, positions, expression
+# contexts and operators.
+_PRIMITIVE_FIELDS = frozenset({
+    "ctx", "op", "ops", "type_comment", "kind", "id", "attr", "name", "arg", "module", "level",
+    "conversion", "is_async", "simple", "asname", "lineno", "col_offset", "end_lineno",
+    "end_col_offset", "n", "s", "tag",
+})
+_LEAF_TYPES = frozenset({ast.Name, ast.Constant, ast.alias, ast.Pass, ast.Break, ast.Continue,
+                         ast.Global, ast.Nonlocal})
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def node_fields(cls: type) -> tuple[str, ...]:
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = () if cls in _LEAF_TYPES else tuple(f for f in cls._fields if f not in _PRIMITIVE_FIELDS)
+        _FIELDS[cls] = fields
+    return fields
+
+
+def iter_children(node: ast.AST) -> Iterator[ast.AST]:
+    for field in node_fields(type(node)):
+        value = getattr(node, field, None)
+        if type(value) is list:
+            for item in value:
+                if isinstance(item, ast.AST):
+                    yield item
+        elif isinstance(value, ast.AST):
+            yield value
