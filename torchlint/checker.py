@@ -13,6 +13,7 @@ from torchlint.analysis.nodes import node_fields
 from torchlint.analysis.scopes import FUNCTION_TYPES, Assignments, GradRegion, Scope, grad_mode_of
 from torchlint.diagnostics import Finding
 from torchlint.source import DecodeFailure, SourceFile, decode_source, newer_syntax_hint
+from torchlint.verify.snippets import snippet_of
 
 if TYPE_CHECKING:
     from torchlint.rules.base import Rule
@@ -196,10 +197,15 @@ class FileContext:
         end_off = getattr(end, "end_col_offset", None)
         col = self.source.to_col(row, node.col_offset)  # type: ignore[attr-defined]
         end_col = self.source.to_col(end_row, end_off) if end_off is not None else col + 1
+        params = dict(params or {})
+        if rule.snippet_probe:
+            snippet = snippet_of(node, self.imports)
+            if snippet is not None:
+                params["snippet"] = snippet
         self.findings.append(Finding(
             code=rule.code, name=rule.name, message=message, path=self.source.path,
             row=row, col=col, end_row=end_row, end_col=end_col,
-            severity=severity or rule.severity, probe_params=params or {},
+            severity=severity or rule.severity, probe_params=params,
         ))
 
 

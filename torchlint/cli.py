@@ -65,12 +65,21 @@ def main() -> None:
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help="Cache directory (default: .torchlint_cache next to the config).")
+@click.option("--verify", is_flag=True, help="Run a probe for each finding under the installed torch (needs torchlint[verify]).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
+              help="Where --verify runs probes: auto = CPU, plus CUDA when available.")
+@click.option("--verify-timeout", type=click.FloatRange(min=1), default=120.0, show_default=True,
+              help="Seconds one probe may run before it counts as an error.")
+@click.option("--verified-only", is_flag=True, help="With --verify: drop findings not reproduced on any device tried.")
 def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional[str], ignore: Optional[str],
           output_format: str, output_file: Optional[str], statistics: bool, exit_zero: bool,
           config_path: Optional[Path], isolated: bool, exclude: Optional[str], extend_exclude: Optional[str],
           force_exclude: bool, respect_gitignore: Optional[bool], stdin_filename: Optional[str],
-          show_files: bool, quiet: bool, jobs: Optional[int], no_cache: bool, cache_dir: Optional[Path]) -> None:
+          show_files: bool, quiet: bool, jobs: Optional[int], no_cache: bool, cache_dir: Optional[Path],
+          verify: bool, device: str, verify_timeout: float, verified_only: bool) -> None:
     """Check PATHS (files or directories; default: .) for PyTorch pitfalls."""
+    if verified_only and not verify:
+        raise _fail("--verified-only needs --verify")
     cli = CliOverrides(
         select=_selectors(select, "--select"),
         extend_select=_selectors(extend_select, "--extend-select") or [],
@@ -128,6 +137,24 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         findings.extend(result.findings)
     findings.sort(key=Finding.sort_key)
 
+    if verify and findings:
+        from torchlint.verify.runner import VerifyUnavailable, verify_findings
+
+        cache_root = None if no_cache else _cache_root(cache_dir, resolver)
+        try:
+            verify_findings(findings, device=device, timeout=verify_timeout, cache_dir=cache_root)
+        except VerifyUnavailable as exc:
+            raise _fail(str(exc)) from None
+        if verified_only:
+            findings = [f for f in findings if not f.verify or f.verify["verdict"] != "not-reproduced"]
+    elif verify:
+        from torchlint.verify.runner import VerifyUnavailable, torch_version
+
+        try:
+            torch_version()
+        except VerifyUnavailable as exc:
+            raise _fail(str(exc)) from None
+
     text = _render(output_format, findings, tasks, parse_errors, cwd, statistics, quiet)
     if output_file:
         try:
@@ -148,13 +175,14 @@ def _options(options: dict[str, dict[str, Any]]) -> tuple:
                         for code, values in options.items()))
 
 
+def _cache_root(cache_dir: Optional[Path], resolver: ConfigResolver) -> Path:
+    settings = resolver.default
+    return cache_dir or settings.cache_dir or (settings.root / CACHE_DIR_NAME)
+
+
 def _run(tasks: list[FileTask], *, jobs: Optional[int], use_cache: bool, cache_dir: Optional[Path],
          resolver: ConfigResolver) -> list[FileResult]:
-    cache = None
-    if use_cache:
-        settings = resolver.default
-        root = cache_dir or settings.cache_dir or (settings.root / CACHE_DIR_NAME)
-        cache = Cache(root)
+    cache = Cache(_cache_root(cache_dir, resolver)) if use_cache else None
     return run_tasks(tasks, jobs=jobs, cache=cache)
 
 
@@ -183,9 +211,15 @@ def _render(fmt: str, findings: list[Finding], tasks: list[FileTask], parse_erro
             cwd: Path, statistics: bool, quiet: bool) -> str:
     if statistics:
         counts = Counter((f.code, f.name) for f in findings)
+        verdicts = Counter(f.verify["verdict"] for f in findings if f.verify)
         if fmt == "json":
-            return json.dumps([{"code": c, "name": n, "count": k} for (c, n), k in sorted(counts.items())], indent=2) + "\n"
+            rows: list[dict[str, Any]] = [{"code": c, "name": n, "count": k} for (c, n), k in sorted(counts.items())]
+            if verdicts:
+                return json.dumps({"rules": rows, "verify": dict(sorted(verdicts.items()))}, indent=2) + "\n"
+            return json.dumps(rows, indent=2) + "\n"
         lines = [f"{k:>5}\t{c}\t{n}" for (c, n), k in sorted(counts.items(), key=lambda i: (-i[1], i[0]))]
+        if verdicts:
+            lines.append("verify: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
         return "\n".join(lines) + ("\n" if lines else "")
     sources = _Sources(tasks)
     text = FORMATS[fmt](findings, sources, errors=parse_errors, cwd=cwd)

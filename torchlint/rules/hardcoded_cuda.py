@@ -21,6 +21,7 @@ class HardcodedCuda(Rule):
     default_enabled = False
     tags = ("portability", "device")
     requires_text = ('cuda',)
+    verify_note = 'portability depends on the machine the code will run on, not on this one'
     precision = "medium"
 
     def _guarded(self, ctx: FileContext) -> bool:

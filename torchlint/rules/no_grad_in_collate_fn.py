@@ -18,6 +18,7 @@ class NoGradInCollateFn(Rule):
     default_enabled = False
     tags = ("clarity", "data-loading")
     requires_text = ('collate_fn',)
+    verify_note = 'the pattern has no effect to observe; it is flagged as noise, not a wrong result'
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)

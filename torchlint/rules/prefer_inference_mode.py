@@ -33,6 +33,7 @@ class PreferInferenceMode(Rule):
     default_enabled = False
     tags = ("performance",)
     requires_text = ('no_grad',)
+    verify_note = 'a speed suggestion; no wrong result to show'
     precision = "medium"
 
     def _check(self, fn: ast.AST, ctx: FileContext) -> None:

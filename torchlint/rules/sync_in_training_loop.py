@@ -20,6 +20,7 @@ class SyncInTrainingLoop(Rule):
     default_enabled = False
     tags = ("performance", "training-loop")
     requires_text = ('backward',)
+    verify_note = 'the cost is a throughput loss that depends on the GPU and the model; no wrong result to show'
     precision = "medium"
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:

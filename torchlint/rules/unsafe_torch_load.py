@@ -25,7 +25,6 @@ class UnsafeTorchLoad(Rule):
     tags = ("security", "serialization")
     requires_text = ('load',)
     security_severity = 8.8
-    verify_note = "the hazard is loading an untrusted file; a probe would have to run attacker code"
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != "torch.load" or any(k.arg is None for k in node.keywords):
@@ -37,11 +36,11 @@ class UnsafeTorchLoad(Rule):
                 self.report(node, "`torch.load(..., weights_only=False)` unpickles arbitrary objects: a "
                                   "malicious checkpoint runs code on load. Load only files you trust, or "
                                   "save a `state_dict()` and load it with `weights_only=True`",
-                            severity="error")
+                            severity="error", params={"explicit_false": True})
             return
         if _in_type_error_fallback(ctx):
             return  # the fallback for torch versions without weights_only
         self.report(node, "`torch.load` without `weights_only=`: before torch 2.6 the default (False) "
                           "unpickles arbitrary objects, so a malicious file runs code; since 2.6 the "
                           "default is True and full-object checkpoints fail to load. Pass "
-                          "`weights_only=True` (load a `state_dict()`)")
+                          "`weights_only=True` (load a `state_dict()`)", params={"explicit_false": False})

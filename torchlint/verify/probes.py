@@ -1,0 +1,671 @@
+"""Probes: small experiments that reproduce each rule's hazard under the installed torch.
+
+This module runs only inside the probe worker (`_worker.py`, started with `python -I`),
+never in the linting process. Each probe takes the values the rule extracted from the
+flagged code (`params`) and a device, and returns (verdict, evidence):
+
+- "confirmed": the hazard happened (the exception, or the wrong number next to the right one);
+- "not-reproduced": on this torch/device the pattern is harmless.
+
+An exception escaping a probe is reported as "error" by the worker. Probe code is built from
+values only; user source is never executed here (self-contained snippets go through
+`run_snippet`, after the parent has checked they only touch literals, torch and numpy)."""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import random
+import sys
+import tempfile
+import warnings
+from typing import Any, Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+Result = tuple[str, str]
+PROBES: dict[str, Callable[[dict, str], Result]] = {}
+
+
+def probe(code: str) -> Callable[[Callable[[dict, str], Result]], Callable[[dict, str], Result]]:
+    def register(fn: Callable[[dict, str], Result]) -> Callable[[dict, str], Result]:
+        PROBES[code] = fn
+        return fn
+    return register
+
+
+def _raises(fn: Callable[[], Any]) -> BaseException | None:
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - the exception is the evidence
+        return exc
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = text.split(" Hint:")[0]
+    return f"{type(exc).__name__}: {text[:160]}"
+
+
+DTYPES = {"torch.float32": torch.float32, "torch.float64": torch.float64,
+          "torch.float16": torch.float16, "torch.bfloat16": torch.bfloat16}
+
+
+# -- autograd ----------------------------------------------------------------------
+@probe("TL101")
+def backward_under_no_grad(params: dict, device: str) -> Result:
+    mode = params.get("mode", "torch.no_grad")
+    ctx = {"torch.no_grad": torch.no_grad, "torch.inference_mode": torch.inference_mode,
+           "torch.set_grad_enabled": lambda: torch.set_grad_enabled(False)}.get(mode, torch.no_grad)
+    model = nn.Linear(4, 2).to(device)
+    x = torch.randn(3, 4, device=device)
+    call = params.get("call", "backward")
+
+    def run() -> None:
+        with ctx():
+            loss = model(x).sum()
+            if call.endswith("autograd.grad"):
+                torch.autograd.grad(loss, list(model.parameters()))
+            else:
+                loss.backward()
+    exc = _raises(run)
+    if exc is not None and "does not require grad" in str(exc):
+        return "confirmed", _first_line(exc)
+    return "not-reproduced", f"{call} inside {mode} did not raise ({exc!r})"
+
+
+@probe("TL102")
+def data_attribute_mutation(params: dict, device: str) -> Result:
+    def grad_after(mutate: Callable[[torch.Tensor], None]) -> torch.Tensor:
+        w = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+        loss = (w * w).sum()  # saves w for backward: d/dw = 2w
+        mutate(w)
+        loss.backward()
+        return w.grad.detach().cpu()
+
+    true_grad = grad_after(lambda w: None)
+    wrong = grad_after(lambda w: w.data.mul_(10.0))
+    exc = _raises(lambda: grad_after(lambda w: _no_grad_mul(w)))
+    guarded = f"; the same write under no_grad raises {_first_line(exc)}" if exc else ""
+    if not torch.allclose(true_grad, wrong):
+        return ("confirmed", f"after `w.data.mul_(10)` the gradient is {wrong.tolist()}, the true gradient "
+                             f"is {true_grad.tolist()}{guarded}")
+    return "not-reproduced", f"gradient unchanged by the .data write ({wrong.tolist()})"
+
+
+def _no_grad_mul(w: torch.Tensor) -> None:
+    with torch.no_grad():
+        w.mul_(10.0)
+
+
+@probe("TL103")
+def missing_zero_grad(params: dict, device: str) -> Result:
+    torch.manual_seed(0)
+    model = nn.Linear(2, 1, bias=False).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: the weights stay, grads show accumulation
+    x = torch.ones(1, 2, device=device)
+    for _ in range(3):
+        model(x).sum().backward()
+        opt.step()
+    accumulated = model.weight.grad.detach().cpu().flatten().tolist()
+    single = x.sum(0).cpu().tolist()
+    if accumulated != single:
+        return "confirmed", f"after 3 steps .grad is {accumulated}; one step's gradient is {single}"
+    return "not-reproduced", f".grad after 3 steps is {accumulated}"
+
+
+@probe("TL104")
+def zero_grad_between(params: dict, device: str) -> Result:
+    model = nn.Linear(2, 1).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    before = model.weight.detach().clone()
+    model(torch.ones(1, 2, device=device)).sum().backward()
+    opt.zero_grad()
+    opt.step()
+    if torch.equal(before, model.weight.detach()):
+        return "confirmed", f"step() after zero_grad() left the weights unchanged ({before.cpu().flatten().tolist()})"
+    return "not-reproduced", "the weights changed"
+
+
+@probe("TL105")
+def leaf_inplace(params: dict, device: str) -> Result:
+    w = torch.randn(3, device=device, requires_grad=True)
+    exc = _raises(lambda: w.sub_(0.1))
+    if exc is not None and "leaf Variable" in str(exc):
+        return "confirmed", _first_line(exc)
+    return "not-reproduced", f"in-place update of a leaf did not raise ({exc!r})"
+
+
+@probe("TL106")
+def integer_requires_grad(params: dict, device: str) -> Result:
+    exc = _raises(lambda: torch.tensor([1, 2, 3], device=device, requires_grad=True))
+    if exc is not None and "floating point" in str(exc):
+        return "confirmed", _first_line(exc)
+    return "not-reproduced", f"no error ({exc!r})"
+
+
+@probe("TL107")
+def loss_accumulated(params: dict, device: str) -> Result:
+    model = nn.Linear(4, 1).to(device)
+    total: Any = 0
+    for _ in range(5):
+        loss = model(torch.randn(2, 4, device=device)).sum()
+        loss.backward()
+        total += loss
+    nodes = _count_graph(total.grad_fn) if isinstance(total, torch.Tensor) else 0
+    if nodes:
+        return ("confirmed", f"after 5 steps the accumulator still references {nodes} autograd nodes "
+                             f"(grad_fn {type(total.grad_fn).__name__}); with .item() it holds none")
+    return "not-reproduced", "the accumulator holds no graph"
+
+
+def _count_graph(fn: Any) -> int:
+    seen, stack = set(), [fn]
+    while stack:
+        f = stack.pop()
+        if f is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        stack.extend(n for n, _ in getattr(f, "next_functions", ()))
+    return len(seen)
+
+
+@probe("TL108")
+def grad_mode_not_called(params: dict, device: str) -> Result:
+    cls = getattr(torch, params.get("mode", "no_grad"), torch.no_grad)
+
+    def run() -> None:
+        with cls:  # type: ignore[attr-defined]
+            pass
+    exc = _raises(run)
+    if isinstance(exc, (TypeError, AttributeError)):
+        return "confirmed", _first_line(exc)
+    return "not-reproduced", "the class worked as a context manager"
+
+
+@probe("TL109")
+def requires_grad_typo(params: dict, device: str) -> Result:
+    x = torch.zeros(3, device=device)
+    x.require_grad = True  # type: ignore[attr-defined]
+    exc = _raises(lambda: torch.ones(3, require_grad=True))  # type: ignore[call-arg]
+    if not x.requires_grad:
+        kw = f"; as a keyword: {_first_line(exc)}" if exc else ""
+        return "confirmed", f"after `x.require_grad = True`, x.requires_grad is {x.requires_grad}{kw}"
+    return "not-reproduced", "requires_grad was set"
+
+
+# -- dtype and device -------------------------------------------------------------
+@probe("TL201")
+def label_float_cast(params: dict, device: str) -> Result:
+    dtype = DTYPES.get(params.get("dtype", "torch.float32"), torch.float32)
+    loss_name = params.get("loss", "F.cross_entropy")
+    logits = torch.randn(4, 3, device=device)
+    labels = torch.tensor([0, 2, 1, 2], device=device)
+    if "nll" in loss_name.lower():
+        fn: Callable = lambda inp, t: F.nll_loss(F.log_softmax(inp, dim=1), t)  # noqa: E731
+    else:
+        fn = F.cross_entropy
+    exc = _raises(lambda: fn(logits.to(dtype) if dtype != torch.float64 else logits.double(), labels.to(dtype)))
+    big = 2**24 + 1
+    back = int(torch.tensor([big]).to(torch.float32).long().item())
+    precision = f"; label {big} comes back as {back} after float32" if back != big else ""
+    if exc is not None and "dtype" in str(exc).lower() or exc is not None and "Long" in str(exc):
+        return "confirmed", f"{loss_name} with {dtype} targets: {_first_line(exc)}{precision}"
+    return "not-reproduced", f"{loss_name} accepted {dtype} class-index targets{precision}"
+
+
+@probe("TL202")
+def discarded_conversion(params: dict, device: str) -> Result:
+    method = params.get("method", "float")
+    x = torch.arange(6, device=device).reshape(2, 3).t()
+    before = (x.dtype, x.device, x.is_contiguous())
+    call = {"to": lambda: x.to(torch.float64), "cuda": lambda: x.to(torch.float64),
+            "cpu": lambda: x.to(torch.float64), "type": lambda: x.type(torch.float64),
+            "pin_memory": lambda: x.clone()}.get(method, lambda: getattr(x, method)())
+    result = call()
+    after = (x.dtype, x.device, x.is_contiguous())
+    if before == after and result is not x:
+        return ("confirmed", f"`x.{method}(...)` returned a new tensor ({result.dtype}); x is still "
+                             f"{x.dtype}, contiguous={x.is_contiguous()}")
+    return "not-reproduced", "the receiver changed in place"
+
+
+@probe("TL203")
+def chained_conversion(params: dict, device: str) -> Result:
+    x = torch.randint(0, 10, (256, 256), device=device)
+    chained = _count_copies(lambda: x.float().to(torch.float64))
+    single = _count_copies(lambda: x.to(torch.float64))
+    if chained > single:
+        return "confirmed", f"the chained form ran {chained} copy kernels, one `.to(...)` ran {single}"
+    return "not-reproduced", f"{chained} vs {single} copy kernels"
+
+
+def _count_copies(fn: Callable[[], Any]) -> int:
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    return sum(1 for e in prof.events() if e.name == "aten::_to_copy")
+
+
+@probe("TL204")
+def float64_from_numpy(params: dict, device: str) -> Result:
+    import numpy as np
+    t = torch.from_numpy(np.random.rand(4, 3))
+    layer = nn.Linear(3, 2).to(device)
+    exc = _raises(lambda: layer(t.to(device)))
+    extra = f"; against float32 weights: {_first_line(exc)}" if exc else ""
+    if t.dtype == torch.float64:
+        return "confirmed", f"{params.get('source', 'np.random.rand')}(...) gives a {t.dtype} tensor{extra}"
+    return "not-reproduced", f"dtype {t.dtype}"
+
+
+@probe("TL205")
+def legacy_constructor(params: dict, device: str) -> Result:
+    t = torch.Tensor(3)
+    if tuple(t.shape) == (3,):
+        return "confirmed", "torch.Tensor(3) has shape (3,) and uninitialised values, not the value 3"
+    return "not-reproduced", f"shape {tuple(t.shape)}"
+
+
+@probe("TL206")
+def unregistered_tensor(params: dict, device: str) -> Result:
+    class M(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+            self.mask = torch.ones(2)
+
+    m = M()
+    target = torch.device(device) if device != "cpu" else torch.float64
+    m.to(target)
+    moved = m.fc.weight.device if device != "cpu" else m.fc.weight.dtype
+    stayed = m.mask.device if device != "cpu" else m.mask.dtype
+    missing = "mask" not in m.state_dict()
+    if moved != stayed or missing:
+        return ("confirmed", f"after .to({target}) the parameters are {moved} but the attribute is {stayed}; "
+                             f"'mask' in state_dict(): {not missing}")
+    return "not-reproduced", "the attribute followed the module"
+
+
+# -- data loading -------------------------------------------------------------------
+class _RngDataset(torch.utils.data.Dataset):
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        import numpy as np
+        self.rng: Any = {
+            "np.random.default_rng": lambda: np.random.default_rng(0),
+            "np.random.RandomState": lambda: np.random.RandomState(0),
+            "np.random.Generator": lambda: np.random.Generator(np.random.PCG64(0)),
+            "random.Random": lambda: random.Random(0),
+            "torch.Generator": lambda: torch.Generator().manual_seed(0),
+        }.get(kind, lambda: None)()
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, idx: int) -> float:
+        import numpy as np
+        if self.kind == "global-numpy":
+            return float(np.random.rand())
+        if self.kind == "torch.Generator":
+            return float(torch.rand(1, generator=self.rng).item())
+        if self.kind == "random.Random":
+            return self.rng.random()
+        return float(self.rng.random())
+
+
+def _worker_streams(kind: str, workers: int) -> dict[int, list[float]]:
+    loader = torch.utils.data.DataLoader(_RngDataset(kind), batch_size=2, num_workers=workers,
+                                         multiprocessing_context="fork" if sys.platform.startswith("linux") else None)
+    streams: dict[int, list[float]] = {}
+    for i, batch in enumerate(loader):
+        streams.setdefault(i % workers, []).extend(round(float(v), 8) for v in batch)
+    return streams
+
+
+@probe("TL301")
+def worker_rng(params: dict, device: str) -> Result:
+    kind = params.get("rng", "np.random.default_rng")
+    workers = 2
+    streams = _worker_streams(kind, workers)
+    values = list(streams.values())
+    if len(values) == workers and all(v == values[0] for v in values[1:]):
+        return "confirmed", f"{workers} workers drew identical streams from {kind}: {values[0][:2]}..."
+    return "not-reproduced", f"{workers} workers drew different streams from {kind}: " + \
+        ", ".join(str(v[:2]) for v in values)
+
+
+@probe("TL302")
+def main_guard(params: dict, device: str) -> Result:
+    import subprocess
+    script = (
+        "import torch, torch.multiprocessing as mp\n"
+        "from torch.utils.data import DataLoader\n"
+        "mp.set_start_method('spawn', force=True)\n"
+        "for _ in DataLoader(list(range(4)), num_workers=1):\n    pass\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "unguarded.py")
+        with open(path, "w") as fh:
+            fh.write(script)
+        proc = subprocess.run([sys.executable, "-I", path], capture_output=True, text=True, timeout=120, cwd=tmp)
+    if "bootstrapping phase" in proc.stderr:
+        return "confirmed", "with the spawn start method: RuntimeError: An attempt has been made to start a new " \
+                            "process before the current process has finished its bootstrapping phase"
+    return "not-reproduced", f"exit {proc.returncode}"
+
+
+@probe("TL303")
+def dataloader_in_loop(params: dict, device: str) -> Result:
+    import multiprocessing
+    counter = multiprocessing.get_context("fork").Value("i", 0) if sys.platform.startswith("linux") else None
+    if counter is None:
+        return "not-reproduced", "needs the fork start method to count worker starts"
+
+    def init(_: int) -> None:
+        with counter.get_lock():
+            counter.value += 1
+
+    data = list(range(8))
+    for _ in range(3):
+        for _ in torch.utils.data.DataLoader(data, num_workers=2, worker_init_fn=init,
+                                             multiprocessing_context="fork"):
+            pass
+    in_loop = counter.value
+    counter.value = 0
+    loader = torch.utils.data.DataLoader(data, num_workers=2, worker_init_fn=init, persistent_workers=True,
+                                         multiprocessing_context="fork")
+    for _ in range(3):
+        for _ in loader:
+            pass
+    once = counter.value
+    del loader
+    if in_loop > once:
+        return "confirmed", f"3 epochs started {in_loop} worker processes; one persistent loader started {once}"
+    return "not-reproduced", f"{in_loop} vs {once} worker starts"
+
+
+@probe("TL304")
+def conflicting_sampler(params: dict, device: str) -> Result:
+    data = list(range(8))
+    sampler = torch.utils.data.RandomSampler(data)
+    if params.get("conflict") == "batch_sampler":
+        bs = torch.utils.data.BatchSampler(sampler, 2, False)
+        exc = _raises(lambda: torch.utils.data.DataLoader(data, batch_size=4, batch_sampler=bs))
+    else:
+        exc = _raises(lambda: torch.utils.data.DataLoader(data, shuffle=True, sampler=sampler))
+    if isinstance(exc, ValueError):
+        return "confirmed", _first_line(exc)
+    return "not-reproduced", f"no error ({exc!r})"
+
+
+# -- losses -------------------------------------------------------------------------
+@probe("TL401")
+def softmax_before_ce(params: dict, device: str) -> Result:
+    act = params.get("activation", "softmax")
+    if act == "sigmoid":
+        z = torch.tensor([6.0, -6.0], device=device, requires_grad=True)
+        y = torch.tensor([1.0, 0.0], device=device)
+        right = F.binary_cross_entropy_with_logits(z, y)
+        wrong = F.binary_cross_entropy_with_logits(torch.sigmoid(z), y)
+    else:
+        z = torch.tensor([[8.0, 0.0, 0.0]], device=device, requires_grad=True)
+        y = torch.tensor([0], device=device)
+        right = F.cross_entropy(z, y)
+        wrong = F.cross_entropy(torch.softmax(z, dim=1), y) if act == "softmax" else F.cross_entropy(
+            torch.log_softmax(z, dim=1), y)
+    if act == "log_softmax":
+        return "not-reproduced", f"log_softmax twice is idempotent: loss {wrong.item():.4f} == {right.item():.4f}"
+    if abs(wrong.item() - right.item()) > 1e-3:
+        return ("confirmed", f"for a confident correct prediction the loss is {wrong.item():.4f} with {act} "
+                             f"first, {right.item():.4f} on the logits")
+    return "not-reproduced", "losses agree"
+
+
+@probe("TL402")
+def functional_dropout(params: dict, device: str) -> Result:
+    class M(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return F.dropout(x, 0.5)
+
+    m = M().eval()
+    torch.manual_seed(0)
+    out = m(torch.ones(1000, device=device))
+    zeros = int((out == 0).sum())
+    if zeros:
+        return "confirmed", f"in eval() mode F.dropout still zeroed {zeros} of 1000 activations"
+    return "not-reproduced", "no activations dropped in eval()"
+
+
+@probe("TL403")
+def implicit_softmax_dim(params: dict, device: str) -> Result:
+    x = torch.randn(2, 3, 4, device=device)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        p = F.softmax(x)  # noqa: TL403 - the hazard under test
+    sums = p.sum(dim=0)
+    if torch.allclose(sums, torch.ones_like(sums)):
+        warned = f" ({caught[0].message})" if caught else ""
+        return "confirmed", f"on 3-D input the implicit dim is 0: probabilities sum to 1 across the batch{warned}"
+    return "not-reproduced", "softmax normalised the last dimension"
+
+
+# -- distributed ---------------------------------------------------------------------
+def _ddp_rank(rank: int, world: int, store: str, out: str, ignore_index: int) -> None:
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    torch.manual_seed(0)
+    model = nn.Linear(3, 4)
+    ddp = nn.parallel.DistributedDataParallel(model)
+    x, y = _ddp_batch(rank, ignore_index)
+    F.cross_entropy(ddp(x), y, ignore_index=ignore_index).backward()
+    if rank == 0:
+        torch.save(model.weight.grad.clone(), out)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _ddp_batch(rank: int, ignore_index: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(100 + rank)
+    x = torch.randn(4, 3, generator=g)
+    y = torch.randint(0, 4, (4,), generator=g)
+    if rank == 1:
+        y[1:] = ignore_index  # rank 1 counts 1 real target, rank 0 counts 4
+    return x, y
+
+
+@probe("TL501")
+def mean_under_ddp(params: dict, device: str) -> Result:
+    import torch.multiprocessing as mp
+    ignore_index = -100
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "grad.pt")
+        # spawn, not fork: forking a process whose OpenMP/gloo threads are running can deadlock.
+        mp.start_processes(_ddp_rank, args=(2, os.path.join(tmp, "store"), out, ignore_index), nprocs=2,
+                           join=True, start_method="spawn")
+        ddp_grad = torch.load(out, weights_only=True)
+    torch.manual_seed(0)
+    model = nn.Linear(3, 4)
+    xs, ys = zip(*(_ddp_batch(r, ignore_index) for r in range(2)))
+    F.cross_entropy(model(torch.cat(xs)), torch.cat(ys), ignore_index=ignore_index).backward()
+    global_grad = model.weight.grad
+    diff = float((ddp_grad - global_grad).abs().max())
+    if diff > 1e-5:
+        return ("confirmed", f"2 gloo ranks with 4 and 1 counted targets: DDP gradient[0,0]={ddp_grad[0, 0]:.5f}, "
+                             f"global-mean gradient[0,0]={global_grad[0, 0]:.5f} (max diff {diff:.5f})")
+    return "not-reproduced", f"DDP and global-mean gradients agree (max diff {diff:.2e})"
+
+
+@probe("TL502")
+def sampler_set_epoch(params: dict, device: str) -> Result:
+    data = list(range(16))
+    sampler = torch.utils.data.DistributedSampler(data, num_replicas=2, rank=0, shuffle=True)
+    first, second = list(sampler), list(sampler)
+    sampler.set_epoch(1)
+    third = list(sampler)
+    if first == second and first != third:
+        return "confirmed", f"epochs 0 and 1 without set_epoch both yield {first[:4]}...; after set_epoch(1): {third[:4]}..."
+    return "not-reproduced", "the order changed without set_epoch"
+
+
+# -- serialization -------------------------------------------------------------------
+class _Payload:
+    def __reduce__(self) -> tuple:
+        return (os.getpid, ())  # harmless callable; proves code runs during unpickling
+
+
+@probe("TL601")
+def unsafe_load(params: dict, device: str) -> Result:
+    buf = io.BytesIO()
+    torch.save({"weights": torch.ones(1), "payload": _Payload()}, buf, pickle_protocol=pickle.HIGHEST_PROTOCOL)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)
+    ran = loaded["payload"] == os.getpid()
+    buf.seek(0)
+    default = _raises(lambda: torch.load(buf))
+    if params.get("explicit_false", True) and ran:
+        return ("confirmed", "torch.load(weights_only=False) called a pickled callable (os.getpid) while loading"
+                + (f"; the default load refuses it: {_first_line(default)}" if default else ""))
+    if default is None:
+        return "confirmed", "the default torch.load (weights_only unset) ran a pickled callable while loading"
+    return "confirmed", f"the default is weights_only=True on this torch: full-object checkpoints fail: {_first_line(default)}"
+
+
+@probe("TL602")
+def save_whole_module(params: dict, device: str) -> Result:
+    buf = io.BytesIO()
+    torch.save(nn.Linear(2, 2), buf)
+    data = buf.getvalue()
+    buf.seek(0)
+    exc = _raises(lambda: torch.load(buf, weights_only=True))
+    by_ref = b"torch.nn.modules.linear" in data
+    if exc is not None or by_ref:
+        detail = f"; loading with weights_only=True fails: {_first_line(exc)}" if exc else ""
+        return "confirmed", f"the file stores the class by import path (torch.nn.modules.linear.Linear){detail}"
+    return "not-reproduced", "the module loaded with weights_only=True"
+
+
+# -- module structure ----------------------------------------------------------------
+@probe("TL701")
+def plain_container(params: dict, device: str) -> Result:
+    class M(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = [nn.Linear(2, 2), nn.Linear(2, 2)]
+
+    n = len(list(M().parameters()))
+    if n == 0:
+        return "confirmed", "parameters() of a module holding 2 nn.Linear in a list yields 0 tensors"
+    return "not-reproduced", f"parameters() yields {n} tensors"
+
+
+@probe("TL702")
+def missing_super(params: dict, device: str) -> Result:
+    class M(nn.Module):
+        def __init__(self) -> None:  # noqa: TL702 - the hazard under test
+            self.fc = nn.Linear(2, 2)
+
+    exc = _raises(M)
+    if exc is not None:
+        return "confirmed", _first_line(exc)
+    return "not-reproduced", "no error"
+
+
+@probe("TL703")
+def forward_directly(params: dict, device: str) -> Result:
+    m = nn.Linear(2, 2).to(device)
+    calls: list[int] = []
+    m.register_forward_hook(lambda *a: calls.append(1))
+    x = torch.ones(1, 2, device=device)
+    m.forward(x)
+    direct = len(calls)
+    m(x)
+    if direct == 0 and len(calls) == 1:
+        return "confirmed", "a registered forward hook ran for module(x) but not for module.forward(x)"
+    return "not-reproduced", f"hook calls: {direct} direct, {len(calls) - direct} via __call__"
+
+
+@probe("TL704")
+def train_mode(params: dict, device: str) -> Result:
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    modes = []
+    for _ in range(2):
+        modes.append(model.training)
+        model(torch.randn(2, 4, device=device)).sum().backward()
+        opt.step()
+        model.eval()
+    if modes == [True, False]:
+        return "confirmed", "the second epoch ran its backward pass with model.training == False (dropout off)"
+    return "not-reproduced", f"training flags per epoch: {modes}"
+
+
+# -- performance and mixed precision -------------------------------------------------
+@probe("TL801")
+def create_then_move(params: dict, device: str) -> Result:
+    if device == "cpu":
+        return "not-reproduced", "on the CPU `.to('cpu')` copies nothing; the cost appears only with an accelerator"
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        torch.zeros(1024, 1024).to(device)
+        torch.cuda.synchronize()
+    moved = sum(1 for e in prof.events() if "Memcpy HtoD" in e.name or e.name == "aten::copy_")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        torch.zeros(1024, 1024, device=device)
+        torch.cuda.synchronize()
+    direct = sum(1 for e in prof.events() if "Memcpy HtoD" in e.name or e.name == "aten::copy_")
+    if moved > direct:
+        return "confirmed", f"create-then-move ran {moved} host-to-device copy events, creating on the device {direct}"
+    return "not-reproduced", f"{moved} vs {direct} copy events"
+
+
+@probe("TL804")
+def fp16_without_scaler(params: dict, device: str) -> Result:
+    w = torch.ones(4, dtype=torch.float16, device=device, requires_grad=True)
+    ((w * 1e-4).sum() * 1e-4).backward()  # true gradient 1e-8 per element
+    unscaled = float(w.grad[0])
+    w.grad = None
+    scale = 65536.0
+    (((w * 1e-4).sum() * 1e-4) * scale).backward()
+    scaled = float(w.grad[0]) / scale
+    if unscaled == 0.0 and scaled != 0.0:
+        return "confirmed", f"float16 gradient 1e-8 underflows to {unscaled}; with a 65536 loss scale it is {scaled:.2e}"
+    return "not-reproduced", f"unscaled {unscaled}, scaled {scaled}"
+
+
+# -- self-contained snippets ---------------------------------------------------------
+# The exception that *is* the hazard, per rule; any other exception is an `error`.
+_SNIPPET_ERRORS = {"TL106": "floating point", "TL403": "dim"}
+
+
+def run_snippet(code: str, snippet: str, device: str) -> Result:
+    """Evaluate a flagged expression exactly as written (names already resolved to
+    `torch`/`numpy`): the exception or the resulting value is the evidence."""
+    import builtins
+
+    import numpy
+    # The parent admitted only literals and allow-listed torch/numpy calls, so the snippet
+    # names nothing else; torch's C code needs real builtins (it imports modules lazily).
+    namespace = {"torch": torch, "numpy": numpy, "__builtins__": builtins}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = eval(compile(snippet, "<snippet>", "eval"), namespace)  # noqa: S307 - checked literal-only
+        except Exception as exc:  # noqa: BLE001
+            expected = _SNIPPET_ERRORS.get(code)
+            if expected and expected in str(exc):
+                return "confirmed", f"`{snippet}` raises {_first_line(exc)}"
+            raise  # an unrelated failure (out of memory, bad arguments) is an error, not evidence
+    if code == "TL204" and getattr(value, "dtype", None) == torch.float64:
+        return "confirmed", f"`{snippet}` is a {value.dtype} tensor"
+    if code == "TL205" and isinstance(value, torch.Tensor):
+        return "confirmed", f"`{snippet}` has shape {tuple(value.shape)} (uninitialised memory), not those values"
+    if code == "TL403" and caught:
+        return "confirmed", f"`{snippet}` warns: {caught[0].message}"
+    if code == "TL106":
+        return "not-reproduced", f"`{snippet}` created a tensor of dtype {getattr(value, 'dtype', '?')}"
+    return "not-reproduced", f"`{snippet}` evaluated to {type(value).__name__} without the hazard"
