@@ -1,0 +1,68 @@
+"""Cost of `--verify` on a file with 50 findings: plain lint vs --verify with a cold verdict
+cache vs --verify with a warm one. Prints wall seconds and the overhead beyond linting.
+
+    python benchmarks/verify_cost.py [--device cpu|auto]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# 10 distinct hazards, repeated 5 times with small variations: 50 findings, several probes
+# identical (same rule, same values), which --verify runs once.
+BLOCK = '''
+with torch.no_grad():
+    loss{i} = model(x).sum()
+    loss{i}.backward()
+a{i} = torch.tensor([1, 2, {i}], requires_grad=True)
+b{i} = torch.Tensor({n})
+c{i} = F.cross_entropy(logits, labels.float())
+d{i} = torch.from_numpy(np.random.rand({n}, 4))
+for p in model.parameters():
+    p.data.add_(0.{i})
+ds{i} = DataLoader(ds, shuffle=True, sampler=sampler)
+for x, y in loader:
+    model(x).sum().backward()
+    optimizer.step()
+ckpt{i} = torch.load("model.pt")
+e{i} = torch.zeros({n}).to(device)
+'''
+HEADER = "import numpy as np\nimport torch\nimport torch.nn.functional as F\nfrom torch.utils.data import DataLoader\n"
+
+
+def timed(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "auto", "cuda"])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fifty.py"
+        path.write_text(HEADER + "".join(BLOCK.format(i=i, n=3 + i % 2) for i in range(5)))
+        cache = Path(tmp) / "cache"
+        base = [sys.executable, "-m", "torchlint", "check", str(path), "--isolated", "--exit-zero", "-q",
+                "--output-format", "json", "--cache-dir", str(cache)]
+        out = subprocess.run(base + ["--no-cache"], capture_output=True, text=True).stdout
+        import json
+        findings = json.loads(out)
+        print(f"{len(findings)} findings in {path.name}")
+        lint = timed(base + ["--no-cache"])
+        cold = timed(base + ["--verify", "--device", args.device])
+        warm = timed(base + ["--verify", "--device", args.device])
+        print(f"  lint only              {lint:7.2f} s")
+        print(f"  --verify, cold cache   {cold:7.2f} s   overhead {cold - lint:6.2f} s "
+              f"({(cold - lint) / len(findings):.3f} s per finding)")
+        print(f"  --verify, warm cache   {warm:7.2f} s   overhead {warm - lint:6.2f} s")
+
+
+if __name__ == "__main__":
+    main()
