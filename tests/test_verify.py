@@ -17,7 +17,7 @@ from test_cli import write  # noqa: E402
 from test_outputs import SCHEMA_PATH  # noqa: E402
 from torchlint.verify import runner  # noqa: E402
 from torchlint.verify.plan import PROBED  # noqa: E402
-from torchlint.verify.runner import ProbeWorker, verify_findings  # noqa: E402
+from torchlint.verify.runner import ProbeWorker  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional
 from torchlint.analysis import inference
 from torchlint.analysis.imports import ImportTable
 from torchlint.analysis.nodes import node_fields
-from torchlint.analysis.scopes import FUNCTION_TYPES, Assignments, GradRegion, Scope, grad_mode_of
+from torchlint.analysis.scopes import Assignments, GradRegion, Scope, grad_mode_of
 from torchlint.diagnostics import Finding
 from torchlint.source import DecodeFailure, SourceFile, decode_source, newer_syntax_hint
 from torchlint.verify.snippets import snippet_of
@@ -183,10 +183,7 @@ class FileContext:
                         kinds[t.attr] = kind
         return kinds.get(attr)
 
-    def in_function_loops(self) -> list[ast.AST]:
-        return self.loops
 
-    # -- reporting ------------------------------------------------------------
     def report(self, rule: "Rule", node: ast.AST, message: str, *, end_node: Optional[ast.AST] = None,
                params: Optional[dict] = None, severity: Optional[str] = None) -> None:
         end = end_node if end_node is not None else node

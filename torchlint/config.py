@@ -5,13 +5,12 @@ file wins; the command line beats files (ruff's semantics)."""
 from __future__ import annotations
 
 import fnmatch
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE, RULES_BY_NAME
+from torchlint.rules.registry import RULES_BY_CODE, RULES_BY_NAME
 from torchlint.selection import SelectionError, SelectionLayer, parse_list, resolve
 
 if sys.version_info >= (3, 11):
@@ -276,9 +275,4 @@ def _config_in(directory: Path) -> Optional[tuple[Path, dict[str, Any]]]:
     return None
 
 
-def all_rule_codes() -> list[str]:
-    return [r.code for r in ALL_RULES]
 
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in ("1", "true", "yes")

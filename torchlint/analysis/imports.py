@@ -113,5 +113,3 @@ class ImportTable:
     def call_name(self, node: ast.AST) -> Optional[str]:
         return self.qualname(node.func) if isinstance(node, ast.Call) else None
 
-    def mentions_torch(self) -> bool:
-        return any(v == "torch" or v.startswith("torch.") for v in self.aliases.values())

@@ -11,9 +11,6 @@ if TYPE_CHECKING:
     from torchlint.checker import FileContext
 
 
-def body_of(node: ast.AST) -> list[ast.stmt]:
-    return list(getattr(node, "body", []))
-
 
 def calls_in(stmts: list[ast.stmt]) -> Iterator[ast.Call]:
     for node in iter_scope(stmts):
@@ -68,15 +65,4 @@ def is_zero_grad(node: ast.AST) -> bool:
     return False
 
 
-def first_backward(stmts: list[ast.stmt], ctx: "FileContext") -> Optional[ast.Call]:
-    for call in calls_in(stmts):
-        if is_backward(call, ctx):
-            return call
-    return None
 
-
-def statement_calls(stmt: ast.stmt) -> Iterator[ast.Call]:
-    """Calls made by one statement (not inside nested functions)."""
-    for node in iter_scope([stmt]):
-        if isinstance(node, ast.Call):
-            yield node

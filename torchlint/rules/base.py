@@ -123,9 +123,3 @@ def literal(node: Optional[ast.AST]) -> Any:
         return ...
 
 
-def method_call(node: ast.AST, *names: str) -> Optional[str]:
-    """The method name when `node` is `<expr>.<name>(...)` with name in `names`."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        if not names or node.func.attr in names:
-            return node.func.attr
-    return None

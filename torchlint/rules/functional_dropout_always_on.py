@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword
+from torchlint.rules.base import Rule, arg_or_keyword, has_star_kwargs
 
 _DROPOUTS = frozenset(f"torch.nn.functional.{n}" for n in (
     "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"))
@@ -23,7 +23,7 @@ class FunctionalDropoutAlwaysOn(Rule):
         name = ctx.call_name(node)
         if name not in _DROPOUTS or ctx.enclosing_module_class() is None:
             return
-        if any(k.arg is None for k in node.keywords) or arg_or_keyword(node, 2, "training") is not None:
+        if has_star_kwargs(node) or arg_or_keyword(node, 2, "training") is not None:
             return
         short = name.rsplit(".", 1)[1]  # type: ignore[union-attr]
         self.report(node, f"`F.{short}` defaults to `training=True`, so dropout stays on after "

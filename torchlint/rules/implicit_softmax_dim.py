@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword
+from torchlint.rules.base import Rule, arg_or_keyword, has_star_kwargs
 
 _FUNCS = frozenset({"torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
                     "torch.nn.functional.softmin", "torch.softmax", "torch.log_softmax"})
@@ -24,7 +24,7 @@ class ImplicitSoftmaxDim(Rule):
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)
-        if any(k.arg is None for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
+        if has_star_kwargs(node) or any(isinstance(a, ast.Starred) for a in node.args):
             return
         if name in _FUNCS and arg_or_keyword(node, 1, "dim") is None:
             short = name.replace("torch.nn.functional.", "F.")  # type: ignore[union-attr]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, keyword, literal
+from torchlint.rules.base import Rule, has_star_kwargs, keyword, literal
 
 
 def _in_type_error_fallback(ctx: FileContext) -> bool:
@@ -27,7 +27,7 @@ class UnsafeTorchLoad(Rule):
     security_severity = 8.8
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
-        if ctx.call_name(node) != "torch.load" or any(k.arg is None for k in node.keywords):
+        if ctx.call_name(node) != "torch.load" or has_star_kwargs(node):
             return
         kw = keyword(node, "weights_only")
         if kw is not None:

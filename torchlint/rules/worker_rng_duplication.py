@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.analysis.torch_api import DATALOADER, RNG_CONSTRUCTORS
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword, dotted, keyword, literal
+from torchlint.rules.base import Rule, arg_or_keyword, dotted, has_star_kwargs, keyword, literal
 
 _SAMPLING_METHODS = ("__getitem__", "__getitems__", "__iter__")
 
@@ -40,7 +40,7 @@ class WorkerRngDuplication(Rule):
         init_fn = keyword(node, "worker_init_fn")
         if init_fn is not None and literal(init_fn.value) is not None:
             return
-        if any(kw.arg is None for kw in node.keywords):
+        if has_star_kwargs(node):
             return  # **kwargs may carry worker_init_fn
         dataset = arg_or_keyword(node, 0, "dataset")
         cls = self._dataset_class(dataset, node.lineno, ctx) if dataset is not None else None
