@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -34,18 +35,27 @@ def test_jobs_and_cache_give_identical_findings(tmp_path, run_cli):
     assert _json(run_cli, "--jobs", "1", cwd=root) == serial
 
 
-def _entries(cache: Path) -> list[Path]:
-    return [p for p in cache.rglob("*.json")]
+def _index(cache: Path) -> Path:
+    (index,) = cache.rglob("index.json")
+    return index
+
+
+def _age(path: Path, seconds: float = 10) -> None:
+    """Make the file look older than the racy window, as if edited a while ago."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - int(seconds * 1e9)))
 
 
 def test_warm_run_reads_the_cache_and_content_changes_invalidate(tmp_path, run_cli):
     write(tmp_path, "a.py", BAD)
+    _age(tmp_path / "a.py")
     first = _json(run_cli, cwd=tmp_path)
-    entries = _entries(tmp_path / ".torchlint_cache")
-    assert len(entries) == 1
-    data = json.loads(entries[0].read_text())
-    data["findings"][0]["message"] = "served from cache"
-    entries[0].write_text(json.dumps(data))
+    index = _index(tmp_path / ".torchlint_cache")
+    data = json.loads(index.read_text())
+    (entry,) = data["files"].values()
+    assert entry["mtime"] is not None  # old enough to trust its mtime
+    entry["findings"][0]["message"] = "served from cache"
+    index.write_text(json.dumps(data))
     assert _json(run_cli, cwd=tmp_path)[0]["message"] == "served from cache"
     # Different settings, different key: recomputed.
     assert _json(run_cli, "--ignore", "TL102", cwd=tmp_path)[0]["message"] == first[0]["message"]
@@ -54,14 +64,26 @@ def test_warm_run_reads_the_cache_and_content_changes_invalidate(tmp_path, run_c
     assert _json(run_cli, cwd=tmp_path)[0]["message"] == first[0]["message"]
 
 
-def test_corrupt_entries_are_ignored(tmp_path, run_cli):
-    write(tmp_path, "a.py", BAD)
+def test_same_size_same_mtime_edit_is_not_missed(tmp_path, run_cli):
+    path = write(tmp_path, "a.py", BAD)
     first = _json(run_cli, cwd=tmp_path)
-    for entry in _entries(tmp_path / ".torchlint_cache"):
-        entry.write_text('{"key": "tru')  # half-written
+    st = path.stat()
+    path.write_text(BAD.replace("loss.backward()", "print(loss)    "))  # same size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime
+    assert len(first) == 2 and [f["code"] for f in _json(run_cli, cwd=tmp_path)] == ["TL102"]
+
+
+def test_corrupt_index_is_ignored(tmp_path, run_cli):
+    write(tmp_path, "a.py", BAD)
+    _age(tmp_path / "a.py")
+    first = _json(run_cli, cwd=tmp_path)
+    index = _index(tmp_path / ".torchlint_cache")
+    index.write_text('{"format": 2, "files": {"tru')  # half-written
     assert _json(run_cli, cwd=tmp_path) == first
-    for entry in _entries(tmp_path / ".torchlint_cache"):
-        entry.write_text('{"key": "other", "findings": [], "parse_error": null}')  # foreign
+    data = json.loads(index.read_text())
+    for entry in data["files"].values():
+        entry["findings"] = [{"bogus": 1}]  # foreign shape
+    index.write_text(json.dumps(data))
     assert _json(run_cli, cwd=tmp_path) == first
 
 
@@ -70,7 +92,7 @@ def test_no_cache_and_cache_dir(tmp_path, run_cli):
     _json(run_cli, "--no-cache", cwd=tmp_path)
     assert not (tmp_path / ".torchlint_cache").exists()
     _json(run_cli, "--cache-dir", "elsewhere", cwd=tmp_path)
-    assert _entries(tmp_path / "elsewhere")
+    assert _index(tmp_path / "elsewhere").is_file()
 
 
 def test_syntax_errors_are_cached_too(tmp_path, run_cli):

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchlint.cache import task_key
+from torchlint.cache import content_hash, settings_key
 
 from torchlint.checker import check_source, parse_source
 from torchlint.diagnostics import Finding
@@ -87,45 +87,51 @@ def lint_task(task: FileTask) -> FileResult:
     return lint_bytes(task, data)
 
 
-def _cached_lint(args: tuple[FileTask, Optional[str]]) -> tuple[FileResult, Optional[str]]:
+def _lint_one(task: FileTask) -> FileResult:
     """Worker entry point: lint one task (already known to miss the cache)."""
-    task, key = args
-    return lint_task(task), key
+    return lint_task(task)
 
 
 def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional["Cache"] = None) -> list[FileResult]:
     """Lint every task, reusing cached results, in worker processes when it pays off.
     Results come back in task order, so output is identical for any `jobs`."""
     results: list[Optional[FileResult]] = [None] * len(tasks)
-    todo: list[tuple[int, FileTask, Optional[str]]] = []
+    todo: list[tuple[int, FileTask, Optional[tuple[str, str, Optional[os.stat_result]]]]] = []
     for i, task in enumerate(tasks):
-        key = None
-        if cache is not None:
-            data, failed = read_task(task)
-            if failed is not None:
-                results[i] = failed
-                continue
-            assert data is not None
-            key = task_key(data, task.codes, task.options)
-            hit = cache.get(key, task.display)
+        record = None
+        if cache is not None and task.data is None:
+            try:
+                stat = os.stat(task.path)
+                settings = settings_key(task.codes, task.options)
+                hit, data, digest = cache.lookup(task.path, settings, task.display, stat)
+            except OSError:
+                hit = data = digest = stat = None  # type: ignore[assignment]
             if hit is not None:
                 results[i] = FileResult(task.display, hit[0], parse_error=hit[1])
                 continue
-            if task.data is None:
-                task = FileTask(task.path, task.display, task.codes, task.options, data)
-        todo.append((i, task, key))
+            if data is None:
+                data, failed = read_task(task)
+                if failed is not None:
+                    results[i] = failed
+                    continue
+            assert data is not None
+            record = (settings, digest or content_hash(data), stat)
+            task = FileTask(task.path, task.display, task.codes, task.options, data)
+        todo.append((i, task, record))
 
     workers = min(jobs or os.cpu_count() or 1, max(1, len(todo) // MIN_FILES_PER_WORKER))
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
             chunk = max(1, min(64, len(todo) // (workers * 8)))
-            done = list(pool.map(_cached_lint, [(t, k) for _, t, k in todo], chunksize=chunk))
+            done = list(pool.map(_lint_one, [t for _, t, _ in todo], chunksize=chunk))
     else:
-        done = [_cached_lint((t, k)) for _, t, k in todo]
-    for (i, _, _), (result, key) in zip(todo, done):
+        done = [_lint_one(t) for _, t, _ in todo]
+    for (i, task, record), result in zip(todo, done):
         results[i] = result
-        if cache is not None and key is not None and result.internal_error is None:
-            cache.put(key, result.findings, result.parse_error)
+        if cache is not None and record is not None and result.internal_error is None:
+            cache.store(task.path, record[0], record[1], record[2], result.findings, result.parse_error)
+    if cache is not None:
+        cache.save()
     return results  # type: ignore[return-value]
 
 
