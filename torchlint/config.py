@@ -5,6 +5,8 @@ file wins; the command line beats files (ruff's semantics)."""
 from __future__ import annotations
 
 import fnmatch
+import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,48 +51,75 @@ class Settings:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # code -> option values
     cache_dir: Optional[Path] = None
 
+    def __post_init__(self) -> None:
+        self._root = os.path.abspath(self.root)
+        self._exclude = GlobSet((*self.exclude, *self.extend_exclude))
+        self._per_file = [(GlobSet((pattern,)), codes) for pattern, codes in self.per_file_ignores]
+
+    def relative(self, path: Path) -> str:
+        """`path` relative to the settings root, as a posix string (no symlink resolution)."""
+        absolute = os.path.abspath(path)
+        if absolute == self._root:
+            return ""
+        if absolute.startswith(self._root + os.sep):
+            return absolute[len(self._root) + 1:].replace(os.sep, "/")
+        return absolute.replace(os.sep, "/")
+
     def codes_for(self, path: Path) -> frozenset[str]:
         """Enabled codes for one file, after per-file-ignores."""
-        if not self.per_file_ignores:
+        if not self._per_file:
             return self.enabled
-        rel = _relative(path, self.root)
+        rel = self.relative(path)
         ignored: set[str] = set()
-        for pattern, codes in self.per_file_ignores:
-            if _glob_match(rel, path.name, pattern):
+        for globs, codes in self._per_file:
+            if globs.match_path(rel):
                 ignored.update(c for c in self.enabled if any(c.startswith(p) or p == "ALL" for p in codes))
         return self.enabled - ignored if ignored else self.enabled
 
     def is_excluded(self, path: Path) -> bool:
-        rel = _relative(path, self.root)
-        for pattern in (*self.exclude, *self.extend_exclude):
-            if _glob_match(rel, path.name, pattern):
-                return True
-        return False
+        """For a path named on the command line: any of its components may match."""
+        return self._exclude.match_path(self.relative(path))
 
-    def fingerprint(self) -> str:
-        """What the cache keys on: everything that can change a file's findings."""
-        opts = sorted((k, sorted((kk, repr(vv)) for kk, vv in v.items())) for k, v in self.options.items())
-        return repr((sorted(self.enabled), self.per_file_ignores and sorted(
-            (p, sorted(c)) for p, c in self.per_file_ignores), opts))
+    def is_excluded_entry(self, parent_rel: str, name: str) -> bool:
+        """For an entry met while walking: its parents were already checked."""
+        return self._exclude.match_entry(parent_rel, name)
 
 
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
+class GlobSet:
+    """Exclude-style globs, compiled once. A pattern without '/' matches any path component
+    (`build`, `*.pyi`), like ruff; one with '/' matches the path relative to the root or a
+    directory above it."""
 
+    def __init__(self, patterns: tuple[str, ...]) -> None:
+        names, literal_names, paths = [], set(), []
+        for pattern in patterns:
+            pattern = pattern.rstrip("/")
+            if pattern.startswith("./"):
+                pattern = pattern[2:]
+            if not pattern:
+                continue
+            if "/" in pattern:
+                paths.append(fnmatch.translate(pattern)[:-2] + r"(?:/.*)?\Z")
+            elif any(ch in pattern for ch in "*?["):
+                names.append(fnmatch.translate(pattern))
+            else:
+                literal_names.add(pattern)
+        self._literal = frozenset(literal_names)
+        self._names = re.compile("|".join(names)) if names else None
+        self._paths = re.compile("|".join(paths), re.S) if paths else None
 
-def _glob_match(rel: str, name: str, pattern: str) -> bool:
-    pattern = pattern.rstrip("/")
-    if pattern.startswith("./"):
-        pattern = pattern[2:]
-    if "/" not in pattern:
-        # A bare name matches any path component (`build`, `*.pyi`), like ruff.
-        return fnmatch.fnmatchcase(name, pattern) or any(
-            fnmatch.fnmatchcase(part, pattern) for part in rel.split("/"))
-    return fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(rel, pattern + "/*") \
-        or rel.startswith(pattern + "/")
+    def _match_name(self, name: str) -> bool:
+        return name in self._literal or (self._names is not None and self._names.match(name) is not None)
+
+    def match_entry(self, parent_rel: str, name: str) -> bool:
+        if self._match_name(name):
+            return True
+        return self._paths is not None and self._paths.match(f"{parent_rel}/{name}" if parent_rel else name) is not None
+
+    def match_path(self, rel: str) -> bool:
+        if any(self._match_name(part) for part in rel.split("/") if part):
+            return True
+        return self._paths is not None and self._paths.match(rel) is not None
 
 
 @dataclass

@@ -14,10 +14,11 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 
 
 def display_path(path: Path, cwd: Path) -> str:
-    try:
-        return path.resolve().relative_to(cwd).as_posix()
-    except ValueError:
-        return str(path)
+    absolute = os.path.abspath(path)
+    prefix = str(cwd) + os.sep
+    if absolute.startswith(prefix):
+        return absolute[len(prefix):].replace(os.sep, "/")
+    return str(path)
 
 
 def _git_visible_files(directory: Path) -> Optional[set[str]]:
@@ -30,20 +31,17 @@ def _git_visible_files(directory: Path) -> Optional[set[str]]:
         if ignored.returncode == 0:
             return None
         proc = subprocess.run(
-            ["git", "-C", str(directory), "ls-files", "-z", "--cached", "--others",
-             "--exclude-standard", "--full-name", "."],
+            ["git", "-C", str(directory), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "."],
             capture_output=True, timeout=60, check=False,
         )
-        if proc.returncode != 0:
-            return None
-        top = subprocess.run(["git", "-C", str(directory), "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    if top.returncode != 0:
+    if proc.returncode != 0:
         return None
-    root = Path(top.stdout.strip())
-    return {os.path.normpath(root / p) for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+    # Paths come relative to `directory`; join them the way the walk spells its paths.
+    base = os.path.abspath(directory)
+    return {os.path.normpath(os.path.join(base, p))
+            for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
 
 
 class Discovery:
@@ -62,7 +60,7 @@ class Discovery:
                 settings = self.resolver.for_file(path)
                 if self.force_exclude and settings.is_excluded(path):
                     continue
-                key = os.path.normpath(path.resolve())
+                key = os.path.abspath(path)
                 if key not in seen:
                     seen.add(key)
                     yield path, settings
@@ -76,7 +74,7 @@ class Discovery:
         visible = _git_visible_files(top) if top_settings.respect_gitignore else None
         visible_dirs: Optional[set[str]] = None
         if visible is not None:
-            visible_dirs = set()
+            visible_dirs = {os.path.abspath(top)}
             for f in visible:
                 parent = os.path.dirname(f)
                 while parent not in visible_dirs and len(parent) > 1:
@@ -85,23 +83,22 @@ class Discovery:
         for dirpath, dirnames, filenames in os.walk(top):
             current = Path(dirpath)
             settings = self.resolver.for_directory(current)
+            rel = settings.relative(current)
             kept = []
             for d in sorted(dirnames):
-                sub = current / d
-                if settings.is_excluded(sub):
+                if settings.is_excluded_entry(rel, d):
                     continue
-                if visible_dirs is not None and os.path.normpath(sub.resolve()) not in visible_dirs:
+                if visible_dirs is not None and os.path.abspath(os.path.join(dirpath, d)) not in visible_dirs:
                     continue
                 kept.append(d)
             dirnames[:] = kept
             for name in sorted(filenames):
                 if not name.endswith(PYTHON_SUFFIXES):
                     continue
-                path = current / name
-                key = os.path.normpath(path.resolve())
-                if key in seen or settings.is_excluded(path):
+                key = os.path.abspath(os.path.join(dirpath, name))
+                if key in seen or settings.is_excluded_entry(rel, name):
                     continue
                 if visible is not None and key not in visible:
                     continue
                 seen.add(key)
-                yield path, settings
+                yield current / name, settings

@@ -33,19 +33,13 @@ class LabelFloatCast(Rule):
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if len(node.args) < 2 and not any(k.arg == "target" for k in node.keywords):
             return
-        if not self.losses.may_be_loss(node, ctx):
+        loss = self.losses.match(node, ctx)
+        if loss is None:
             return
         target = arg_or_keyword(node, 1, "target")
         found = self._float_cast_of(target, node.lineno, ctx) if target is not None else None
-        if found is None:
-            return
-        loss = self.losses.match(node, ctx, found)
-        if loss is not None:
+        if found is not None:
             self._report(loss, found)
-
-    def end_file(self, ctx: FileContext) -> None:
-        for loss, found in self.losses.deferred():
-            self._report(loss, found)  # type: ignore[arg-type]
 
     def _report(self, qualified_loss: str, found: tuple[ast.Call, str]) -> None:
         cast, dtype = found

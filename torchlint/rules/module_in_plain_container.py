@@ -61,12 +61,12 @@ class ModuleInPlainContainer(Rule):
         cls = ctx.enclosing_module_class()
         if cls is None:
             return
+        kind = self._container(node.value, ctx)
+        if kind is None:
+            return
         if id(cls) not in self._manual:
             self._manual[id(cls)] = _registers_manually(cls)
         if self._manual[id(cls)]:
-            return
-        kind = self._container(node.value, ctx)
-        if kind is None:
             return
         for target in node.targets:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":

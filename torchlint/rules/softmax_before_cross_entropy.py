@@ -64,7 +64,8 @@ class SoftmaxBeforeCrossEntropy(Rule):
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if not node.args and not any(k.arg == "input" for k in node.keywords):
             return
-        if not self.losses.may_be_loss(node, ctx):
+        loss = self.losses.match(node, ctx)
+        if loss is None:
             return
         arg = arg_or_keyword(node, 0, "input")
         if isinstance(arg, ast.Name):
@@ -72,15 +73,8 @@ class SoftmaxBeforeCrossEntropy(Rule):
             arg = binding.value if binding is not None and binding.index is None and isinstance(
                 binding.node, (ast.Assign, ast.AnnAssign)) else None
         act = _activation(arg, ctx) if arg is not None else None
-        if act is None:
-            return
-        loss = self.losses.match(node, ctx, (arg, act))
-        if loss is not None:
-            self._check(loss, (arg, act))
-
-    def end_file(self, ctx: FileContext) -> None:
-        for loss, found in self.losses.deferred():
-            self._check(loss, found)  # type: ignore[arg-type]
+        if act is not None:
+            self._check(loss, (arg, act))  # type: ignore[arg-type]
 
     def _check(self, loss: str, found: tuple[ast.Call, str]) -> None:
         arg, act = found
