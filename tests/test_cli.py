@@ -194,3 +194,11 @@ def test_explicitly_passed_ignored_directory_is_linted(tmp_path, run_cli):
     write(tmp_path, "vendor/lib/x.py", BAD)
     assert run_cli("check", "--show-files")[1].split() == []
     assert run_cli("check", "vendor", "--show-files")[1].split() == ["vendor/lib/x.py"]
+
+
+def test_ignoring_tl000_warns_on_stderr_for_torch_files(tmp_path, run_cli):
+    write(tmp_path, "broken.py", "import torch\ndef f(:\n")
+    write(tmp_path, "plain.py", "def g(:\n")  # no torch: not parsed when TL000 is off
+    code, out, err = run_cli("check", ".", "--ignore", "TL000")
+    assert code == 0 and out.strip() == "All checks passed!"
+    assert "warning: broken.py:2:7: SyntaxError" in err and "plain.py" not in err

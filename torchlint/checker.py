@@ -339,13 +339,15 @@ def parse_source(path: str, data: bytes) -> tuple[Optional[SourceFile], Optional
     return source, tree, None
 
 
-def check_source(path: str, data: bytes, rule_classes: list[type["Rule"]],
-                 enabled_syntax_error: bool = True,
+def check_source(path: str, data: bytes, rule_classes: list[type["Rule"]], parse_all: bool = True,
                  options: Optional[dict[str, dict]] = None) -> list[Finding]:
-    """Lint one file's bytes with the given rule classes."""
+    """Lint one file's bytes with the given rule classes. A file that never mentions torch
+    can hold no rule finding; it is parsed only when `parse_all` (TL000 is selected)."""
+    if not parse_all and b"torch" not in data:
+        return []
     source, tree, error = parse_source(path, data)
     if error is not None:
-        if not enabled_syntax_error or (source is not None and source.is_suppressed(error.code, error.row)):
+        if source is not None and source.is_suppressed(error.code, error.row):
             return []
         return [error]
     assert source is not None and tree is not None

@@ -3,11 +3,9 @@ with results served from the cache when a file has not changed."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 import traceback
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -54,7 +52,8 @@ def lint_bytes(task: FileTask, data: bytes) -> FileResult:
     try:
         classes = rule_classes_for(task.codes)
         options = {code: dict(values) for code, values in task.options}
-        findings = check_source(task.display, data, classes, enabled_syntax_error=True, options=options)
+        findings = check_source(task.display, data, classes, options=options,
+                                parse_all=SYNTAX_ERROR.code in task.codes)
         for f in findings:
             if f.code == SYNTAX_ERROR.code:
                 result.parse_error = f
@@ -121,6 +120,8 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
 
     workers = min(jobs or os.cpu_count() or 1, max(1, len(todo) // MIN_FILES_PER_WORKER))
     if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor  # only runs big enough to need it pay the import
+
         with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
             chunk = max(1, min(64, len(todo) // (workers * 8)))
             done = list(pool.map(_lint_one, [t for _, t, _ in todo], chunksize=chunk))
@@ -138,6 +139,8 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
 def _mp_context():  # type: ignore[no-untyped-def]
     # fork starts workers in milliseconds and shares the already-imported rules; fall back
     # to the platform default where fork is unavailable (Windows, macOS default).
+    import multiprocessing
+
     try:
         return multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
     except ValueError:  # pragma: no cover
