@@ -1,7 +1,7 @@
 """Lint pinned real-world PyTorch code (transformers' models/, timm, torchvision) and print
 findings per rule, with a sample of each default-on rule's findings for precision review.
 
-    python benchmarks/corpus_report.py [--sample 20] [--rules TL101,TL102] [--all-rules]
+    python benchmarks/corpus_report.py [--sample 20] [--rules TL101,TL102] [--all-rules] [--extra]
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import random
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from corpus import CORPORA, corpus_path, python_files
+from corpus import CORPORA, EXTRA_CORPORA, corpus_path, python_files
 
 from torchlint.linter import FileTask, lint_task
 from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE
@@ -23,13 +23,15 @@ def main() -> None:
     parser.add_argument("--rules", help="comma-separated codes to sample (default: every default-on rule)")
     parser.add_argument("--all-rules", action="store_true", help="lint with every rule, not just default-on")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--extra", action="store_true", help="also lint " + ", ".join(EXTRA_CORPORA))
     args = parser.parse_args()
 
     codes = frozenset(r.code for r in ALL_RULES if args.all_rules or r.default_enabled)
     by_rule: dict[str, list] = defaultdict(list)
     per_corpus: dict[str, Counter] = {}
     total_files = 0
-    for name in CORPORA:
+    corpora = [*CORPORA, *(EXTRA_CORPORA if args.extra else [])]
+    for name in corpora:
         root = corpus_path(name)
         files = python_files(root)
         total_files += len(files)
@@ -44,7 +46,7 @@ def main() -> None:
                 by_rule[f.code].append((f, path))
         per_corpus[name] = counts
 
-    names = list(CORPORA)
+    names = corpora
     print(f"Linted {total_files} files.\n")
     print(f"{'code':<7}{'name':<40}{'default':<9}" + "".join(f"{n:>22}" for n in names) + f"{'total':>8}")
     for rule in ALL_RULES:

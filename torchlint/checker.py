@@ -48,7 +48,7 @@ class FileContext:
         self._module_classes: dict[str, ast.ClassDef] = {
             n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         self._module_class_memo: dict[str, bool] = {}
-        self._self_attr_kinds: dict[int, dict[str, Optional[str]]] = {}
+        self._self_attr_kinds: dict[int, dict[str, tuple[Optional[str], Optional[str]]]] = {}
 
     # -- names -----------------------------------------------------------
     def qualname(self, node: ast.AST) -> Optional[str]:
@@ -147,6 +147,9 @@ class FileContext:
                 if b.index == 0:
                     return None
                 it = it.args[0]
+            if isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == "self" \
+                    and b.index is None and self.self_attribute_constructor(it.attr) in inference.MODULE_SEQUENCES:
+                return inference.MODULE
             which = inference.iterates_parameters(it)
             if which == "parameters" and b.index is None:
                 return inference.PARAMETER
@@ -165,24 +168,34 @@ class FileContext:
 
     def self_attribute_kind(self, attr: str) -> Optional[str]:
         """Kind of `self.<attr>` from `self.<attr> = <call>` in the class's methods."""
+        found = self._self_attributes().get(attr)
+        return found[0] if found else None
+
+    def self_attribute_constructor(self, attr: str) -> Optional[str]:
+        """Qualified name of what `self.<attr>` is constructed from (`torch.nn.ModuleList`)."""
+        found = self._self_attributes().get(attr)
+        return found[1] if found else None
+
+    def _self_attributes(self) -> dict[str, tuple[Optional[str], Optional[str]]]:
         if not self.classes:
-            return None
+            return {}
         cls = self.classes[-1]
-        kinds = self._self_attr_kinds.get(id(cls))
-        if kinds is None:
+        attrs = self._self_attr_kinds.get(id(cls))
+        if attrs is None:
             # Registered before it is filled: values like `self.a = self.b.float()` ask
             # about this same class again while we are computing it.
-            kinds = self._self_attr_kinds[id(cls)] = {}
+            attrs = self._self_attr_kinds[id(cls)] = {}
             for stmt in ast.walk(cls):
                 if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                     t = stmt.targets[0]
                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                        kind = inference.kind_of(stmt.value, self, 3) if isinstance(stmt.value, ast.Call) else None
-                        if t.attr in kinds and kinds[t.attr] != kind:
-                            kind = None
-                        kinds[t.attr] = kind
-        return kinds.get(attr)
-
+                        value = stmt.value
+                        kind = inference.kind_of(value, self, 3) if isinstance(value, ast.Call) else None
+                        ctor = self.call_name(value)
+                        if t.attr in attrs and attrs[t.attr] != (kind, ctor):
+                            kind = ctor = None  # assigned differently in different places
+                        attrs[t.attr] = (kind, ctor)
+        return attrs
 
     def report(self, rule: "Rule", node: ast.AST, message: str, *, end_node: Optional[ast.AST] = None,
                params: Optional[dict] = None, severity: Optional[str] = None) -> None:

@@ -41,6 +41,8 @@ _NON_TENSOR_TORCH_NAMESPACES = ("torch.nn.", "torch.optim", "torch.utils", "torc
                                 "torch.enable_grad", "torch.inference_mode", "torch.autocast",
                                 "torch.library", "torch.ops", "torch.func", "torch.distributions")
 _MODULE_ANNOTATIONS = frozenset({"torch.nn.Module"})
+# Containers whose iteration yields their submodules (a ModuleDict yields keys).
+MODULE_SEQUENCES = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential"})
 _TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.LongTensor"})
 _PARAM_ANNOTATIONS = frozenset({"torch.nn.Parameter"})
 _PARAM_ITERATORS = frozenset({"parameters", "named_parameters"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis import inference
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, dotted
 
@@ -25,9 +26,10 @@ class ForwardCalledDirectly(Rule):
             return
         if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
             return
-        # `Base.forward(self, x)` is the unbound call of a parent's implementation.
-        if node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "self" and (
-                ctx.qualname(receiver) is not None or (isinstance(receiver, ast.Name) and receiver.id[:1].isupper())):
+        # Only receivers known to be nn.Modules: many other objects have a `forward` method
+        # (skorch nets, ONNX/OpenCV inference backends), and `Base.forward(self, x)` or
+        # `type(m).forward(m, x)` is an unbound call of a class's implementation.
+        if inference.kind_of(receiver, ctx) != inference.MODULE:
             return
         self.report(node, f"`{dotted(func)}(...)` calls forward directly: forward/backward hooks (and "
                           "things built on them: DDP, FSDP, quantization observers, profilers) are skipped. "
