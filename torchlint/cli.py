@@ -13,13 +13,13 @@ import click
 from torchlint import __version__
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
 from torchlint.diagnostics import Finding
-from torchlint.files import Discovery, display_path
 from torchlint.cache import CACHE_DIR_NAME, Cache
+from torchlint.files import Discovery, display_path
 from torchlint.linter import FileResult, FileTask, load_source, run_tasks
 from torchlint.output import FORMATS
 from torchlint.selection import SelectionError, parse_list
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_FINDINGS, EXIT_ERROR = 1, 2
 
 
 def _fail(message: str) -> "click.exceptions.Exit":
@@ -34,7 +34,6 @@ def _selectors(value: Optional[str], option: str) -> Optional[list[str]]:
         return parse_list([value])
     except SelectionError as exc:
         raise _fail(f"{option}: {exc}") from None
-
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -79,6 +78,8 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
     """Check PATHS (files or directories; default: .) for PyTorch pitfalls."""
     if verified_only and not verify:
         raise _fail("--verified-only needs --verify")
+    if verify:
+        _require_torch()  # fail before linting, not after
     cli = CliOverrides(
         select=_selectors(select, "--select"),
         extend_select=_selectors(extend_select, "--extend-select") or [],
@@ -87,33 +88,14 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         extend_exclude=[p for p in (extend_exclude or "").split(",") if p],
         respect_gitignore=respect_gitignore,
     )
+    cwd = Path.cwd().resolve()
     try:
         resolver = ConfigResolver(cli, config_path=config_path, isolated=isolated)
+        tasks, missing = _build_tasks(list(paths) or ["."], resolver, cwd, stdin_filename, force_exclude)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
-    cwd = Path.cwd().resolve()
-    path_list = list(paths) or ["."]
-
-    tasks: list[FileTask] = []
-    try:
-        if path_list == ["-"]:
-            name = stdin_filename or "-"
-            settings = resolver.for_file(Path(name)) if stdin_filename else resolver.default
-            if not (force_exclude and stdin_filename and settings.is_excluded(Path(name))):
-                data = sys.stdin.buffer.read()
-                tasks.append(FileTask(path="-", display=name, codes=settings.codes_for(Path(name)),
-                                      options=_options(settings.options), data=data))
-        else:
-            if "-" in path_list:
-                raise _fail("`-` (stdin) cannot be combined with other paths")
-            discovery = Discovery(resolver, force_exclude=force_exclude)
-            for path, settings in discovery.iter_files(path_list):
-                tasks.append(FileTask(path=str(path), display=display_path(path, cwd),
-                                      codes=settings.codes_for(path), options=_options(settings.options)))
-            for missing in discovery.missing:
-                click.echo(f"error: {missing}: no such file or directory", err=True)
-    except ConfigError as exc:
-        raise _fail(str(exc)) from None
+    for path in missing:
+        click.echo(f"error: {path}: no such file or directory", err=True)
 
     if show_files:
         for task in sorted(tasks, key=lambda t: t.display):
@@ -121,38 +103,15 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         return
 
     results = _run(tasks, jobs=jobs, use_cache=not no_cache, cache_dir=cache_dir, resolver=resolver)
-    had_error = bool(path_list != ["-"] and discovery.missing)
-    findings: list[Finding] = []
-    parse_errors: list[Finding] = []
-    for task, result in zip(tasks, results):
-        if result.internal_error:
-            click.echo(f"error: {result.internal_error}", err=True)
-            had_error = True
-        if result.parse_error is not None:
-            parse_errors.append(result.parse_error)
-            if result.parse_error.code not in task.codes:
-                e = result.parse_error
-                click.echo(f"warning: {e.path}:{e.row}:{e.col}: {e.message}", err=True)
-        findings.extend(result.findings)
-    findings.sort(key=Finding.sort_key)
+    findings, parse_errors, internal_errors = _collect(tasks, results)
 
     if verify and findings:
-        from torchlint.verify.runner import VerifyUnavailable, verify_findings
+        from torchlint.verify.runner import verify_findings
 
         cache_root = None if no_cache else _cache_root(cache_dir, resolver)
-        try:
-            verify_findings(findings, device=device, timeout=verify_timeout, cache_dir=cache_root)
-        except VerifyUnavailable as exc:
-            raise _fail(str(exc)) from None
+        verify_findings(findings, device=device, timeout=verify_timeout, cache_dir=cache_root)
         if verified_only:
             findings = [f for f in findings if not f.verify or f.verify["verdict"] != "not-reproduced"]
-    elif verify:
-        from torchlint.verify.runner import VerifyUnavailable, torch_version
-
-        try:
-            torch_version()
-        except VerifyUnavailable as exc:
-            raise _fail(str(exc)) from None
 
     text = _render(output_format, findings, tasks, parse_errors, cwd, statistics, quiet)
     if output_file:
@@ -163,10 +122,58 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
     elif text:
         click.echo(text, nl=False)
 
-    if had_error:
+    if missing or internal_errors:
         raise click.exceptions.Exit(EXIT_ERROR)
     if findings and not exit_zero:
         raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+def _require_torch() -> None:
+    from torchlint.verify.runner import VerifyUnavailable, torch_version
+
+    try:
+        torch_version()
+    except VerifyUnavailable as exc:
+        raise _fail(str(exc)) from None
+
+
+def _build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path, stdin_filename: Optional[str],
+                 force_exclude: bool) -> tuple[list[FileTask], list[str]]:
+    """The files to lint (or stdin, for `-`) and the paths that do not exist."""
+    if paths == ["-"]:
+        name = stdin_filename or "-"
+        settings = resolver.for_file(Path(name)) if stdin_filename else resolver.default
+        if force_exclude and stdin_filename and settings.is_excluded(Path(name)):
+            return [], []
+        return [FileTask(path="-", display=name, codes=settings.codes_for(Path(name)),
+                         options=_options(settings.options), data=sys.stdin.buffer.read())], []
+    if "-" in paths:
+        raise _fail("`-` (stdin) cannot be combined with other paths")
+    discovery = Discovery(resolver, force_exclude=force_exclude)
+    tasks = [FileTask(path=str(path), display=display_path(path, cwd), codes=settings.codes_for(path),
+                      options=_options(settings.options))
+             for path, settings in discovery.iter_files(paths)]
+    return tasks, discovery.missing
+
+
+def _collect(tasks: list[FileTask], results: list[FileResult]) -> tuple[list[Finding], list[Finding], int]:
+    """Sorted findings, every parse failure (for SARIF notifications), and how many files hit
+    an internal error. Problems that are not findings go to stderr."""
+    findings: list[Finding] = []
+    parse_errors: list[Finding] = []
+    internal_errors = 0
+    for task, result in zip(tasks, results):
+        if result.internal_error:
+            click.echo(f"error: {result.internal_error}", err=True)
+            internal_errors += 1
+        error = result.parse_error
+        if error is not None:
+            parse_errors.append(error)
+            if error.code not in task.codes:
+                click.echo(f"warning: {error.path}:{error.row}:{error.col}: {error.message}", err=True)
+        findings.extend(result.findings)
+    findings.sort(key=Finding.sort_key)
+    return findings, parse_errors, internal_errors
 
 
 def _options(options: dict[str, dict[str, Any]]) -> tuple:
