@@ -118,54 +118,6 @@ class FileContext:
         cls = self.classes[-1]
         return cls if self.is_module_class(cls) else None
 
-    def name_kind(self, name: str, lineno: int, depth: int = 0) -> Optional[str]:
-        """tensor / parameter / module / None for a local or global name."""
-        kinds = set()
-        scopes: list[Scope] = [self.scope]
-        if self.scope is not self.tree:
-            scopes.append(self.tree)
-        for scope in scopes:
-            bindings = [b for b in self.assignments(scope).get(name) if b.lineno <= lineno or scope is not self.scope]
-            if not bindings:
-                continue
-            for b in bindings:
-                kinds.add(self._binding_kind(b, depth))
-            break
-        if len(kinds) == 1:
-            return kinds.pop()
-        if kinds == {inference.TENSOR, inference.PARAMETER}:
-            return inference.TENSOR
-        return None
-
-    def _binding_kind(self, b, depth: int) -> Optional[str]:  # type: ignore[no-untyped-def]
-        node = b.node
-        if isinstance(node, ast.arg):
-            return inference.kind_of_annotation(b.annotation, self)
-        if isinstance(node, (ast.For, ast.AsyncFor)):
-            it = node.iter
-            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
-                if b.index == 0:
-                    return None
-                it = it.args[0]
-            if isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == "self" \
-                    and b.index is None and self.self_attribute_constructor(it.attr) in inference.MODULE_SEQUENCES:
-                return inference.MODULE
-            which = inference.iterates_parameters(it)
-            if which == "parameters" and b.index is None:
-                return inference.PARAMETER
-            if which == "named_parameters" and b.index == 1:
-                return inference.PARAMETER
-            if which is None and inference._loader_like(it, self):
-                return inference.TENSOR
-            return None
-        if b.annotation is not None:
-            kind = inference.kind_of_annotation(b.annotation, self)
-            if kind is not None:
-                return kind
-        if b.value is not None and b.index is None and isinstance(node, (ast.Assign, ast.AnnAssign)):
-            return inference.kind_of(b.value, self, depth + 1)
-        return None
-
     def self_attribute_kind(self, attr: str) -> Optional[str]:
         """Kind of `self.<attr>` from `self.<attr> = <call>` in the class's methods."""
         found = self._self_attributes().get(attr)

@@ -7,6 +7,7 @@ import ast
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
+    from torchlint.analysis.scopes import Binding
     from torchlint.checker import FileContext
 
 TENSOR = "tensor"
@@ -128,5 +129,57 @@ def kind_of(expr: ast.AST, ctx: "FileContext", depth: int = 0) -> Optional[str]:
     if isinstance(expr, ast.Name):
         if expr.id == "self" and ctx.enclosing_module_class() is not None:
             return MODULE
-        return ctx.name_kind(expr.id, getattr(expr, "lineno", 10**9), depth)
+        return name_kind(expr.id, getattr(expr, "lineno", 10**9), ctx, depth)
+    return None
+
+
+def name_kind(name: str, lineno: int, ctx: "FileContext", depth: int = 0) -> Optional[str]:
+    """tensor / parameter / module / None for a local name (bindings above `lineno`) or a
+    module-level one; None when its bindings disagree."""
+    kinds = set()
+    scopes: list = [ctx.scope]
+    if ctx.scope is not ctx.tree:
+        scopes.append(ctx.tree)
+    for scope in scopes:
+        bindings = [b for b in ctx.assignments(scope).get(name) if b.lineno <= lineno or scope is not ctx.scope]
+        if not bindings:
+            continue
+        for b in bindings:
+            kinds.add(binding_kind(b, ctx, depth))
+        break
+    if len(kinds) == 1:
+        return kinds.pop()
+    if kinds == {TENSOR, PARAMETER}:
+        return TENSOR
+    return None
+
+
+def binding_kind(b: "Binding", ctx: "FileContext", depth: int = 0) -> Optional[str]:
+    """The kind a binding gives its name: from an annotation, a loop's iterable, or the value."""
+    node = b.node
+    if isinstance(node, ast.arg):
+        return kind_of_annotation(b.annotation, ctx)
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        it = node.iter
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
+            if b.index == 0:
+                return None
+            it = it.args[0]
+        if isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == "self" \
+                and b.index is None and ctx.self_attribute_constructor(it.attr) in MODULE_SEQUENCES:
+            return MODULE
+        which = iterates_parameters(it)
+        if which == "parameters" and b.index is None:
+            return PARAMETER
+        if which == "named_parameters" and b.index == 1:
+            return PARAMETER
+        if which is None and _loader_like(it, ctx):
+            return TENSOR
+        return None
+    if b.annotation is not None:
+        kind = kind_of_annotation(b.annotation, ctx)
+        if kind is not None:
+            return kind
+    if b.value is not None and b.index is None and isinstance(node, (ast.Assign, ast.AnnAssign)):
+        return kind_of(b.value, ctx, depth + 1)
     return None

@@ -34,7 +34,7 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
 
     def _binding_is_leaf(self, b: Binding, ctx: FileContext) -> bool:
         if isinstance(b.node, (ast.For, ast.AsyncFor)):
-            return ctx._binding_kind(b, 0) == inference.PARAMETER
+            return inference.binding_kind(b, ctx) == inference.PARAMETER
         value: Optional[ast.AST] = b.value
         if not isinstance(value, ast.Call) or b.index is not None:
             return False

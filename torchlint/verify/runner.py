@@ -2,7 +2,8 @@
 
 Safety: the worker is `python -I` (no user site, no PYTHONPATH), in a fresh temporary
 directory, with an environment reduced to what Python and CUDA need (no tokens or other
-secrets), a per-probe timeout, and an address-space limit on CPU-only runs. It runs only
+secrets), a per-probe timeout, and an address-space limit when CUDA is not in play
+(`--device cpu`, or a CPU build of torch). It runs only
 our probes and self-contained snippets; a hang, crash or memory blow-up becomes an `error`
 verdict for that finding and a fresh worker takes the next probe.
 
@@ -209,7 +210,10 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
         def get_worker() -> ProbeWorker:
             nonlocal worker
             if worker is None:
-                worker = ProbeWorker(timeout, limit_memory=(device == "cpu"))
+                # CUDA initialisation reserves far more address space than any limit we
+                # could set, so the limit applies when CUDA cannot be used: a CPU-only run,
+                # or a CPU build of torch.
+                worker = ProbeWorker(timeout, limit_memory=(device == "cpu" or "+cpu" in torch))
                 worker.start()
             return worker
 
