@@ -53,6 +53,11 @@ RNG_CONSTRUCTORS = {
     "torch.Generator": "torch.Generator",
 }
 
+_TYPES = ("Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+          "IntTensor", "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor")
+LEGACY_CONSTRUCTORS = frozenset(
+    [f"torch.{t}" for t in _TYPES] + [f"torch.cuda.{t}" for t in _TYPES if t != "Tensor"])
+
 DATALOADER = "torch.utils.data.DataLoader"
 DDP = "torch.nn.parallel.DistributedDataParallel"
 

@@ -6,9 +6,9 @@ import ast
 
 from torchlint.analysis.scopes import assigned_names, iter_scope
 from torchlint.analysis.torch_api import DATALOADER
+from torchlint.analysis.dataloader import nonzero_workers
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, keyword, literal
-from torchlint.rules.worker_rng_duplication import nonzero_workers
 
 
 class DataloaderInLoop(Rule):

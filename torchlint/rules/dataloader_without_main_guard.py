@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import DATALOADER
+from torchlint.analysis.dataloader import iterated, nonzero_workers
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule
-from torchlint.rules.worker_rng_duplication import nonzero_workers
 
 
 def is_main_guard(node: ast.AST) -> bool:
@@ -18,20 +17,6 @@ def is_main_guard(node: ast.AST) -> bool:
     parts = [node.test.left, *node.test.comparators]
     return any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts) and any(
         isinstance(p, ast.Constant) and p.value == "__main__" for p in parts)
-
-
-def _iterated(node: ast.AST) -> Optional[ast.AST]:
-    """The iterable of a for loop / comprehension / next(iter(x)), unwrapping enumerate/tqdm."""
-    it = None
-    if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-        it = node.iter
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("iter", "list") \
-            and node.args:
-        it = node.args[0]
-    while isinstance(it, ast.Call) and isinstance(it.func, (ast.Name, ast.Attribute)) and it.args and \
-            (it.func.id if isinstance(it.func, ast.Name) else it.func.attr) in ("enumerate", "tqdm", "zip"):
-        it = it.args[0]
-    return it
 
 
 class DataloaderWithoutMainGuard(Rule):
@@ -51,7 +36,7 @@ class DataloaderWithoutMainGuard(Rule):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             for node in iter_scope([stmt]):
-                it = _iterated(node)
+                it = iterated(node)
                 if it is not None and self._is_worker_loader(it, loaders, ctx):
                     self._report(node, "iterates a DataLoader with worker processes")
                     break
@@ -94,7 +79,7 @@ class DataloaderWithoutMainGuard(Rule):
             loaders = self._worker_loaders(body, ctx)
             callees = set()
             for node in iter_scope(body):
-                it = _iterated(node)
+                it = iterated(node)
                 if it is not None and self._is_worker_loader(it, loaders, ctx):
                     direct.add(name)
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions:

@@ -7,9 +7,9 @@ from typing import Optional
 
 from torchlint.analysis.loops import calls_in, method_name
 from torchlint.analysis.torch_api import DATALOADER
+from torchlint.analysis.dataloader import iterated
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, arg_or_keyword, keyword, literal
-from torchlint.rules.dataloader_without_main_guard import _iterated
 
 SAMPLER = "torch.utils.data.DistributedSampler"
 
@@ -46,7 +46,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     def visit_For(self, node: ast.For, ctx: FileContext) -> None:
         if not ctx.loops:
             return
-        it = _iterated(node)
+        it = iterated(node)
         if it is None or not self._loader_with_sampler(it, node.lineno, ctx):
             return
         epoch_loop = ctx.loops[0]

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule
-
-_TYPES = ("Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
-          "IntTensor", "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor")
-LEGACY_CONSTRUCTORS = frozenset(
-    [f"torch.{t}" for t in _TYPES] + [f"torch.cuda.{t}" for t in _TYPES if t != "Tensor"])
-
 
 class LegacyTensorConstructor(Rule):
     code = "TL205"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 
 from torchlint.analysis.inference import TENSOR_FACTORIES
+from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule
-from torchlint.rules.legacy_tensor_constructor import LEGACY_CONSTRUCTORS
 
 
 class UnregisteredTensorAttribute(Rule):

@@ -6,21 +6,11 @@ import ast
 from typing import Optional
 
 from torchlint.analysis.torch_api import DATALOADER, RNG_CONSTRUCTORS
+from torchlint.analysis.dataloader import nonzero_workers
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword, dotted, has_star_kwargs, keyword, literal
+from torchlint.rules.base import Rule, arg_or_keyword, has_star_kwargs, keyword, literal
 
 _SAMPLING_METHODS = ("__getitem__", "__getitems__", "__iter__")
-
-
-def nonzero_workers(call: ast.Call) -> Optional[object]:
-    """The `num_workers` value when it is not literally 0 (None when it is 0 or absent)."""
-    value = arg_or_keyword(call, 5, "num_workers")
-    if value is None:
-        return None
-    lit = literal(value)
-    if lit == 0:
-        return None
-    return lit if lit is not ... else dotted(value)
 
 
 class WorkerRngDuplication(Rule):
