@@ -1,3 +1,4 @@
+# torchlint: noqa  (every probe reproduces a hazard on purpose)
 """Probes: small experiments that reproduce each rule's hazard under the installed torch.
 
 This module runs only inside the probe worker (`_worker.py`, started with `python -I`),
@@ -446,7 +447,7 @@ def implicit_softmax_dim(params: dict, device: str) -> Result:
     x = torch.randn(2, 3, 4, device=device)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        p = F.softmax(x)  # noqa: TL403 - the hazard under test
+        p = F.softmax(x)
     sums = p.sum(dim=0)
     if torch.allclose(sums, torch.ones_like(sums)):
         warned = f" ({caught[0].message})" if caught else ""
@@ -566,7 +567,7 @@ def plain_container(params: dict, device: str) -> Result:
 @probe("TL702")
 def missing_super(params: dict, device: str) -> Result:
     class M(nn.Module):
-        def __init__(self) -> None:  # noqa: TL702 - the hazard under test
+        def __init__(self) -> None:
             self.fc = nn.Linear(2, 2)
 
     exc = _raises(M)
