@@ -207,6 +207,48 @@ class Walker:
         elif self.ctx.functions:
             self.ctx.imports.add(node)  # a function-level import
 
+    def _visit_expression(self, root: ast.expr) -> None:
+        """Expressions hold no statements or scopes, but can nest thousands deep
+        (`a + a + ... + a`), so they are walked with an explicit stack, not recursion."""
+        ctx = self.ctx
+        dispatch = self.dispatch
+        parents = ctx.parents
+        base = len(parents)
+        stack: list = [root, base]  # flat pairs: node, the depth of its ancestor stack
+        pop, push = stack.pop, stack.append
+        AST = ast.AST
+        while stack:
+            depth = pop()
+            node = pop()
+            if len(parents) != depth:
+                del parents[depth:]  # back to this node's ancestors
+            cls = type(node)
+            handlers = dispatch.get(cls)
+            if handlers:
+                for handler in handlers:
+                    handler(node, ctx)
+            fields = node_fields(cls)
+            if not fields:
+                continue
+            mark = len(stack)
+            for field in fields:
+                value = getattr(node, field, None)
+                if type(value) is list:
+                    for item in value:
+                        if isinstance(item, AST):
+                            push(item)
+                            push(depth + 1)
+                elif value is not None and isinstance(value, AST):
+                    push(value)
+                    push(depth + 1)
+            if len(stack) != mark:
+                parents.append(node)
+                if len(stack) - mark > 2:  # visit children in source order
+                    pairs = [stack[i:i + 2] for i in range(mark, len(stack), 2)]
+                    pairs.reverse()
+                    stack[mark:] = [x for pair in pairs for x in pair]
+        del parents[base:]
+
     def _children(self, node: ast.AST, fields: tuple[str, ...]) -> None:
         parents = self.ctx.parents
         parents.append(node)
@@ -267,6 +309,18 @@ class Walker:
         self._visit_body(node, node.orelse)  # type: ignore[attr-defined]
 
 
+class DeepWalker(Walker):
+    """The same walk with expressions visited iteratively: for the rare file whose
+    expressions nest deeper than the recursion limit (generated code, `a + a + ... + a`).
+    The recursive walk is ~10% faster, so it is tried first."""
+
+    def visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.expr):
+            self._visit_expression(node)
+        else:
+            super().visit(node)
+
+
 def build_dispatch(rules: Iterable["Rule"]) -> dict[type, list[Handler]]:
     dispatch: dict[type, list[Handler]] = {}
     for rule in rules:
@@ -321,11 +375,18 @@ def check_source(path: str, data: bytes, rule_classes: list[type["Rule"]], parse
     rule_classes = [cls for cls in rule_classes if cls.applies_to(text)] if "torch" in text else []
     if not rule_classes:
         return []
-    ctx = FileContext(source, tree)
     options = options or {}
-    rules = [cls(ctx, options.get(cls.code)) for cls in rule_classes]
-    Walker(ctx, build_dispatch(rules)).visit(tree)
-    for rule in rules:
-        rule.end_file(ctx)
+    for walker in (Walker, DeepWalker):
+        ctx = FileContext(source, tree)
+        rules = [cls(ctx, options.get(cls.code)) for cls in rule_classes]
+        try:
+            walker(ctx, build_dispatch(rules)).visit(tree)
+        except RecursionError:
+            if walker is DeepWalker:
+                raise
+            continue  # start again with fresh rules and context
+        for rule in rules:
+            rule.end_file(ctx)
+        break
     ctx.findings.sort(key=Finding.sort_key)
     return ctx.findings
