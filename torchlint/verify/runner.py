@@ -219,6 +219,8 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
 
         def cuda_available() -> bool:
             nonlocal cuda
+            if cuda is None and "+cpu" in torch:
+                cuda = False  # a CPU build: no need to start a worker to ask
             if cuda is None:
                 try:
                     cuda = bool(get_worker().info.get("cuda"))
