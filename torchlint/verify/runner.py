@@ -61,6 +61,7 @@ class ProbeWorker:
         self.proc: Optional[subprocess.Popen] = None
         self.info: dict[str, Any] = {}
         self._buffer = b""
+        self._eof = False
         self._tmp: Optional[tempfile.TemporaryDirectory] = None
         self._next_id = 0
 
@@ -88,6 +89,7 @@ class ProbeWorker:
             preexec_fn=self._limits if os.name == "posix" else None,
         )
         self._buffer = b""
+        self._eof = False
         line = self._read_line(STARTUP_TIMEOUT)
         if line is None:
             reason = self._failure("starting the probe worker")
@@ -109,13 +111,19 @@ class ProbeWorker:
                 return None
             chunk = os.read(fd, 65536)
             if not chunk:
-                return None  # the worker died
+                self._eof = True  # the worker died
+                return None
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line
 
     def _failure(self, what: str) -> str:
         assert self.proc is not None
+        if self._eof:
+            try:  # its stdout closed: it is exiting; reap it to learn how it ended
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
         code = self.proc.poll()
         if code is None:
             return f"{what} timed out after {self.timeout:g}s"
