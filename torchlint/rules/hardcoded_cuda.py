@@ -25,10 +25,13 @@ class HardcodedCuda(Rule):
     precision = "medium"
 
     def _guarded(self, ctx: FileContext) -> bool:
+        """Inside `if torch.cuda.is_available():`, `if args.cuda:`, `if use_gpu:` and the like."""
         for parent in ctx.parents:
             if isinstance(parent, (ast.If, ast.IfExp, ast.While, ast.Assert)):
                 for n in ast.walk(parent.test):
-                    if isinstance(n, ast.Attribute) and n.attr in ("is_available", "device_count"):
+                    name = n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else ""
+                    name = name.lower()
+                    if name in ("is_available", "device_count") or "cuda" in name or "gpu" in name:
                         return True
         return False
 
