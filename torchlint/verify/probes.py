@@ -266,9 +266,14 @@ def float64_from_numpy(params: dict, device: str) -> Result:
 
 @probe("TL205")
 def legacy_constructor(params: dict, device: str) -> Result:
-    t = torch.Tensor(3)
+    # The constructor the flagged code calls (torch.cuda.* types are tried as their CPU twin).
+    name = str(params.get("constructor", "torch.Tensor")).replace("torch.cuda.", "torch.")
+    ctor = getattr(torch, name.split(".")[-1], None)
+    if not (isinstance(ctor, type) and name.split(".")[-1].endswith("Tensor")):
+        name, ctor = "torch.Tensor", torch.Tensor
+    t = ctor(3)
     if tuple(t.shape) == (3,):
-        return "confirmed", "torch.Tensor(3) has shape (3,) and uninitialised values, not the value 3"
+        return "confirmed", f"{name}(3) has shape (3,) and uninitialised values ({t.dtype}), not the value 3"
     return "not-reproduced", f"shape {tuple(t.shape)}"
 
 
