@@ -37,7 +37,10 @@ def run_cli(tmp_path, monkeypatch):
 
     def run(*args: str, cwd: Path | None = None, input: str | bytes | None = None):
         monkeypatch.chdir(cwd or tmp_path)
-        runner = CliRunner()
+        try:
+            runner = CliRunner(mix_stderr=False)  # click < 8.2 mixes stderr into stdout by default
+        except TypeError:
+            runner = CliRunner()  # click >= 8.2 always captures stderr separately
         result = runner.invoke(main, list(args), input=input, catch_exceptions=False)
         return result.exit_code, result.stdout, result.stderr
 
