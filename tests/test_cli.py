@@ -131,6 +131,8 @@ def test_stdin(tmp_path, run_cli):
     assert out.startswith("pkg/train.py:5:5: TL101")
     code, out, _ = run_cli("check", "-", input=BAD, )
     assert code == 1 and out.startswith("-:5:5: TL101")
+    code, out, _ = run_cli("check", "--stdin-filename", "x.py", "--output-format", "concise", input=BAD)
+    assert code == 1 and out.startswith("x.py:5:5: TL101")  # no path: stdin, like ruff
 
 
 def test_show_files_and_default_excludes(tmp_path, run_cli):

@@ -91,7 +91,9 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
     cwd = Path.cwd().resolve()
     try:
         resolver = ConfigResolver(cli, config_path=config_path, isolated=isolated)
-        tasks, missing = _build_tasks(list(paths) or ["."], resolver, cwd, stdin_filename, force_exclude)
+        # Like ruff: `--stdin-filename` with no paths reads the source from stdin too.
+        path_list = list(paths) or (["-"] if stdin_filename else ["."])
+        tasks, missing = _build_tasks(path_list, resolver, cwd, stdin_filename, force_exclude)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     for path in missing:
