@@ -102,6 +102,8 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
     if show_files:
         for task in sorted(tasks, key=lambda t: t.display):
             click.echo(task.display)
+        if missing:
+            raise click.exceptions.Exit(EXIT_ERROR)
         return
 
     results = _run(tasks, jobs=jobs, use_cache=not no_cache, cache_dir=cache_dir, resolver=resolver)
