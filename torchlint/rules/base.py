@@ -83,7 +83,3 @@ class Rule:
 
     def report(self, node: ast.AST, message: str, **kwargs: Any) -> None:
         self.ctx.report(self, node, message, **kwargs)
-
-    @classmethod
-    def doc_slug(cls) -> str:
-        return f"{cls.code}-{cls.name}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from torchlint.rules.backward_under_no_grad import BackwardUnderNoGrad
-from torchlint.rules.base import Rule
+from torchlint.rules.base import SEVERITIES, Rule
 from torchlint.rules.chained_conversion import ChainedConversion
 from torchlint.rules.conflicting_sampler_options import ConflictingSamplerOptions
 from torchlint.rules.create_then_move import CreateThenMove
@@ -97,3 +97,4 @@ RULES_BY_NAME: dict[str, type[Rule]] = {r.name: r for r in ALL_RULES}
 assert len(RULES_BY_CODE) == len(ALL_RULES), "duplicate rule code"
 assert len(RULES_BY_NAME) == len(ALL_RULES), "duplicate rule name"
 assert [r.code for r in ALL_RULES] == sorted(r.code for r in ALL_RULES), "keep the table in code order"
+assert all(r.severity in SEVERITIES for r in ALL_RULES), "severity must be one of " + ", ".join(SEVERITIES)
