@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from torchlint.analysis import inference
 from torchlint.analysis.imports import ImportTable
-from torchlint.analysis.nodes import node_fields
+from torchlint.analysis.loops import calls_in
+from torchlint.analysis.nodes import iter_children, node_fields
 from torchlint.analysis.scopes import Assignments, GradRegion, Scope, grad_mode_of
 from torchlint.diagnostics import Finding
 from torchlint.source import DecodeFailure, SourceFile, decode_source, newer_syntax_hint
@@ -48,7 +49,8 @@ class FileContext:
         self._module_classes: dict[str, ast.ClassDef] = {
             n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         self._module_class_memo: dict[str, bool] = {}
-        self._self_attr_kinds: dict[int, dict[str, tuple[Optional[str], Optional[str]]]] = {}
+        self._self_attrs: dict[int, dict[str, tuple[Optional[str], Optional[str]]]] = {}
+        self._body_calls: dict[int, list[ast.Call]] = {}
 
     # -- names -----------------------------------------------------------
     def qualname(self, node: ast.AST) -> Optional[str]:
@@ -84,6 +86,14 @@ class FileContext:
         found = self._assignments.get(id(scope))
         if found is None:
             found = self._assignments[id(scope)] = Assignments(scope)
+        return found
+
+    def body_calls(self, node: ast.AST) -> list[ast.Call]:
+        """The calls in a loop's (or function's) body, outside nested functions; several
+        rules ask this about the same loop, some once per call inside it."""
+        found = self._body_calls.get(id(node))
+        if found is None:
+            found = self._body_calls[id(node)] = list(calls_in(node.body))  # type: ignore[attr-defined]
         return found
 
     def module_class(self, name: str) -> Optional[ast.ClassDef]:
@@ -132,11 +142,11 @@ class FileContext:
         if not self.classes:
             return {}
         cls = self.classes[-1]
-        attrs = self._self_attr_kinds.get(id(cls))
+        attrs = self._self_attrs.get(id(cls))
         if attrs is None:
             # Registered before it is filled: values like `self.a = self.b.float()` ask
             # about this same class again while we are computing it.
-            attrs = self._self_attr_kinds[id(cls)] = {}
+            attrs = self._self_attrs[id(cls)] = {}
             for stmt in ast.walk(cls):
                 if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                     t = stmt.targets[0]
@@ -206,48 +216,6 @@ class Walker:
             self.ctx.classes.pop()
         elif self.ctx.functions:
             self.ctx.imports.add(node)  # a function-level import
-
-    def _visit_expression(self, root: ast.expr) -> None:
-        """Expressions hold no statements or scopes, but can nest thousands deep
-        (`a + a + ... + a`), so they are walked with an explicit stack, not recursion."""
-        ctx = self.ctx
-        dispatch = self.dispatch
-        parents = ctx.parents
-        base = len(parents)
-        stack: list = [root, base]  # flat pairs: node, the depth of its ancestor stack
-        pop, push = stack.pop, stack.append
-        AST = ast.AST
-        while stack:
-            depth = pop()
-            node = pop()
-            if len(parents) != depth:
-                del parents[depth:]  # back to this node's ancestors
-            cls = type(node)
-            handlers = dispatch.get(cls)
-            if handlers:
-                for handler in handlers:
-                    handler(node, ctx)
-            fields = node_fields(cls)
-            if not fields:
-                continue
-            mark = len(stack)
-            for field in fields:
-                value = getattr(node, field, None)
-                if type(value) is list:
-                    for item in value:
-                        if isinstance(item, AST):
-                            push(item)
-                            push(depth + 1)
-                elif value is not None and isinstance(value, AST):
-                    push(value)
-                    push(depth + 1)
-            if len(stack) != mark:
-                parents.append(node)
-                if len(stack) - mark > 2:  # visit children in source order
-                    pairs = [stack[i:i + 2] for i in range(mark, len(stack), 2)]
-                    pairs.reverse()
-                    stack[mark:] = [x for pair in pairs for x in pair]
-        del parents[base:]
 
     def _children(self, node: ast.AST, fields: tuple[str, ...]) -> None:
         parents = self.ctx.parents
@@ -319,6 +287,28 @@ class DeepWalker(Walker):
             self._visit_expression(node)
         else:
             super().visit(node)
+
+    def _visit_expression(self, root: ast.expr) -> None:
+        """Expressions hold no statements or scopes, so an explicit stack of (node, number
+        of ancestors) replaces recursion; `ctx.parents` is cut back to each node's own."""
+        ctx = self.ctx
+        dispatch = self.dispatch
+        parents = ctx.parents
+        base = len(parents)
+        stack: list[tuple[ast.AST, int]] = [(root, base)]
+        while stack:
+            node, depth = stack.pop()
+            del parents[depth:]
+            cls = type(node)
+            handlers = dispatch.get(cls)
+            if handlers:
+                for handler in handlers:
+                    handler(node, ctx)
+            children = list(iter_children(node))
+            if children:
+                parents.append(node)
+                stack.extend((child, depth + 1) for child in reversed(children))  # source order
+        del parents[base:]
 
 
 def build_dispatch(rules: Iterable["Rule"]) -> dict[type, list[Handler]]:

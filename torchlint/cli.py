@@ -206,14 +206,7 @@ class _Sources(dict):
     def get(self, key: str, default: Any = None) -> Any:
         if key not in self:
             task = self._tasks.get(key)
-            source = None
-            if task is not None:
-                if task.data is not None:
-                    from torchlint.checker import parse_source
-                    source = parse_source(task.display, task.data)[0]
-                else:
-                    source = load_source(task.path, task.display)
-            self[key] = source
+            self[key] = load_source(task) if task is not None else None
         return super().get(key, default)
 
 

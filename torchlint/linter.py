@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchlint.cache import content_hash, settings_key
-
-from torchlint.checker import check_source, parse_source
+from torchlint.checker import check_source
 from torchlint.diagnostics import Finding
 from torchlint.rules.registry import RULES_BY_CODE, SYNTAX_ERROR
+from torchlint.source import DecodeFailure, SourceFile, decode_source
 
 if TYPE_CHECKING:
     from torchlint.cache import Cache
@@ -86,11 +86,6 @@ def lint_task(task: FileTask) -> FileResult:
     return lint_bytes(task, data)
 
 
-def _lint_one(task: FileTask) -> FileResult:
-    """Worker entry point: lint one task (already known to miss the cache)."""
-    return lint_task(task)
-
-
 def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional["Cache"] = None) -> list[FileResult]:
     """Lint every task, reusing cached results, in worker processes when it pays off.
     Results come back in task order, so output is identical for any `jobs`."""
@@ -99,12 +94,12 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
     for i, task in enumerate(tasks):
         record = None
         if cache is not None and task.data is None:
+            settings = settings_key(task.codes, task.options)
             try:
                 stat = os.stat(task.path)
-                settings = settings_key(task.codes, task.options)
                 hit, data, digest = cache.lookup(task.path, settings, task.display, stat)
             except OSError:
-                hit = data = digest = stat = None  # type: ignore[assignment]
+                hit = data = digest = stat = None  # type: ignore[assignment]  # read_task reports it
             if hit is not None:
                 results[i] = FileResult(task.display, hit[0], parse_error=hit[1])
                 continue
@@ -124,9 +119,9 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
 
         with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
             chunk = max(1, min(64, len(todo) // (workers * 8)))
-            done = list(pool.map(_lint_one, [t for _, t, _ in todo], chunksize=chunk))
+            done = list(pool.map(lint_task, [t for _, t, _ in todo], chunksize=chunk))
     else:
-        done = [_lint_one(t) for _, t, _ in todo]
+        done = [lint_task(t) for _, t, _ in todo]
     for (i, task, record), result in zip(todo, done):
         results[i] = result
         if cache is not None and record is not None and result.internal_error is None:
@@ -147,12 +142,12 @@ def _mp_context():  # type: ignore[no-untyped-def]
         return None
 
 
-def load_source(path: str, display: str):  # type: ignore[no-untyped-def]
-    """Re-read a file for code frames in text output."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
+def load_source(task: FileTask) -> Optional[SourceFile]:
+    """The decoded text of a task's file (or stdin), for code frames in text output."""
+    data, failed = read_task(task)
+    if failed is not None or data is None:
         return None
-    source, _, _ = parse_source(display, data)
-    return source
+    try:
+        return SourceFile(task.display, decode_source(data))
+    except DecodeFailure:
+        return None

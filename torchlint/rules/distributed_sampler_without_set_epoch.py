@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from torchlint.analysis.loops import calls_in, method_name
+from torchlint.analysis.loops import method_name
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.analysis.dataloader import iterated
 from torchlint.checker import FileContext
@@ -52,7 +52,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         epoch_loop = ctx.loops[0]
         if id(epoch_loop) in self.reported:
             return
-        if any(method_name(c) == "set_epoch" for c in calls_in(epoch_loop.body)):  # type: ignore[attr-defined]
+        if any(method_name(c) == "set_epoch" for c in ctx.body_calls(epoch_loop)):
             return
         self.reported.add(id(epoch_loop))
         self.report(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from torchlint.analysis.loops import calls_in, is_backward, method_name
+from torchlint.analysis.loops import is_backward, method_name
 from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import dtype_name
 from torchlint.checker import FileContext
@@ -49,25 +49,17 @@ class Float16AutocastWithoutGradScaler(Rule):
     tags = ("correctness", "mixed-precision")
     requires_text = ('autocast',)
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
-        self._scaled: dict[int, bool] = {}
-
     def visit_With(self, node: ast.With, ctx: FileContext) -> None:
         what = next((w for w in (float16_autocast(i.context_expr, ctx) for i in node.items) if w), None)
         if what is None:
             return
-        scope = ctx.scope
-        body = scope.body  # type: ignore[union-attr]
-        if id(scope) not in self._scaled:  # one scan per function, however many autocast blocks
-            self._scaled[id(scope)] = any(ctx.call_name(c) in _SCALERS or method_name(c) == "scale"
-                                          for c in calls_in(body))
-        if self._scaled[id(scope)]:
+        calls = ctx.body_calls(ctx.scope)
+        if any(ctx.call_name(c) in _SCALERS or method_name(c) == "scale" for c in calls):
             return
         computed = {t.id for s in iter_scope(node.body) if isinstance(s, ast.Assign)
                     for t in s.targets if isinstance(t, ast.Name)}
         end = node.end_lineno or node.lineno
-        for call in calls_in(body):
+        for call in calls:
             if not is_backward(call, ctx) or not isinstance(call.func, ast.Attribute) or call.lineno < node.lineno:
                 continue
             receiver = call.func.value

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from torchlint.analysis.loops import calls_in, is_backward
+from torchlint.analysis.loops import is_backward
 from torchlint.analysis.scopes import iter_scope
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, dotted
@@ -37,7 +37,7 @@ class LossAccumulatedWithGraph(Rule):
     def _check(self, loop: ast.AST, ctx: FileContext) -> None:
         body = loop.body  # type: ignore[attr-defined]
         losses: set[str] = set()
-        for call in calls_in(body):
+        for call in ctx.body_calls(loop):
             if is_backward(call, ctx) and isinstance(call.func, ast.Attribute) \
                     and isinstance(call.func.value, ast.Name):
                 losses.add(call.func.value.id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.analysis.loops import calls_in, is_backward, is_optimizer_step, is_zero_grad
+from torchlint.analysis.loops import is_backward, is_optimizer_step, is_zero_grad
 from torchlint.analysis.scopes import iter_scope
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, dotted
@@ -25,7 +25,7 @@ class MissingZeroGrad(Rule):
     def _check(self, node: ast.AST, ctx: FileContext) -> None:
         backward = None
         stepped = False
-        for call in calls_in(node.body):  # type: ignore[attr-defined]
+        for call in ctx.body_calls(node):
             if backward is None and is_backward(call, ctx):
                 backward = call
             elif is_optimizer_step(call):

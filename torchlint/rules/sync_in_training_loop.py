@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.analysis import inference
-from torchlint.analysis.loops import calls_in, is_backward
+from torchlint.analysis.loops import is_backward
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, dotted
 
@@ -38,7 +38,7 @@ class SyncInTrainingLoop(Rule):
         # Inside an `if step % k == 0:` the sync is already rate-limited.
         if any(isinstance(p, ast.If) for p in ctx.parents[ctx.parents.index(loop) + 1:] if loop in ctx.parents):
             return
-        backwards = [c for c in calls_in(loop.body) if is_backward(c, ctx)]  # type: ignore[attr-defined]
+        backwards = [c for c in ctx.body_calls(loop) if is_backward(c, ctx)]
         if not backwards:
             return
         if is_print:

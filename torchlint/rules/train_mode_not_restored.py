@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.analysis.loops import calls_in, is_backward, method_name
+from torchlint.analysis.loops import is_backward, method_name
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, dotted, literal
 
@@ -27,7 +27,7 @@ class TrainModeNotRestored(Rule):
         if method_name(node) != "eval" or node.args or not ctx.loops:
             return
         for loop in reversed(ctx.loops):
-            calls = list(calls_in(loop.body))  # type: ignore[attr-defined]
+            calls = ctx.body_calls(loop)
             if not any(is_backward(c, ctx) for c in calls):
                 continue
             if any(_is_train_call(c) for c in calls):
