@@ -88,6 +88,18 @@ class FileContext:
             found = self._assignments[id(scope)] = Assignments(scope)
         return found
 
+    def value_before(self, name: ast.Name, lineno: int, module_fallback: bool = False) -> Optional[ast.AST]:
+        """The value that the last plain assignment (`=`, annotated, walrus) above `lineno`
+        in this scope gave `name`; with `module_fallback`, a module-level one when the scope
+        has none. None for unpacking, loop targets, parameters and unknown names."""
+        binding = self.assignments().last_before(name.id, lineno)
+        if binding is None and module_fallback and self.scope is not self.tree:
+            binding = self.assignments(self.tree).last_before(name.id, lineno)
+        if binding is None or binding.index is not None \
+                or not isinstance(binding.node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+            return None
+        return binding.value
+
     def body_calls(self, node: ast.AST) -> list[ast.Call]:
         """The calls in a loop's (or function's) body, outside nested functions; several
         rules ask this about the same loop, some once per call inside it."""

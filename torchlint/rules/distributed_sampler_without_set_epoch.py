@@ -28,8 +28,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     def _shuffling_sampler(self, node: Optional[ast.AST], lineno: int, ctx: FileContext) -> bool:
         if isinstance(node, ast.Name):
-            b = ctx.assignments().last_before(node.id, lineno) or ctx.assignments(ctx.tree).last_before(node.id, lineno)
-            node = b.value if b is not None and b.index is None else None
+            node = ctx.value_before(node, lineno, module_fallback=True)
         if not isinstance(node, ast.Call) or ctx.call_name(node) != SAMPLER:
             return False
         shuffle = keyword(node, "shuffle")
@@ -37,8 +36,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     def _loader_with_sampler(self, it: ast.AST, lineno: int, ctx: FileContext) -> bool:
         if isinstance(it, ast.Name):
-            b = ctx.assignments().last_before(it.id, lineno) or ctx.assignments(ctx.tree).last_before(it.id, lineno)
-            it = b.value if b is not None and b.index is None else None  # type: ignore[assignment]
+            it = ctx.value_before(it, lineno, module_fallback=True)  # type: ignore[assignment]
         if not isinstance(it, ast.Call) or ctx.call_name(it) != DATALOADER:
             return False
         return self._shuffling_sampler(arg_or_keyword(it, 3, "sampler"), it.lineno, ctx)

@@ -56,11 +56,9 @@ class LabelFloatCast(Rule):
 
     def _float_cast_of(self, target: ast.AST, lineno: int, ctx: FileContext) -> Optional[tuple[ast.Call, str]]:
         if isinstance(target, ast.Name):
-            binding = ctx.assignments().last_before(target.id, lineno)
-            if binding is None or binding.value is None or binding.index is not None \
-                    or not isinstance(binding.node, (ast.Assign, ast.AnnAssign)):
+            target = ctx.value_before(target, lineno)  # type: ignore[assignment]
+            if target is None:
                 return None
-            target = binding.value
         dtype = float_cast(target, ctx)
         if dtype is None:
             return None

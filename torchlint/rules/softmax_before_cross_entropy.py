@@ -69,9 +69,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
             return
         arg = arg_or_keyword(node, 0, "input")
         if isinstance(arg, ast.Name):
-            binding = ctx.assignments().last_before(arg.id, node.lineno)
-            arg = binding.value if binding is not None and binding.index is None and isinstance(
-                binding.node, (ast.Assign, ast.AnnAssign)) else None
+            arg = ctx.value_before(arg, node.lineno)
         act = _activation(arg, ctx) if arg is not None else None
         if act is not None:
             self._check(loss, (arg, act))  # type: ignore[arg-type]

@@ -52,12 +52,7 @@ class WorkerRngDuplication(Rule):
 
     def _dataset_class(self, dataset: ast.AST, lineno: int, ctx: FileContext) -> Optional[ast.ClassDef]:
         if isinstance(dataset, ast.Name):
-            binding = ctx.assignments().last_before(dataset.id, lineno)
-            if binding is None:
-                binding = ctx.assignments(ctx.tree).last_before(dataset.id, lineno)
-            if binding is None or binding.index is not None or binding.value is None:
-                return None
-            dataset = binding.value
+            dataset = ctx.value_before(dataset, lineno, module_fallback=True)  # type: ignore[assignment]
         if isinstance(dataset, ast.Call) and isinstance(dataset.func, ast.Name):
             return ctx.module_class(dataset.func.id)
         return None
