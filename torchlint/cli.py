@@ -225,11 +225,7 @@ def _render(fmt: str, findings: list[Finding], tasks: list[FileTask], parse_erro
             lines.append("verify: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
         return "\n".join(lines) + ("\n" if lines else "")
     sources = _Sources(tasks)
-    text = FORMATS[fmt](findings, sources, errors=parse_errors, cwd=cwd)
-    if quiet and fmt in ("full", "concise"):
-        text = "\n".join(line for line in text.splitlines() if not line.startswith(("Found ", "All checks passed!")))
-        text = text + "\n" if text.strip() else ""
-    return text
+    return FORMATS[fmt](findings, sources, errors=parse_errors, cwd=cwd, quiet=quiet)
 
 
 @main.command()

@@ -40,7 +40,8 @@ def summary(findings: list[Finding]) -> str:
     return f"Found {n} finding{'s' if n != 1 else ''}."
 
 
-def render_full(findings: list[Finding], sources: dict[str, SourceFile], **_: object) -> str:
+def render_full(findings: list[Finding], sources: dict[str, SourceFile], *, quiet: bool = False,
+                **_: object) -> str:
     out: list[str] = []
     for f in findings:
         out.append(f"{f.path}:{f.row}:{f.col}: {f.code} {f.message}")
@@ -50,12 +51,18 @@ def render_full(findings: list[Finding], sources: dict[str, SourceFile], **_: ob
         if verified:
             out.append(f"  {verified}")
         out.append("")
+    if quiet:  # findings only, like ruff -q
+        return "\n".join(out) + "\n" if out else ""
     out.append(summary(findings))
     return "\n".join(out) + "\n"
 
 
-def render_concise(findings: list[Finding], sources: dict[str, SourceFile], **_: object) -> str:
+def render_concise(findings: list[Finding], sources: dict[str, SourceFile], *, quiet: bool = False,
+                   **_: object) -> str:
     out = [f"{f.path}:{f.row}:{f.col}: {f.code} {f.message}" + (
         f" [{_verify_line(f)}]" if f.verify else "") for f in findings]
-    out.append(summary(findings))
+    if not quiet:
+        out.append(summary(findings))
+    if not out:
+        return ""
     return "\n".join(out) + "\n"
