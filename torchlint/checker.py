@@ -129,8 +129,7 @@ class FileContext:
     def _base_is_module(self, base: ast.AST, depth: int) -> bool:
         qn = self.qualname(base)
         if qn is not None:
-            return qn == "torch.nn.Module" or (qn.startswith("torch.nn.") and qn.rsplit(".", 1)[1][:1].isupper()
-                                                and not qn.startswith("torch.nn.functional"))
+            return inference.is_module_class_name(qn)
         return isinstance(base, ast.Name) and self.is_module_class_name(base.id, depth + 1)
 
     def enclosing_module_class(self) -> Optional[ast.ClassDef]:

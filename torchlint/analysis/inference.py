@@ -49,6 +49,15 @@ _PARAM_ANNOTATIONS = frozenset({"torch.nn.Parameter"})
 _PARAM_ITERATORS = frozenset({"parameters", "named_parameters"})
 
 
+def is_module_class_name(qualname: str) -> bool:
+    """`torch.nn.Linear`, `torch.nn.parallel.DistributedDataParallel`: nn.Module classes by
+    torch's naming; not parameters, nor helper types under torch.nn.utils (PackedSequence)."""
+    if not qualname.startswith("torch.nn.") or qualname.startswith(("torch.nn.utils.", "torch.nn.functional.")):
+        return False
+    last = qualname.rsplit(".", 1)[1]
+    return last[:1].isupper() and not last.endswith("Parameter")
+
+
 def _loader_like(expr: ast.AST, ctx: "FileContext") -> bool:
     if isinstance(expr, ast.Call) and ctx.call_name(expr) == "torch.utils.data.DataLoader":
         return True
@@ -97,7 +106,7 @@ def kind_of(expr: ast.AST, ctx: "FileContext", depth: int = 0) -> Optional[str]:
         if name is not None:
             if name == "torch.nn.Parameter":
                 return PARAMETER
-            if name.startswith("torch.nn.") and name.rsplit(".", 1)[1][:1].isupper():
+            if is_module_class_name(name):
                 return MODULE
             if name.startswith("torch.") and not name.startswith(_NON_TENSOR_TORCH_NAMESPACES):
                 last = name.rsplit(".", 1)[1]
