@@ -2,14 +2,19 @@
 unchanged reuses its findings without being parsed.
 
 One index per cache directory and torchlint version (`<cache-dir>/<version>/index.json`),
-mapping each file to its content hash, the key of the settings it was linted with, and its
-findings. A warm run reads one file and stats each source file: when size and mtime match
-the index, the recorded hash is trusted; otherwise the file is hashed and compared. Files
+mapping each file (by its path relative to the project, so a moved checkout still hits) to
+its content hash, the key of the settings it was linted with, and its findings. A warm run
+reads one file and stats each source file: when size, mtime, ctime and inode all match the
+index, the recorded hash is trusted; otherwise the file is hashed and compared. Files
 modified within the last seconds before the index was written are always re-hashed (git's
 "racy clean" rule), so an edit that keeps size and mtime is never missed.
 
-Writes are atomic (temp file + os.replace): concurrent runs may drop each other's new
-entries, never corrupt the index. A cache that fails to load or validate is ignored."""
+The cache is data, never code, and never trusted blindly: a cache directory that git
+tracks (a pull request could commit one that hides findings) or that a config file places
+outside the project is refused with a warning; the index is read only if it is a regular
+file of bounded size, and every entry is type-checked, a bad one dropped and rewritten.
+Writes are atomic (temp file + os.replace) and never follow a symlink: concurrent runs may
+drop each other's new entries, never corrupt the index."""
 
 from __future__ import annotations
 
@@ -24,10 +29,16 @@ from typing import Any, Optional
 
 from torchlint import __version__
 from torchlint.diagnostics import Finding
+from torchlint.safe_io import RefusedFile, is_within, read_regular_file
 
 CACHE_DIR_NAME = ".torchlint_cache"
-_FORMAT = 2
+_FORMAT = 3
 _RACY_SECONDS = 2.0
+MAX_INDEX_BYTES = 256 * 1024 * 1024
+_MAX_TEXT = 20_000  # characters in one cached string
+_MAX_DEPTH = 8  # nesting of a cached JSON value (fix edits, probe values)
+_MAX_ITEMS = 10_000  # findings per file, items per container
+_STAT_FIELDS = ("size", "mtime", "ctime", "ino")
 
 
 def content_hash(data: bytes) -> str:
@@ -39,60 +50,84 @@ def settings_key(codes: frozenset[str], options: tuple) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
+def refusal(cache_dir: Path, project_root: Path, from_config: bool) -> Optional[str]:
+    """Why a cache directory must not be used, or None. Called once per run."""
+    resolved = os.path.realpath(cache_dir)
+    root = os.path.realpath(project_root)
+    if from_config and not is_within(resolved, [root]):
+        return (f"cache-dir {cache_dir} lies outside the project ({project_root}); caching is off. "
+                f"Use a directory inside the project, or pass --cache-dir on the command line")
+    if os.path.isdir(cache_dir):
+        from torchlint.files import run_git  # git only when a cache already exists
+
+        proc = run_git(Path(resolved), "ls-files", "-z", "--", ".")
+        if proc is not None and proc.returncode == 0 and proc.stdout.strip(b"\0"):
+            return (f"{cache_dir} is tracked by git; a committed cache could hide findings, so it is "
+                    f"not used. Remove it from the repository (`git rm -r --cached {cache_dir}`)")
+    return None
+
+
 class Cache:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, project_root: Optional[Path] = None, read: bool = True) -> None:
         self.root = root
+        self.project_root = os.path.realpath(project_root or Path.cwd())
         self.index_path = root / __version__ / "index.json"
+        self.read = read  # False: write fresh results, serve none (--verify re-lints every file)
         self._entries: Optional[dict[str, Any]] = None
         self._dirty = False
 
     @property
     def entries(self) -> dict[str, Any]:
         if self._entries is None:
-            self._entries = self._load()
+            self._entries = self._load() if self.read else {}
         return self._entries
 
     def _load(self) -> dict[str, Any]:
         try:
-            with open(self.index_path, "rb") as fh:
-                data = json.load(fh)
-            if data.get("format") == _FORMAT and data.get("version") == __version__ \
-                    and isinstance(data.get("files"), dict):
-                return data["files"]
-        except (OSError, ValueError, AttributeError):
-            pass
-        return {}  # missing, truncated or foreign: start afresh
+            if os.path.islink(self.index_path):
+                raise RefusedFile("symlink")
+            data = json.loads(read_regular_file(str(self.index_path), MAX_INDEX_BYTES))
+        except (OSError, ValueError, RefusedFile, RecursionError, MemoryError):
+            return {}  # missing, truncated, special or foreign: start afresh
+        if type(data) is not dict or data.get("format") != _FORMAT or data.get("version") != __version__ \
+                or type(data.get("files")) is not dict:
+            return {}
+        files = data["files"]
+        valid = {key: entry for key, entry in files.items() if _valid_entry(entry)}
+        if len(valid) != len(files):
+            self._dirty = True  # rewrite without the bad entries
+        return valid
 
-    @staticmethod
-    def _key(path: str) -> str:
-        return os.path.abspath(path)
+    def _key(self, path: str) -> str:
+        absolute = os.path.abspath(path)
+        if is_within(absolute, [self.project_root]):
+            return os.path.relpath(absolute, self.project_root).replace(os.sep, "/")
+        return absolute
 
-    def lookup(self, path: str, settings: str, display: str,
-               stat: os.stat_result) -> tuple[Optional[tuple[list[Finding], Optional[Finding]]], Optional[bytes], Optional[str]]:
-        """(cached result or None, the file's bytes if they had to be read, their hash)."""
+    def lookup(self, path: str, settings: str, display: str, stat: os.stat_result,
+               max_bytes: int) -> tuple[Optional[tuple[list[Finding], Optional[Finding]]], Optional[bytes], Optional[str]]:
+        """(cached result or None, the file's bytes if they had to be read, their hash).
+        Raises RefusedFile/OSError when the file cannot be read; the caller reports it."""
         entry = self.entries.get(self._key(path))
-        if not isinstance(entry, dict) or entry.get("settings") != settings:
+        if entry is None or entry["settings"] != settings:
             return None, None, None
         data = digest = None
-        if entry.get("mtime") != stat.st_mtime_ns or entry.get("size") != stat.st_size:
-            with open(path, "rb") as fh:
-                data = fh.read()
+        if entry["mtime"] is None or _stat_record(stat) != tuple(entry[k] for k in _STAT_FIELDS):
+            data = read_regular_file(path, max_bytes)
             digest = content_hash(data)
-            if digest != entry.get("hash"):
+            if digest != entry["hash"]:
                 return None, data, digest
-        try:
-            findings = [Finding.from_cache(display, f) for f in entry["findings"]]
-            parse_error = Finding.from_cache(display, entry["parse_error"]) if entry.get("parse_error") else None
-        except (KeyError, TypeError):
-            return None, data, digest
+        findings = [Finding.from_cache(display, f) for f in entry["findings"]]
+        parse_error = Finding.from_cache(display, entry["parse_error"]) if entry["parse_error"] else None
         return (findings, parse_error), data, digest
 
     def store(self, path: str, settings: str, digest: str, stat: Optional[os.stat_result],
               findings: list[Finding], parse_error: Optional[Finding]) -> None:
         racy = stat is None or time.time() - stat.st_mtime < _RACY_SECONDS
+        size, mtime, ctime, ino = _stat_record(stat) if stat is not None else (None,) * 4
         self.entries[self._key(path)] = {
-            "settings": settings, "hash": digest,
-            "mtime": None if racy else stat.st_mtime_ns, "size": stat.st_size if stat else None,  # type: ignore[union-attr]
+            "settings": settings, "hash": digest, "size": size, "mtime": None if racy else mtime,
+            "ctime": ctime, "ino": ino,
             "findings": [f.to_cache() for f in findings],
             "parse_error": parse_error.to_cache() if parse_error else None,
         }
@@ -101,19 +136,96 @@ class Cache:
     def save(self) -> None:
         if not self._dirty:
             return
+        self._dirty = False
         try:
             self.index_path.parent.mkdir(parents=True, exist_ok=True)
-            ignore = self.root / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# Automatically created by torchlint.\n*\n", encoding="utf-8")
+            # A symlinked component (committed, or planted) must not move our writes elsewhere.
+            if not is_within(os.path.realpath(self.index_path.parent), [os.path.realpath(self.root)]) \
+                    or os.path.islink(self.root):
+                return
+            _create_exclusive(self.root / ".gitignore", "# Automatically created by torchlint.\n*\n")
             fd, tmp = tempfile.mkstemp(dir=self.index_path.parent, prefix=".tmp-", suffix=".json")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
                     json.dump({"format": _FORMAT, "version": __version__, "files": self.entries}, fh)
-                os.replace(tmp, self.index_path)
+                os.replace(tmp, self.index_path)  # replaces a symlink itself, never its target
             except BaseException:
                 os.unlink(tmp)
                 raise
         except OSError:
             pass  # a read-only checkout still lints; it just does not cache
-        self._dirty = False
+
+
+def _stat_record(stat: os.stat_result) -> tuple[int, int, int, int]:
+    return stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino
+
+
+def _create_exclusive(path: Path, text: str) -> None:
+    """Create `path` unless something (a file, a dangling symlink) is already there."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+# -- validation of what the index holds ----------------------------------------------
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int and -(2**63) <= value < 2**64
+
+
+def _valid_entry(entry: Any) -> bool:
+    if type(entry) is not dict or set(entry) != {"settings", "hash", *_STAT_FIELDS, "findings", "parse_error"}:
+        return False
+    if not (_short_str(entry["settings"], 64) and _short_str(entry["hash"], 64)):
+        return False
+    if not all(entry[k] is None or _is_int(entry[k]) for k in _STAT_FIELDS):
+        return False
+    findings = entry["findings"]
+    if type(findings) is not list or len(findings) > _MAX_ITEMS or not all(map(_valid_finding, findings)):
+        return False
+    return entry["parse_error"] is None or _valid_finding(entry["parse_error"])
+
+
+def _short_str(value: Any, limit: int = _MAX_TEXT) -> bool:
+    return type(value) is str and len(value) <= limit
+
+
+
+_INT_FIELDS = frozenset({"row", "col", "end_row", "end_col"})
+_STR_FIELDS = frozenset({"code", "message", "severity", "name"})
+_CACHED_FIELDS = frozenset(Finding(code="", message="", path="", row=1, col=1, end_row=1, end_col=1).to_cache())
+
+
+def _valid_finding(data: Any) -> bool:
+    if type(data) is not dict or set(data) != _CACHED_FIELDS:
+        return False
+    for key, value in data.items():
+        if key in _INT_FIELDS:
+            if not (_is_int(value) and 0 < value < 10**9):
+                return False
+        elif key in _STR_FIELDS:
+            if not _short_str(value):
+                return False
+        elif not _bounded_json(value, 0):
+            return False
+    return True
+
+
+def _bounded_json(value: Any, depth: int) -> bool:
+    """A JSON value of bounded depth, length and string size (fix edits, probe values)."""
+    kind = type(value)
+    if value is None or kind in (bool, float) or (kind is int and _is_int(value)):
+        return True
+    if kind is str:
+        return len(value) <= _MAX_TEXT
+    if depth >= _MAX_DEPTH:
+        return False
+    if kind is list:
+        return len(value) <= _MAX_ITEMS and all(_bounded_json(v, depth + 1) for v in value)
+    if kind is dict:
+        return len(value) <= _MAX_ITEMS and all(
+            type(k) is str and len(k) <= 200 and _bounded_json(v, depth + 1) for k, v in value.items())
+    return False

@@ -182,7 +182,10 @@ class FileContext:
         end_col = self.source.to_col(end_row, end_off) if end_off is not None else col + 1
         params = dict(params or {})
         if rule.snippet_probe:
-            snippet = snippet_of(node, self.imports)
+            try:
+                snippet = snippet_of(node, self.imports)
+            except RecursionError:  # an expression nested too deeply to copy: no snippet probe
+                snippet = None
             if snippet is not None:
                 params["snippet"] = snippet
         self.findings.append(Finding(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -14,9 +15,11 @@ from torchlint import __version__
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
 from torchlint.diagnostics import Finding
 from torchlint.cache import CACHE_DIR_NAME, Cache
+from torchlint.cache import refusal as cache_refusal
 from torchlint.files import Discovery, display_path
 from torchlint.linter import FileResult, FileTask, load_source, run_tasks
 from torchlint.output import FORMATS
+from torchlint.safe_io import printable
 from torchlint.selection import SelectionError, parse_list
 
 EXIT_FINDINGS, EXIT_ERROR = 1, 2
@@ -30,13 +33,56 @@ def _fail(message: str) -> "click.exceptions.Exit":
 def _selectors(value: Optional[str], option: str) -> Optional[list[str]]:
     if value is None:
         return None
+    if option == "--select" and not value.strip(" ,"):
+        raise _fail("--select: empty selection would disable every rule; give codes or prefixes "
+                    "(e.g. `--select TL1,TL501` or `--select ALL`)")
     try:
         return parse_list([value])
     except SelectionError as exc:
         raise _fail(f"{option}: {exc}") from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """The command group, made safe against a report that cannot be written: stdout on a
+    full disk, a closed pipe or a closed descriptor exits 2 with a message, never a traceback."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        try:
+            super().main(*args, **kwargs)
+            code: Any = 0
+        except SystemExit as exc:
+            code = exc.code
+        except OSError as exc:
+            code = _output_failed(exc)
+        try:
+            if sys.stdout is not None:
+                sys.stdout.flush()
+        except (OSError, ValueError) as exc:
+            code = _output_failed(exc)
+        sys.exit(code)
+
+
+def _output_failed(exc: BaseException) -> int:
+    try:  # keep the interpreter's own flush at exit from failing again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+    except OSError:
+        pass
+    try:
+        sys.stderr.write(f"error: cannot write the report to standard output: {exc}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    return EXIT_ERROR
+
+
+def _finite_seconds(ctx: click.Context, param: click.Parameter, value: Optional[float]) -> Optional[float]:
+    if value is not None and not (1 <= value <= 86_400):  # also false for nan
+        raise click.BadParameter("give a number of seconds between 1 and 86400")
+    return value
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="torchlint", message="%(prog)s %(version)s")
 def main() -> None:
     """torchlint: a linter for PyTorch code."""
@@ -66,7 +112,8 @@ def main() -> None:
 @click.option("--verify", is_flag=True, help="Run a probe for each finding under the installed torch (needs torchlint[verify]).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
               help="Where --verify runs probes: auto = CPU, plus CUDA when available.")
-@click.option("--verify-timeout", type=click.FloatRange(min=1), default=120.0, show_default=True,
+@click.option("--max-file-size", help="Skip (and report) files larger than this, e.g. 5MB (default: 5 MiB).")
+@click.option("--verify-timeout", type=float, callback=_finite_seconds, default=120.0, show_default=True,
               help="Seconds one probe may run before it counts as an error.")
 @click.option("--verified-only", is_flag=True, help="With --verify: drop findings not reproduced on any device tried.")
 def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional[str], ignore: Optional[str],
@@ -74,7 +121,8 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
           config_path: Optional[Path], isolated: bool, exclude: Optional[str], extend_exclude: Optional[str],
           force_exclude: bool, respect_gitignore: Optional[bool], stdin_filename: Optional[str],
           show_files: bool, quiet: bool, jobs: Optional[int], no_cache: bool, cache_dir: Optional[Path],
-          verify: bool, device: str, verify_timeout: float, verified_only: bool) -> None:
+          verify: bool, device: str, verify_timeout: float, verified_only: bool,
+          max_file_size: Optional[str]) -> None:
     """Check PATHS (files or directories; default: .) for PyTorch pitfalls."""
     if verified_only and not verify:
         raise _fail("--verified-only needs --verify")
@@ -86,7 +134,7 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         ignore=_selectors(ignore, "--ignore") or [],
         exclude=[p for p in exclude.split(",") if p] if exclude is not None else None,
         extend_exclude=[p for p in (extend_exclude or "").split(",") if p],
-        respect_gitignore=respect_gitignore,
+        respect_gitignore=respect_gitignore, max_file_size=max_file_size,
     )
     cwd = Path.cwd().resolve()
     try:
@@ -97,7 +145,9 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     for path in missing:
-        click.echo(f"error: {path}: no such file or directory", err=True)
+        click.echo(f"error: {printable(path)}: no such file or directory", err=True)
+    if not output_file and not show_files and sys.stdout is None:
+        raise _fail("standard output is closed; write the report to a file with -o FILE")
 
     if show_files:
         for task in sorted(tasks, key=lambda t: t.display):
@@ -106,13 +156,14 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
             raise click.exceptions.Exit(EXIT_ERROR)
         return
 
-    results = _run(tasks, jobs=jobs, use_cache=not no_cache, cache_dir=cache_dir, resolver=resolver)
+    # --verify builds probes from the findings: lint afresh rather than trust cached ones.
+    cache_root = None if no_cache else _cache_root(cache_dir, resolver)
+    results = _run(tasks, jobs=jobs, cache_root=cache_root, resolver=resolver, read_cache=not verify)
     findings, parse_errors, internal_errors = _collect(tasks, results)
 
     if verify and findings:
         from torchlint.verify.runner import verify_findings
 
-        cache_root = None if no_cache else _cache_root(cache_dir, resolver)
         verify_findings(findings, device=device, timeout=verify_timeout, cache_dir=cache_root)
         if verified_only:
             findings = [f for f in findings if not f.verify or f.verify["verdict"] != "not-reproduced"]
@@ -122,7 +173,7 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         try:
             Path(output_file).write_text(text, encoding="utf-8")
         except OSError as exc:
-            raise _fail(f"--output-file {output_file}: {exc.strerror}") from None
+            raise _fail(f"--output-file {printable(output_file)}: {exc.strerror}") from None
     elif text:
         click.echo(text, nl=False)
 
@@ -155,8 +206,10 @@ def _build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path, stdin_fi
         raise _fail("`-` (stdin) cannot be combined with other paths")
     discovery = Discovery(resolver, force_exclude=force_exclude)
     tasks = [FileTask(path=str(path), display=display_path(path, cwd), codes=settings.codes_for(path),
-                      options=_options(settings.options))
+                      options=_options(settings.options), max_bytes=settings.max_file_size)
              for path, settings in discovery.iter_files(paths)]
+    for path, why in discovery.skipped:
+        click.echo(f"warning: {display_path(path, cwd)}: skipped: {why}", err=True)
     return tasks, discovery.missing
 
 
@@ -185,14 +238,21 @@ def _options(options: dict[str, dict[str, Any]]) -> tuple:
                         for code, values in options.items()))
 
 
-def _cache_root(cache_dir: Optional[Path], resolver: ConfigResolver) -> Path:
+def _cache_root(cache_dir: Optional[Path], resolver: ConfigResolver) -> Optional[Path]:
+    """The cache directory to use, or None (with a warning) when it must not be used:
+    tracked by git, or placed outside the project by a config file."""
     settings = resolver.default
-    return cache_dir or settings.cache_dir or (settings.root / CACHE_DIR_NAME)
+    root = cache_dir or settings.cache_dir or (settings.root / CACHE_DIR_NAME)
+    why = cache_refusal(root, settings.root, from_config=cache_dir is None)
+    if why is not None:
+        click.echo(f"warning: {printable(why)}", err=True)
+        return None
+    return root
 
 
-def _run(tasks: list[FileTask], *, jobs: Optional[int], use_cache: bool, cache_dir: Optional[Path],
-         resolver: ConfigResolver) -> list[FileResult]:
-    cache = Cache(_cache_root(cache_dir, resolver)) if use_cache else None
+def _run(tasks: list[FileTask], *, jobs: Optional[int], cache_root: Optional[Path], resolver: ConfigResolver,
+         read_cache: bool = True) -> list[FileResult]:
+    cache = Cache(cache_root, resolver.default.root, read=read_cache) if cache_root is not None else None
     return run_tasks(tasks, jobs=jobs, cache=cache)
 
 

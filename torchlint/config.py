@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchlint.rules.registry import RULES_BY_CODE, RULES_BY_NAME
+from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, parse_size
 from torchlint.selection import SelectionError, SelectionLayer, parse_list, resolve
 
 if sys.version_info >= (3, 11):
@@ -30,7 +31,7 @@ DEFAULT_EXCLUDES = (
 )
 
 _LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
-_KNOWN_KEYS = set(_LIST_KEYS) | {"per-file-ignores", "respect-gitignore", "options", "cache-dir"}
+_KNOWN_KEYS = set(_LIST_KEYS) | {"per-file-ignores", "respect-gitignore", "options", "cache-dir", "max-file-size"}
 
 
 class ConfigError(Exception):
@@ -50,6 +51,7 @@ class Settings:
     respect_gitignore: bool = True
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # code -> option values
     cache_dir: Optional[Path] = None
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
 
     def __post_init__(self) -> None:
         self._root = os.path.abspath(self.root)
@@ -130,6 +132,7 @@ class CliOverrides:
     exclude: Optional[list[str]] = None
     extend_exclude: list[str] = field(default_factory=list)
     respect_gitignore: Optional[bool] = None
+    max_file_size: Optional[str] = None
 
 
 def load_toml(path: Path) -> dict[str, Any]:
@@ -138,6 +141,10 @@ def load_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid UTF-8 (byte {exc.start}); TOML files must be UTF-8") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from None
 
@@ -146,7 +153,10 @@ def read_config_table(path: Path) -> Optional[dict[str, Any]]:
     """The torchlint table of a config file; None for a pyproject.toml without one."""
     data = load_toml(path)
     if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("torchlint")
+        tool = data.get("tool", {})
+        if not isinstance(tool, dict):
+            raise ConfigError(f"{path}: `tool` must be a table ([tool.torchlint]), got {type(tool).__name__}")
+        table = tool.get("torchlint")
         if table is None:
             return None
         if not isinstance(table, dict):
@@ -222,13 +232,20 @@ def settings_from_table(path: Optional[Path], table: dict[str, Any], cli: CliOve
     exclude = tuple(cli.exclude if cli.exclude is not None else table.get("exclude", DEFAULT_EXCLUDES))
     extend_exclude = tuple(table.get("extend-exclude", [])) + tuple(cli.extend_exclude)
     cache_dir = table.get("cache-dir")
-    if cache_dir is not None and not isinstance(cache_dir, str):
-        raise ConfigError(f"{where}: `cache-dir` must be a string path")
+    if cache_dir is not None and (not isinstance(cache_dir, str) or not cache_dir or "\0" in cache_dir):
+        raise ConfigError(f"{where}: `cache-dir` must be a non-empty string path")
+    max_file_size = table.get("max-file-size", DEFAULT_MAX_FILE_SIZE)
+    if cli.max_file_size is not None:
+        max_file_size = cli.max_file_size
+    try:
+        max_file_size = parse_size(max_file_size)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: `max-file-size`: {exc}") from None
     return Settings(
         root=root, config_path=path, enabled=frozenset(enabled), exclude=exclude,
         extend_exclude=extend_exclude, per_file_ignores=tuple(per_file), respect_gitignore=respect,
         options=_validate_options(where, table.get("options", {})),
-        cache_dir=(root / cache_dir) if cache_dir else None,
+        cache_dir=(root / cache_dir) if cache_dir else None, max_file_size=max_file_size,
     )
 
 

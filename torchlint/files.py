@@ -9,34 +9,50 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from torchlint.config import ConfigResolver, Settings
+from torchlint.safe_io import printable, refusal
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 
+# git reads the checkout's own .git/config, which an untrusted tree (an unpacked sdist,
+# a tarball with its .git) controls: core.fsmonitor there names a program that
+# `git ls-files` would run. Turn it off, and ignore the system config.
+GIT_SAFE_ARGS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+
+
+def git_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
+    return env
+
+
+def run_git(directory: Path, *args: str) -> Optional[subprocess.CompletedProcess]:
+    """`git -C directory args...` with the safe settings; None when git cannot run."""
+    try:
+        return subprocess.run(["git", *GIT_SAFE_ARGS, "-C", str(directory), *args], capture_output=True,
+                              timeout=60, check=False, env=git_env(), stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+
 
 def display_path(path: Path, cwd: Path) -> str:
+    """The path as reports show it: relative to cwd when below it, with control characters
+    and undecodable bytes escaped so a file name cannot forge an output line."""
     absolute = os.path.abspath(path)
     prefix = str(cwd) + os.sep
     if absolute.startswith(prefix):
-        return absolute[len(prefix):].replace(os.sep, "/")
-    return str(path)
+        return printable(absolute[len(prefix):].replace(os.sep, "/"))
+    return printable(str(path))
 
 
 def _git_visible_files(directory: Path) -> Optional[set[str]]:
     """Absolute paths of files under `directory` that git does not ignore (tracked and
     untracked); None when the directory is not in a git work tree, git is missing, or the
     directory itself is ignored (a path the user names explicitly is linted, like ruff)."""
-    try:
-        ignored = subprocess.run(["git", "-C", str(directory), "check-ignore", "-q", "."],
-                                 capture_output=True, timeout=60, check=False)
-        if ignored.returncode == 0:
-            return None
-        proc = subprocess.run(
-            ["git", "-C", str(directory), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "."],
-            capture_output=True, timeout=60, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+    ignored = run_git(directory, "check-ignore", "-q", ".")
+    if ignored is None or ignored.returncode == 0:
         return None
-    if proc.returncode != 0:
+    proc = run_git(directory, "ls-files", "-z", "--cached", "--others", "--exclude-standard", ".")
+    if proc is None or proc.returncode != 0:
         return None
     # Paths come relative to `directory`; join them the way the walk spells its paths.
     base = os.path.abspath(directory)
@@ -49,21 +65,33 @@ class Discovery:
         self.resolver = resolver
         self.force_exclude = force_exclude
         self.missing: list[str] = []
+        self.skipped: list[tuple[Path, str]] = []  # (path, why): special files, outside links
+        # Resolved directories a symlink may point into: the directories named on the
+        # command line, the parents of the files named there, and the working directory.
+        self.roots: list[str] = [os.path.realpath(".")]
 
     def iter_files(self, paths: list[str]) -> Iterator[tuple[Path, Settings]]:
         seen: set[str] = set()
         for raw in paths:
             path = Path(raw)
+            self.roots.append(os.path.realpath(raw if path.is_dir() else os.path.dirname(os.path.abspath(raw))))
+        for raw in paths:
+            path = Path(raw)
             if path.is_dir():
                 yield from self._walk(path, seen)
-            elif path.exists():
+            elif os.path.lexists(path):
                 settings = self.resolver.for_file(path)
                 if self.force_exclude and settings.is_excluded(path):
                     continue
                 key = os.path.abspath(path)
-                if key not in seen:
-                    seen.add(key)
-                    yield path, settings
+                if key in seen:
+                    continue
+                seen.add(key)
+                why = refusal(key, self.roots)
+                if why is not None:
+                    self.skipped.append((path, why))
+                    continue
+                yield path, settings
             else:
                 self.missing.append(raw)
 
@@ -101,4 +129,8 @@ class Discovery:
                 if visible is not None and key not in visible:
                     continue
                 seen.add(key)
+                why = refusal(key, self.roots)
+                if why is not None:
+                    self.skipped.append((current / name, why))
+                    continue
                 yield current / name, settings

@@ -15,6 +15,7 @@ from torchlint.cache import content_hash, settings_key
 from torchlint.checker import check_source
 from torchlint.diagnostics import Finding
 from torchlint.rules.registry import RULES_BY_CODE, SYNTAX_ERROR
+from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
 from torchlint.source import DecodeFailure, SourceFile, decode_source
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class FileTask:
     codes: frozenset[str]
     options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     data: Optional[bytes] = None  # stdin content
+    max_bytes: int = DEFAULT_MAX_FILE_SIZE  # larger files are reported, not read
 
 
 @dataclass
@@ -69,13 +71,14 @@ def read_task(task: FileTask) -> tuple[Optional[bytes], Optional[FileResult]]:
     if task.data is not None:
         return task.data, None
     try:
-        with open(task.path, "rb") as fh:
-            return fh.read(), None
+        return read_regular_file(task.path, task.max_bytes), None
+    except RefusedFile as exc:
+        message = str(exc) if "max-file-size" in str(exc) else f"cannot read file: {exc}"
     except OSError as exc:
-        f = Finding(code=SYNTAX_ERROR.code, name=SYNTAX_ERROR.name, path=task.display, row=1, col=1,
-                    end_row=1, end_col=2, severity=SYNTAX_ERROR.severity,
-                    message=f"cannot read file: {exc.strerror or exc}")
-        return None, FileResult(task.display, [f] if SYNTAX_ERROR.code in task.codes else [], parse_error=f)
+        message = f"cannot read file: {exc.strerror or exc}"
+    f = Finding(code=SYNTAX_ERROR.code, name=SYNTAX_ERROR.name, path=task.display, row=1, col=1,
+                end_row=1, end_col=2, severity=SYNTAX_ERROR.severity, message=message)
+    return None, FileResult(task.display, [f] if SYNTAX_ERROR.code in task.codes else [], parse_error=f)
 
 
 def lint_task(task: FileTask) -> FileResult:
@@ -97,8 +100,8 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
             settings = settings_key(task.codes, task.options)
             try:
                 stat = os.stat(task.path)
-                hit, data, digest = cache.lookup(task.path, settings, task.display, stat)
-            except OSError:
+                hit, data, digest = cache.lookup(task.path, settings, task.display, stat, task.max_bytes)
+            except (OSError, RefusedFile):
                 hit = data = digest = stat = None  # type: ignore[assignment]  # read_task reports it
             if hit is not None:
                 results[i] = FileResult(task.display, hit[0], parse_error=hit[1])
@@ -110,7 +113,7 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
                     continue
             assert data is not None
             record = (settings, digest or content_hash(data), stat)
-            task = FileTask(task.path, task.display, task.codes, task.options, data)
+            task = FileTask(task.path, task.display, task.codes, task.options, data, task.max_bytes)
         todo.append((i, task, record))
 
     workers = min(jobs or os.cpu_count() or 1, max(1, len(todo) // MIN_FILES_PER_WORKER))

@@ -20,6 +20,7 @@ _FILE_NOQA_RE = re.compile(
     re.IGNORECASE,
 )
 _CODE_SPLIT = re.compile(r"[,\s]+")
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 ALL_CODES = None  # sentinel in noqa maps meaning "every code"
 
@@ -60,7 +61,11 @@ class SourceFile:
     text: str
 
     def __post_init__(self) -> None:
-        self.lines = self.text.splitlines()
+        # Python ends lines only at \n, \r\n and \r; str.splitlines() also splits at form
+        # feed, U+2028 and others, which would shift every later row (and its noqa).
+        self.lines = _LINE_END.split(self.text)
+        if self.lines and self.lines[-1] == "":
+            self.lines.pop()
         self._noqa: Optional[dict[int, Optional[frozenset[str]]]] = None
         self._file_noqa: Optional[tuple[bool, frozenset[str]]] = None
 
@@ -75,16 +80,28 @@ class SourceFile:
         return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace")) + 1
 
     # -- suppression -------------------------------------------------------
+    def comments(self) -> list[tuple[int, str]]:
+        """(row, text) of every real comment, read with the tokenizer so a `# noqa` inside a
+        string or docstring is never taken for one."""
+        found: list[tuple[int, str]] = []
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(self.text).readline):
+                if tok.type == tokenize.COMMENT:
+                    found.append((tok.start[0], tok.string))
+        except (tokenize.TokenError, SyntaxError, ValueError):
+            # Source the tokenizer rejects (reported as TL000): fall back to a line scan
+            # that skips quoted text on the same line.
+            found = [(row, c) for row, line in enumerate(self.lines, 1)
+                     if "#" in line and (c := _comment_part(line)) is not None]
+        return found
+
     def _scan_noqa(self) -> None:
         noqa: dict[int, Optional[frozenset[str]]] = {}
         file_all = False
         file_codes: set[str] = set()
-        if "noqa" in self.text or "NOQA" in self.text.upper():
-            for row, line in enumerate(self.lines, 1):
-                if "#" not in line or "noqa" not in line.lower():
-                    continue
-                comment = _comment_part(line)
-                if comment is None:
+        if "noqa" in self.text.lower():
+            for row, comment in self.comments():
+                if "noqa" not in comment.lower():
                     continue
                 m = _FILE_NOQA_RE.search(comment)
                 if m:

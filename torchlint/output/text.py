@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from torchlint.diagnostics import Finding
+from torchlint.safe_io import printable
 from torchlint.source import SourceFile
 
 
@@ -29,8 +30,10 @@ def _frame(f: Finding, source: Optional[SourceFile]) -> list[str]:
     pad = " " * gutter
     width = (f.end_col - f.col) if f.end_row == f.row else len(line) - f.col + 1
     width = max(1, min(width, max(1, len(line) - f.col + 1)))
-    caret = " " * (f.col - 1) + "^" * width
-    return [f"{pad} |", f"{f.row} | {line.expandtabs(1)}", f"{pad} | {caret}"]
+    # Escaped: a source line may carry terminal escape sequences (erase line, OSC 52).
+    shown = line.expandtabs(1)
+    caret = " " * len(printable(shown[:f.col - 1])) + "^" * len(printable(shown[f.col - 1:f.col - 1 + width]) or " ")
+    return [f"{pad} |", f"{f.row} | {printable(shown)}", f"{pad} | {caret}"]
 
 
 def summary(findings: list[Finding]) -> str:

@@ -38,7 +38,9 @@ class DataloaderWithoutMainGuard(Rule):
             for node in iter_scope([stmt]):
                 it = iterated(node)
                 if it is not None and self._is_worker_loader(it, loaders, ctx):
-                    self._report(node, "iterates a DataLoader with worker processes")
+                    # A comprehension's `for` clause has no position of its own: point at its iterable.
+                    self._report(it if isinstance(node, ast.comprehension) else node,
+                                 "iterates a DataLoader with worker processes")
                     break
         spawning = self._spawning_functions(functions, ctx)
         for stmt in module_stmts:

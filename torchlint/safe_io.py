@@ -1,0 +1,144 @@
+"""Reading files that an untrusted checkout controls, without hanging, exhausting memory
+or leaking what lies outside it.
+
+A pull request can commit a symlink to `/proc/self/environ` or `~/.git-credentials`, a
+FIFO named `x.py`, or a link to `/dev/zero`. Only regular files are read, never anything
+under the kernel's pseudo file systems, and never more than a size cap."""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Iterable
+
+# Pseudo file systems whose "regular" files report size 0 and hold process secrets.
+_PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+DEFAULT_MAX_FILE_SIZE = 5 * 1024 * 1024
+
+
+class RefusedFile(Exception):
+    """A path torchlint will not read; the message says why, without naming a link's target."""
+
+
+def is_within(path: str, roots: Iterable[str]) -> bool:
+    """`path` (already resolved) equals or lies below one of the resolved `roots`."""
+    for root in roots:
+        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def refusal(path: str, roots: Iterable[str] = ()) -> str | None:
+    """Why `path` must not be read as a source file, or None. `roots`: resolved directories
+    a symlink may point into (empty: any target that is a regular file)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None  # missing or unreadable: the reader reports it
+    if stat.S_ISLNK(st.st_mode):
+        target = os.path.realpath(path)
+        if is_within(target, _PSEUDO_ROOTS):
+            return "symlink to a system file"
+        roots = list(roots)
+        if roots and not is_within(target, roots):
+            return "symlink that points outside the checked paths"
+        try:
+            st = os.stat(path)
+        except OSError:
+            return "dangling symlink"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if is_within(os.path.abspath(path), _PSEUDO_ROOTS):
+        return "system file"
+    return None
+
+
+def read_regular_file(path: str, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most `max_bytes`. Raises RefusedFile for anything
+    else (FIFO, device, directory, /proc, too large) and OSError when it cannot be opened.
+    O_NONBLOCK keeps a FIFO swapped in after the check from blocking the open."""
+    reason = refusal(path)
+    if reason is not None:
+        raise RefusedFile(reason)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RefusedFile("not a regular file")
+        if st.st_size > max_bytes:
+            raise RefusedFile(too_large_message(st.st_size, max_bytes))
+        chunks = []
+        left = max_bytes + 1  # one byte more tells a file that grew past the cap
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise RefusedFile(too_large_message(len(data), max_bytes))
+        return data
+    finally:
+        os.close(fd)
+
+
+def too_large_message(size: int, max_bytes: int) -> str:
+    return (f"file is larger than max-file-size ({format_size(max_bytes)}); not linted "
+            f"(raise `max-file-size` to check it)") if size > max_bytes else ""
+
+
+def format_size(n: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n} bytes"
+
+
+def parse_size(value: object) -> int:
+    """`max-file-size`: an integer number of bytes, or a string like "5MB", "512 KiB"."""
+    if isinstance(value, bool):
+        raise ValueError("expected a size like 5MB or a number of bytes")
+    if isinstance(value, int):
+        if value <= 0:
+            raise ValueError("must be positive")
+        return value
+    if not isinstance(value, str):
+        raise ValueError("expected a size like 5MB or a number of bytes")
+    text = value.strip().upper().replace(" ", "")
+    units = {"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "KB": 1000, "MB": 1000**2, "GB": 1000**3,
+             "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "B": 1}
+    for suffix, scale in units.items():
+        if text.endswith(suffix):
+            number = text[: -len(suffix)]
+            break
+    else:
+        number, scale = text, 1
+    try:
+        size = float(number)
+    except ValueError:
+        raise ValueError(f"cannot read {value!r} as a size; use e.g. 5MB or 5242880") from None
+    if not (size > 0) or size == float("inf"):
+        raise ValueError(f"{value!r}: a size must be a positive, finite number")
+    return int(size * scale)
+
+
+# C0 and C1 control characters (tab excepted), DEL, and the line/paragraph separators a
+# terminal or a line-based reader may act on. ESC starts ANSI/OSC sequences (erase line,
+# window title, OSC 52 clipboard writes).
+_UNPRINTABLE = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0a, 0x20), 0x7f, *range(0x80, 0xa0))}
+_UNPRINTABLE.update({0x2028: "\\u2028", 0x2029: "\\u2029", 0x202e: "\\u202e", 0x202d: "\\u202d",
+                     0x2066: "\\u2066", 0x2067: "\\u2067", 0x2068: "\\u2068", 0x2069: "\\u2069"})
+
+
+def printable(text: str) -> str:
+    """`text` with control characters escaped, safe to print on a terminal or one line of a
+    report. Surrogate escapes (undecodable bytes of a file name) become `\\xNN`."""
+    if text.isprintable() and text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text.translate(_UNPRINTABLE)
