@@ -319,3 +319,31 @@ def test_an_empty_select_is_an_error(tmp_path, run_cli, value):
     (tmp_path / "train.py").write_text(BAD)
     code, _, err = run_cli("check", "--select", value)
     assert code == 2 and "empty selection" in err
+
+
+def test_concurrent_runs_survive_a_cache_corrupted_under_them(tmp_path):
+    for i in range(12):
+        (tmp_path / f"m{i}.py").write_text(BAD)
+    assert _torchlint("check", cwd=tmp_path).returncode == 1
+    index = _index(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    procs = [subprocess.Popen([sys.executable, "-m", "torchlint", "check", "--output-format", "concise", "-q"],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+             for _ in range(4)]
+    garbage = [b"", b"{", b"\x00" * 64, b'{"format": 3, "files": {"m0.py": []}}', b"[" * 5000]
+    deadline = time.monotonic() + 3
+    i = 0
+    while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+        tmp = index.with_suffix(".garbage")
+        tmp.write_bytes(garbage[i % len(garbage)])
+        os.replace(tmp, index)
+        i += 1
+    outputs = [p.communicate(timeout=60) for p in procs]
+    for proc, (out, err) in zip(procs, outputs):
+        assert proc.returncode == 1, err
+        assert b"Traceback" not in err
+        lines = out.decode().splitlines()
+        assert sorted(line.split(" ")[0] for line in lines if " TL101 " in line) == \
+            sorted(f"m{n}.py:4:5:" for n in range(12)) and len(lines) == 12
+    final = _torchlint("check", "--output-format", "concise", "-q", cwd=tmp_path)
+    assert final.returncode == 1 and len(final.stdout.decode().splitlines()) == 12
