@@ -347,3 +347,29 @@ def test_concurrent_runs_survive_a_cache_corrupted_under_them(tmp_path):
             sorted(f"m{n}.py:4:5:" for n in range(12)) and len(lines) == 12
     final = _torchlint("check", "--output-format", "concise", "-q", cwd=tmp_path)
     assert final.returncode == 1 and len(final.stdout.decode().splitlines()) == 12
+
+
+@pytest.mark.parametrize("target", ["/proc/self/environ", "/dev/zero"])
+def test_a_config_file_linked_to_a_system_file_is_refused(tmp_path, target):
+    (tmp_path / "torchlint.toml").symlink_to(target)
+    (tmp_path / "train.py").write_text(BAD)
+    proc = _torchlint("check", cwd=tmp_path,
+                      env={**os.environ, "CI_SECRET": SECRET, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    output = proc.stdout.decode() + proc.stderr.decode()
+    assert SECRET not in output and "Traceback" not in output
+    if target == "/proc/self/environ":  # /dev/zero is not a file: no config there at all
+        assert proc.returncode == 2 and "torchlint.toml: cannot read config file" in output
+
+
+def test_stdin_larger_than_the_cap_exits_2(tmp_path, run_cli):
+    code, _, err = run_cli("check", "--max-file-size", "1KiB", "-", input="x = 1\n" * 1000)
+    assert code == 2 and "standard input is larger than max-file-size" in err
+
+
+def test_control_characters_in_messages_are_escaped(tmp_path, run_cli):
+    # TL601 quotes nothing of the user's, but any message that did would go through the same path.
+    from torchlint.output.text import render_concise
+    from torchlint.diagnostics import Finding
+
+    f = Finding(code="TL101", message="bad \x1b[31mred\x1b[0m", path="a.py", row=1, col=1, end_row=1, end_col=2)
+    assert "\x1b" not in render_concise([f], {})

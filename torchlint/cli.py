@@ -19,7 +19,7 @@ from torchlint.cache import refusal as cache_refusal
 from torchlint.files import Discovery, display_path
 from torchlint.linter import FileResult, FileTask, load_source, run_tasks
 from torchlint.output import FORMATS
-from torchlint.safe_io import printable
+from torchlint.safe_io import format_size, printable
 from torchlint.selection import SelectionError, parse_list
 
 EXIT_FINDINGS, EXIT_ERROR = 1, 2
@@ -201,7 +201,7 @@ def _build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path, stdin_fi
         if force_exclude and stdin_filename and settings.is_excluded(Path(name)):
             return [], []
         return [FileTask(path="-", display=name, codes=settings.codes_for(Path(name)),
-                         options=_options(settings.options), data=sys.stdin.buffer.read())], []
+                         options=_options(settings.options), data=_read_stdin(settings.max_file_size))], []
     if "-" in paths:
         raise _fail("`-` (stdin) cannot be combined with other paths")
     discovery = Discovery(resolver, force_exclude=force_exclude)
@@ -211,6 +211,14 @@ def _build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path, stdin_fi
     for path, why in discovery.skipped:
         click.echo(f"warning: {display_path(path, cwd)}: skipped: {why}", err=True)
     return tasks, discovery.missing
+
+
+def _read_stdin(max_bytes: int) -> bytes:
+    data = sys.stdin.buffer.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise _fail(f"standard input is larger than max-file-size ({format_size(max_bytes)}); "
+                    f"raise `--max-file-size` to check it")
+    return data
 
 
 def _collect(tasks: list[FileTask], results: list[FileResult]) -> tuple[list[Finding], list[Finding], int]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchlint.rules.registry import RULES_BY_CODE, RULES_BY_NAME
-from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, parse_size
+from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, parse_size, read_regular_file
 from torchlint.selection import SelectionError, SelectionLayer, parse_list, resolve
 
 if sys.version_info >= (3, 11):
@@ -22,6 +22,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 CONFIG_FILES = (".torchlint.toml", "torchlint.toml", "pyproject.toml")
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 DEFAULT_EXCLUDES = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -137,8 +138,10 @@ class CliOverrides:
 
 def load_toml(path: Path) -> dict[str, Any]:
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        # A config file in an untrusted checkout may be a link to /proc or a device.
+        return tomllib.loads(read_regular_file(str(path), MAX_CONFIG_BYTES).decode("utf-8"))
+    except RefusedFile as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     except UnicodeDecodeError as exc:

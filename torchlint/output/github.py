@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from torchlint.diagnostics import Finding
+from torchlint.safe_io import printable
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def _escape_data(text: str) -> str:
+    text = printable(text)  # no control characters reach the runner's log (they end a command)
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 

@@ -47,7 +47,7 @@ def render_full(findings: list[Finding], sources: dict[str, SourceFile], *, quie
                 **_: object) -> str:
     out: list[str] = []
     for f in findings:
-        out.append(f"{f.path}:{f.row}:{f.col}: {f.code} {f.message}")
+        out.append(f"{f.path}:{f.row}:{f.col}: {f.code} {printable(f.message)}")
         out.extend(_frame(f, sources.get(f.path)))
         out.append(f"  help: run `torchlint rule {f.code}` for details and fixes")
         verified = _verify_line(f)
@@ -62,7 +62,7 @@ def render_full(findings: list[Finding], sources: dict[str, SourceFile], *, quie
 
 def render_concise(findings: list[Finding], sources: dict[str, SourceFile], *, quiet: bool = False,
                    **_: object) -> str:
-    out = [f"{f.path}:{f.row}:{f.col}: {f.code} {f.message}" + (
+    out = [f"{f.path}:{f.row}:{f.col}: {f.code} {printable(f.message)}" + (
         f" [{_verify_line(f)}]" if f.verify else "") for f in findings]
     if not quiet:
         out.append(summary(findings))
