@@ -63,7 +63,7 @@ class SourceFile:
     def __post_init__(self) -> None:
         # Python ends lines only at \n, \r\n and \r; str.splitlines() also splits at form
         # feed, U+2028 and others, which would shift every later row (and its noqa).
-        self.lines = _LINE_END.split(self.text)
+        self.lines = _LINE_END.split(self.text) if "\r" in self.text else self.text.split("\n")
         if self.lines and self.lines[-1] == "":
             self.lines.pop()
         self._noqa: Optional[dict[int, Optional[frozenset[str]]]] = None
