@@ -61,13 +61,15 @@ def test_sarif_validates_and_has_what_code_scanning_needs(tmp_path, run_cli, sar
     assert run["columnKind"] == "unicodeCodePoints"
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tmp_path.resolve().as_uri() + "/"
     ids = [r["id"] for r in driver["rules"]]
-    assert ids == ["TL000", "TL101", "TL102"]
+    from torchlint.rules.registry import ALL_RULES
+    assert ids == sorted(r.code for r in ALL_RULES if r.default_enabled)  # every enabled rule, not just those that fired
     for rule in driver["rules"]:
         assert len(rule["fullDescription"]["text"]) <= 1024
         assert rule["help"]["markdown"].startswith(f"# {rule['id']}")
         assert rule["helpUri"].endswith(".md")
         assert rule["properties"]["precision"] and rule["properties"]["problem.severity"]
-        assert "security-severity" not in rule["properties"]
+        security = "security" in rule["properties"]["tags"]
+        assert ("security-severity" in rule["properties"]) == security
     results = {r["ruleId"]: r for r in run["results"]}
     r = results["TL101"]
     assert driver["rules"][r["ruleIndex"]]["id"] == "TL101"

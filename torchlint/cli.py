@@ -19,10 +19,16 @@ from torchlint.cache import refusal as cache_refusal
 from torchlint.files import Discovery, display_path
 from torchlint.linter import FileResult, FileTask, load_source, run_tasks
 from torchlint.output import FORMATS
+from torchlint.output.color import CHOICES as COLOR_CHOICES, Palette, use_color
+from torchlint.output.sarif import truncation_warning
+from torchlint.project_root import project_root
 from torchlint.safe_io import format_size, printable
 from torchlint.selection import SelectionError, parse_list
 
 EXIT_FINDINGS, EXIT_ERROR = 1, 2
+# Formats other programs parse: a statistics table in their place would break the reader.
+STATISTICS_FORMATS = ("full", "concise", "json")
+TEXT_FORMATS = ("full", "concise")
 
 
 def _fail(message: str) -> "click.exceptions.Exit":
@@ -88,14 +94,15 @@ def main() -> None:
     """torchlint: a linter for PyTorch code."""
 
 
-@main.command()
+@main.command(short_help="Check files or directories for PyTorch pitfalls.")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @click.option("--select", help="Comma-separated rule codes or prefixes to enable (TL1, TL101, ALL); replaces the default set.")
 @click.option("--extend-select", help="Rule codes or prefixes to enable in addition to the selected ones.")
 @click.option("--ignore", help="Rule codes or prefixes to disable.")
 @click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file.")
-@click.option("--statistics", is_flag=True, help="Show counts for every rule with findings.")
+@click.option("--statistics", is_flag=True,
+              help="Show counts for every rule with findings (with --output-format full, concise or json).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="Use this config file for every file.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
@@ -106,6 +113,11 @@ def main() -> None:
 @click.option("--stdin-filename", help="The name of the file when passing source on stdin with `-`.")
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("--color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
+              help="Colour text output: auto = on a terminal, unless NO_COLOR is set (FORCE_COLOR forces it).")
+@click.option("--project-root", "project_root_option", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="Directory that SARIF URIs and GitHub annotation paths are relative to (default: the git root).")
+@click.option("--no-fix", is_flag=True, help="Do not apply fixes (accepted for editor integrations that pass it).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help="Cache directory (default: .torchlint_cache next to the config).")
@@ -120,12 +132,16 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
           output_format: str, output_file: Optional[str], statistics: bool, exit_zero: bool,
           config_path: Optional[Path], isolated: bool, exclude: Optional[str], extend_exclude: Optional[str],
           force_exclude: bool, respect_gitignore: Optional[bool], stdin_filename: Optional[str],
-          show_files: bool, quiet: bool, jobs: Optional[int], no_cache: bool, cache_dir: Optional[Path],
+          show_files: bool, quiet: bool, color: str, project_root_option: Optional[Path], no_fix: bool,
+          jobs: Optional[int], no_cache: bool, cache_dir: Optional[Path],
           verify: bool, device: str, verify_timeout: float, verified_only: bool,
           max_file_size: Optional[str]) -> None:
     """Check PATHS (files or directories; default: .) for PyTorch pitfalls."""
     if verified_only and not verify:
         raise _fail("--verified-only needs --verify")
+    if statistics and output_format not in STATISTICS_FORMATS:
+        raise _fail(f"--statistics cannot be combined with --output-format {output_format}; "
+                    f"use one of {', '.join(STATISTICS_FORMATS)}")
     if verify:
         _require_torch()  # fail before linting, not after
     cli = CliOverrides(
@@ -144,16 +160,14 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         tasks, missing = _build_tasks(path_list, resolver, cwd, stdin_filename, force_exclude)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
-    for path in missing:
-        click.echo(f"error: {printable(path)}: no such file or directory", err=True)
     if not output_file and not show_files and sys.stdout is None:
         raise _fail("standard output is closed; write the report to a file with -o FILE")
+    _warn_empty_directories(path_list, tasks)
 
     if show_files:
         for task in sorted(tasks, key=lambda t: t.display):
             click.echo(task.display)
-        if missing:
-            raise click.exceptions.Exit(EXIT_ERROR)
+        _report_missing(missing)
         return
 
     # --verify builds probes from the findings: lint afresh rather than trust cached ones.
@@ -168,19 +182,48 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         if verified_only:
             findings = [f for f in findings if not f.verify or f.verify["verdict"] != "not-reproduced"]
 
-    text = _render(output_format, findings, tasks, parse_errors, cwd, statistics, quiet)
+    over_limit = truncation_warning(len(findings)) if output_format == "sarif" else None
+    if over_limit:
+        click.echo(f"warning: {over_limit}", err=True)
+    palette = Palette(output_format in TEXT_FORMATS
+                      and use_color(color, None if output_file else sys.stdout))
+    root = project_root(cwd, project_root_option) if output_format in ("sarif", "github") else cwd
+    enabled = sorted({code for task in tasks for code in task.codes} or resolver.default.enabled)
+    # With a path missing, the run did not check everything: no "All checks passed!".
+    text = _render(output_format, findings, tasks, parse_errors, cwd, statistics, quiet or bool(missing and not findings),
+                   root=root, rules=enabled, palette=palette)
     if output_file:
         try:
             Path(output_file).write_text(text, encoding="utf-8")
         except OSError as exc:
             raise _fail(f"--output-file {printable(output_file)}: {exc.strerror}") from None
     elif text:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=palette.enabled or None)
 
-    if missing or internal_errors:
+    _report_missing(missing)
+    if internal_errors:
         raise click.exceptions.Exit(EXIT_ERROR)
     if findings and not exit_zero:
         raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+def _report_missing(missing: list[str]) -> None:
+    for path in missing:
+        click.echo(f"error: {printable(path)}: no such file or directory", err=True)
+    if missing:
+        raise click.exceptions.Exit(EXIT_ERROR)
+
+
+def _warn_empty_directories(paths: list[str], tasks: list[FileTask]) -> None:
+    """ruff warns when a directory holds nothing to check; a silent "All checks passed!"
+    for a typo'd or fully excluded directory would read as a clean bill of health."""
+    checked = [os.path.abspath(t.path) for t in tasks if t.path != "-"]
+    for raw in paths:
+        if raw == "-" or not os.path.isdir(raw):
+            continue
+        prefix = os.path.join(os.path.abspath(raw), "")
+        if not any(p.startswith(prefix) for p in checked):
+            click.echo(f"warning: no Python files found under {printable(raw)}", err=True)
 
 
 def _require_torch() -> None:
@@ -279,7 +322,7 @@ class _Sources(dict):
 
 
 def _render(fmt: str, findings: list[Finding], tasks: list[FileTask], parse_errors: list[Finding],
-            cwd: Path, statistics: bool, quiet: bool) -> str:
+            cwd: Path, statistics: bool, quiet: bool, **context: Any) -> str:
     if statistics:
         counts = Counter((f.code, f.name) for f in findings)
         verdicts = Counter(f.verify["verdict"] for f in findings if f.verify)
@@ -293,10 +336,10 @@ def _render(fmt: str, findings: list[Finding], tasks: list[FileTask], parse_erro
             lines.append("verify: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
         return "\n".join(lines) + ("\n" if lines else "")
     sources = _Sources(tasks)
-    return FORMATS[fmt](findings, sources, errors=parse_errors, cwd=cwd, quiet=quiet)
+    return FORMATS[fmt](findings, sources, errors=parse_errors, cwd=cwd, quiet=quiet, **context)
 
 
-@main.command()
+@main.command(short_help="Explain a rule (e.g. TL101), or list all rules with --all.")
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="List every rule.")
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)

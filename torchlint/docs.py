@@ -47,20 +47,44 @@ def doc_sections(markdown: str) -> dict[str, str]:
     return sections
 
 
-def _plain(markdown: str) -> str:
-    text = re.sub(r"`([^`]*)`", r"\1", markdown)
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
-    return re.sub(r"\s+", " ", text).strip()
+def _strip_inline_markdown(text: str) -> str:
+    """Markdown inline syntax removed; code spans keep their content verbatim (`2**24`
+    must not turn into emphasis)."""
+    parts = re.split(r"`([^`]*)`", text)  # odd indices: code span contents
+    for i in range(0, len(parts), 2):
+        prose = re.sub(r"\[([^\]]*)\]\(([^)]*)\)", r"\1 (\2)", parts[i])  # plain text has no links
+        # Only `**bold**` and `*emphasis*`: `__x__` is far likelier a dunder than emphasis here.
+        prose = re.sub(r"\*\*(\S(?:.*?\S)?)\*\*", r"\1", prose)
+        parts[i] = re.sub(r"(?<![\w*])\*(\S(?:[^*]*?\S)?)\*(?![\w*])", r"\1", prose)
+    return "".join(parts)
+
+
+def plain_text(markdown: str) -> str:
+    """One line of plain text (SARIF `text` fields, LSP messages): no code spans, links,
+    emphasis or line breaks."""
+    return re.sub(r"\s+", " ", _strip_inline_markdown(markdown)).strip()
+
+
+def clip_at_sentence(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters at the end of a sentence (or, when the
+    first sentence alone is too long, at a word boundary, marked with an ellipsis)."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s|$)", head)]
+    if ends:
+        return head[:ends[-1]]
+    cut = head[: limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:")
+    return cut + "\u2026"
 
 
 def full_description(rule: type[Rule], limit: int = 1024) -> str:
     doc = rule_doc(rule.code)
     if doc is None:
-        return rule.summary
+        return plain_text(rule.summary)
     sections = doc_sections(doc)
-    text = _plain(" ".join(filter(None, [sections.get("What it does"), sections.get("Why is this bad?")])))
-    text = text or rule.summary
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+    text = plain_text(" ".join(filter(None, [sections.get("What it does"), sections.get("Why is this bad?")])))
+    return clip_at_sentence(text or plain_text(rule.summary), limit)
 
 
 def help_text(rule: type[Rule]) -> tuple[str, str]:
@@ -70,10 +94,5 @@ def help_text(rule: type[Rule]) -> tuple[str, str]:
 
 
 def _plain_multiline(markdown: str) -> str:
-    lines = []
-    for line in markdown.splitlines():
-        if line.startswith("```"):
-            continue
-        line = re.sub(r"^#+\s*", "", line)
-        lines.append(re.sub(r"`([^`]*)`", r"\1", line))
-    return "\n".join(lines).strip()
+    lines = [re.sub(r"^#+\s*", "", line) for line in markdown.splitlines() if not line.startswith("```")]
+    return _strip_inline_markdown("\n".join(lines)).strip()  # code spans may wrap across lines

@@ -1,11 +1,16 @@
-"""GitHub Actions workflow commands: `::error file=...,line=...::message`."""
+"""GitHub Actions workflow commands: `::error file=...,line=...::message`.
+
+The runner resolves `file=` against the checkout root (GITHUB_WORKSPACE), so paths are
+written relative to the repository root, not to the directory torchlint ran in."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.safe_io import printable
+from torchlint.project_root import relative_to_root
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -19,11 +24,27 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render(findings: list[Finding], sources: Any = None, **_: object) -> str:
+def render(findings: list[Finding], sources: Any = None, *, cwd: Optional[Path] = None,
+           root: Optional[Path] = None, **_: object) -> str:
+    cwd = (cwd or Path.cwd()).resolve()
+    root = (root or cwd).resolve()
     lines = []
     for f in findings:
-        props = (f"file={_escape_property(f.path)},line={f.row},col={f.col},"
-                 f"endLine={f.end_row},endColumn={f.end_col},"
-                 f"title={_escape_property(f'torchlint ({f.code})')}")
-        lines.append(f"::{_LEVEL.get(f.severity, 'warning')} {props}::{_escape_data(f'{f.code} {f.message}')}")
+        path = relative_to_root(f.path, root, cwd) or str((cwd / f.path).resolve())
+        message = f"{f.code} {f.message}"
+        cell = getattr(f, "cell", None)
+        if cell is not None:
+            # A line in a notebook cell is not a line of the .ipynb file: annotate the file
+            # and say where in the message.
+            props = f"file={_escape_property(path)}"
+            message = f"{f.code} cell {cell}, line {f.row}: {f.message}"
+        else:
+            props = (f"file={_escape_property(path)},line={f.row},col={f.col},"
+                     f"endLine={f.end_row},endColumn={f.end_col}")
+        text = _escape_data(message)
+        help_line = getattr(f, "help", None)
+        if help_line:
+            text += "%0A" + _escape_data(f"help: {help_line}")  # a second line in the annotation
+        props += f",title={_escape_property(f'torchlint ({f.code})')}"
+        lines.append(f"::{_LEVEL.get(f.severity, 'warning')} {props}::{text}")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -12,6 +12,7 @@ from torchlint.output.docs_url import rule_url
 
 def finding_dict(f: Finding) -> dict[str, Any]:
     return {
+        "cell": getattr(f, "cell", None),  # 1-based code-cell number in a notebook, like ruff
         "code": f.code,
         "name": f.name,
         "message": f.message,

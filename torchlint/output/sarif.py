@@ -1,38 +1,54 @@
-"""SARIF 2.1.0 for GitHub code scanning and editors."""
+"""SARIF 2.1.0 for GitHub code scanning and editors.
+
+What GitHub needs, and why this renderer does it:
+- URIs relative to the repository root (`%SRCROOT%`), whatever directory torchlint ran in;
+  `invocations[0].workingDirectory` records that directory.
+- Single-line regions: GitHub shows an alert on a pull request only when its region lies
+  in the diff, so the primary location is the flagged line and a multi-line span goes to
+  `relatedLocations`.
+- Every enabled rule in `tool.driver.rules`, so alerts of a rule that stopped firing close.
+- At most 25,000 results per run (GitHub rejects more); the rest are dropped with a
+  notification.
+- Plain text in `text` fields (GitHub does not render Markdown there)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from pathlib import Path
+from typing import Any, Iterable, Optional
 from urllib.parse import quote
-from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
-from torchlint.docs import full_description, help_text
+from torchlint.docs import full_description, help_text, plain_text
 from torchlint.output.docs_url import INFORMATION_URI, rule_url, version
+from torchlint.project_root import relative_to_root
 from torchlint.rules.registry import RULES_BY_CODE
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 FINGERPRINT_KEY = "torchlint/v1"
+MAX_RESULTS = 25_000  # GitHub code scanning's limit per run
+SRCROOT = "%SRCROOT%"
 
 
 def _rule_descriptor(code: str) -> dict[str, Any]:
     rule = RULES_BY_CODE[code]
     text, markdown = help_text(rule)
+    tags = list(rule.tags) or ["correctness"]
     properties: dict[str, Any] = {
-        "tags": list(rule.tags) or ["correctness"],
+        "tags": tags,
         "precision": rule.precision,
         "problem.severity": {"error": "error", "warning": "warning", "info": "recommendation"}[rule.severity],
     }
     if rule.security_severity is not None:
         properties["security-severity"] = f"{rule.security_severity:.1f}"
-        properties["tags"] = [*properties["tags"], "security"] if "security" not in properties["tags"] else properties["tags"]
+        if "security" not in tags:
+            properties["tags"] = [*tags, "security"]
     return {
         "id": code,
         "name": rule.name,
-        "shortDescription": {"text": rule.summary},
+        "shortDescription": {"text": plain_text(rule.summary)},
         "fullDescription": {"text": full_description(rule)},
         "help": {"text": text, "markdown": markdown},
         "helpUri": rule_url(code, rule.name),
@@ -43,40 +59,78 @@ def _rule_descriptor(code: str) -> dict[str, Any]:
 
 def _fingerprint(f: Finding, line_text: str, occurrence: int) -> str:
     # Stable across unrelated edits: rule, file, the flagged line's text (not its number).
-    key = f"{f.code}\0{f.path}\0{line_text.strip()}\0{occurrence}"
+    cell = getattr(f, "cell", None)
+    key = f"{f.code}\0{f.path}\0{line_text.strip()}\0{occurrence}" + (f"\0cell" if cell is not None else "")
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
+def _message(f: Finding) -> dict[str, Any]:
+    help_line = getattr(f, "help", None)  # a short "what to do" line, where rules give one
+    text = plain_text(f.message)
+    markdown = f.message
+    if help_line:
+        text += "\n" + plain_text(help_line)
+        markdown += "\n\n" + help_line
+    message: dict[str, Any] = {"text": text}
+    if markdown != text:
+        message["markdown"] = markdown
+    return message
+
+
+def _line_of(sources: Any, f: Finding) -> str:
+    source = sources.get(f.path)
+    if source is None:
+        return ""
+    cell = getattr(f, "cell", None)
+    if cell is not None:
+        cell_line = getattr(source, "cell_line", None)
+        return cell_line(cell, f.row) if cell_line is not None else ""
+    return source.line(f.row)
+
+
 def render(findings: list[Finding], sources: Optional[dict] = None, *,
-           errors: Optional[list[Finding]] = None, cwd: Optional[Path] = None, **_: object) -> str:
+           errors: Optional[list[Finding]] = None, cwd: Optional[Path] = None, root: Optional[Path] = None,
+           rules: Iterable[str] = (), **_: object) -> str:
     sources = sources or {}
     cwd = (cwd or Path.cwd()).resolve()
-    codes = sorted({f.code for f in findings})
+    root = (root or cwd).resolve()
+    over_limit = truncation_warning(len(findings))
+    kept = findings[:MAX_RESULTS]
+    codes = sorted({*rules, *(f.code for f in findings), *(e.code for e in errors or [])} & set(RULES_BY_CODE))
     index = {code: i for i, code in enumerate(codes)}
     seen: dict[tuple[str, str, str], int] = {}
     results = []
-    for f in findings:
-        source = sources.get(f.path)
-        line_text = source.line(f.row) if source is not None else ""
+    for f in kept:
+        line_text = _line_of(sources, f)
         k = (f.code, f.path, line_text.strip())
         seen[k] = seen.get(k, 0) + 1
+        physical, related = _locations(f, cwd, root, line_text)
         result: dict[str, Any] = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
             "level": _LEVEL.get(f.severity, "warning"),
-            "message": {"text": f.message},
-            "locations": [_location(f, cwd)],
+            "message": _message(f),
+            "locations": [physical],
             "partialFingerprints": {FINGERPRINT_KEY: _fingerprint(f, line_text, seen[k])},
         }
+        if related:
+            result["relatedLocations"] = related
+        properties: dict[str, Any] = {}
+        if getattr(f, "cell", None) is not None:
+            properties["cell"] = f.cell  # type: ignore[attr-defined]
         if f.verify:
-            result["properties"] = {"verify": f.verify}
+            properties["verify"] = f.verify
+        if properties:
+            result["properties"] = properties
         results.append(result)
-    notifications = [{
+    notifications: list[dict[str, Any]] = [{
         "level": "error",
-        "message": {"text": f"{e.path}:{e.row}:{e.col}: {e.message}"},
-        "locations": [_location(e, cwd)],
+        "message": {"text": f"{e.path}:{e.row}:{e.col}: {plain_text(e.message)}"},
+        "locations": [_locations(e, cwd, root, "")[0]],
         "descriptor": {"id": e.code},
     } for e in (errors or [])]
+    if over_limit:
+        notifications.append({"level": "warning", "message": {"text": over_limit}})
     run: dict[str, Any] = {
         "tool": {"driver": {
             "name": "torchlint",
@@ -85,28 +139,50 @@ def render(findings: list[Finding], sources: Optional[dict] = None, *,
             "informationUri": INFORMATION_URI,
             "rules": [_rule_descriptor(code) for code in codes],
         }},
-        "originalUriBaseIds": {"%SRCROOT%": {"uri": cwd.as_uri() + "/"}},
+        "originalUriBaseIds": {SRCROOT: {"uri": root.as_uri() + "/"}},
         "columnKind": "unicodeCodePoints",
         "results": results,
         "invocations": [{
             "executionSuccessful": True,
+            "workingDirectory": {"uri": cwd.as_uri() + "/"},
             "toolExecutionNotifications": notifications,
         }],
     }
     return json.dumps({"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"
 
 
-def _location(f: Finding, cwd: Path) -> dict[str, Any]:
-    path = Path(f.path)
-    absolute = path if path.is_absolute() else (cwd / path)
-    try:
-        uri = absolute.resolve().relative_to(cwd).as_posix()
-        artifact: dict[str, Any] = {"uri": quote(uri), "uriBaseId": "%SRCROOT%"}
-    except ValueError:
-        artifact = {"uri": absolute.resolve().as_uri()}
-    return {"physicalLocation": {
+def truncation_warning(total: int) -> Optional[str]:
+    """What to tell the user when `total` findings exceed what GitHub accepts, else None."""
+    if total <= MAX_RESULTS:
+        return None
+    return (f"{total} findings exceed GitHub code scanning's limit of {MAX_RESULTS} results per run; "
+            f"only the first {MAX_RESULTS} are in the SARIF file. Narrow the run with --select or paths.")
+
+
+def _artifact(path: str, cwd: Path, root: Path) -> dict[str, Any]:
+    relative = relative_to_root(path, root, cwd)
+    if relative is not None:
+        return {"uri": quote(relative), "uriBaseId": SRCROOT}
+    absolute = Path(path) if Path(path).is_absolute() else cwd / path
+    return {"uri": absolute.resolve().as_uri()}
+
+
+def _locations(f: Finding, cwd: Path, root: Path, line_text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The primary location (the flagged line only) and, for a span over several lines,
+    a related location covering all of it."""
+    artifact = _artifact(f.path, cwd, root)
+    if f.end_row == f.row:
+        end_col = f.end_col
+    else:  # stop at the end of the first line (the line text may be unknown: at least one column)
+        end_col = max(f.col + 1, len(line_text) + 1)
+    primary = {"physicalLocation": {
+        "artifactLocation": artifact,
+        "region": {"startLine": f.row, "startColumn": f.col, "endLine": f.row, "endColumn": end_col},
+    }}
+    if f.end_row == f.row:
+        return primary, []
+    related = {"id": 1, "message": {"text": "the whole flagged code"}, "physicalLocation": {
         "artifactLocation": artifact,
         "region": {"startLine": f.row, "startColumn": f.col, "endLine": f.end_row, "endColumn": f.end_col},
     }}
-
-
+    return primary, [related]

@@ -5,8 +5,20 @@ from __future__ import annotations
 from typing import Optional
 
 from torchlint.diagnostics import Finding
+from torchlint.output.color import PLAIN, Palette
 from torchlint.safe_io import printable
 from torchlint.source import SourceFile
+
+
+def location(f: Finding) -> str:
+    """`path:row:col`, or `nb.ipynb:cell 3:4:1` for a notebook cell (ruff's spelling)."""
+    cell = getattr(f, "cell", None)
+    where = f"cell {cell}:" if cell is not None else ""
+    return f"{f.path}:{where}{f.row}:{f.col}"
+
+
+def headline(f: Finding, palette: Palette = PLAIN) -> str:
+    return f"{palette.path(printable(location(f)))}: {palette.code(f.code, f.severity)} {printable(f.message)}"
 
 
 def _verify_line(f: Finding) -> Optional[str]:
@@ -20,10 +32,10 @@ def _verify_line(f: Finding) -> Optional[str]:
     return "verified: " + "; ".join(parts) if parts else None
 
 
-def _frame(f: Finding, source: Optional[SourceFile]) -> list[str]:
+def _frame(f: Finding, source: Optional[SourceFile], palette: Palette) -> list[str]:
     if source is None:
         return []
-    line = source.line(f.row)
+    line = _source_line(source, f)
     if not line and f.code == "TL000":
         return []
     gutter = len(str(f.row))
@@ -32,8 +44,18 @@ def _frame(f: Finding, source: Optional[SourceFile]) -> list[str]:
     width = max(1, min(width, max(1, len(line) - f.col + 1)))
     # Escaped: a source line may carry terminal escape sequences (erase line, OSC 52).
     shown = line.expandtabs(1)
-    caret = " " * len(printable(shown[:f.col - 1])) + "^" * len(printable(shown[f.col - 1:f.col - 1 + width]) or " ")
-    return [f"{pad} |", f"{f.row} | {printable(shown)}", f"{pad} | {caret}"]
+    caret = " " * len(printable(shown[:f.col - 1])) + palette.caret(
+        "^" * len(printable(shown[f.col - 1:f.col - 1 + width]) or " "))
+    bar = palette.gutter(f"{pad} |")
+    return [bar, palette.gutter(f"{f.row} |") + f" {printable(shown)}", f"{bar} {caret}"]
+
+
+def _source_line(source: SourceFile, f: Finding) -> str:
+    cell = getattr(f, "cell", None)
+    if cell is not None:  # a notebook: rows count within the cell
+        cell_line = getattr(source, "cell_line", None)
+        return cell_line(cell, f.row) if cell_line is not None else ""
+    return source.line(f.row)
 
 
 def summary(findings: list[Finding]) -> str:
@@ -44,28 +66,27 @@ def summary(findings: list[Finding]) -> str:
 
 
 def render_full(findings: list[Finding], sources: dict[str, SourceFile], *, quiet: bool = False,
-                **_: object) -> str:
+                palette: Palette = PLAIN, **_: object) -> str:
     out: list[str] = []
     for f in findings:
-        out.append(f"{f.path}:{f.row}:{f.col}: {f.code} {printable(f.message)}")
-        out.extend(_frame(f, sources.get(f.path)))
-        out.append(f"  help: run `torchlint rule {f.code}` for details and fixes")
+        out.append(headline(f, palette))
+        out.extend(_frame(f, sources.get(f.path), palette))
+        out.append(f"  {palette.help('help:')} run `torchlint rule {f.code}` for details and fixes")
         verified = _verify_line(f)
         if verified:
             out.append(f"  {verified}")
         out.append("")
     if quiet:  # findings only, like ruff -q
         return "\n".join(out) + "\n" if out else ""
-    out.append(summary(findings))
+    out.append(palette.summary(summary(findings), clean=not findings))
     return "\n".join(out) + "\n"
 
 
 def render_concise(findings: list[Finding], sources: dict[str, SourceFile], *, quiet: bool = False,
-                   **_: object) -> str:
-    out = [f"{f.path}:{f.row}:{f.col}: {f.code} {printable(f.message)}" + (
-        f" [{_verify_line(f)}]" if f.verify else "") for f in findings]
+                   palette: Palette = PLAIN, **_: object) -> str:
+    out = [headline(f, palette) + (f" [{_verify_line(f)}]" if f.verify else "") for f in findings]
     if not quiet:
-        out.append(summary(findings))
+        out.append(palette.summary(summary(findings), clean=not findings))
     if not out:
         return ""
     return "\n".join(out) + "\n"
