@@ -1,0 +1,35 @@
+"""flake8 plugin (entry point `TL` in the `flake8.extension` group): torchlint's rules,
+codes and configuration inside flake8, for teams whose editors and CI already run it.
+
+flake8 filters the findings further with its own --select/--ignore and `# noqa`; which
+rules run at all, and their options, come from torchlint's config for each file, so
+`flake8` and `torchlint check` report the same codes."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Iterator
+
+from torchlint import __version__
+from torchlint.integration import lint_document
+from torchlint.rules.registry import SYNTAX_ERROR
+
+
+class TorchlintChecker:
+    name = "torchlint"
+    version = __version__
+
+    def __init__(self, tree: ast.AST, filename: str, lines: list[str]) -> None:
+        # flake8 parsed the file already (it reports E999 itself when it cannot), but rules
+        # need torchlint's source model (code-point columns, noqa), so lint the text again.
+        self.filename = filename
+        self.lines = lines
+
+    def run(self) -> Iterator[tuple[int, int, str, type]]:
+        data = "".join(self.lines).encode("utf-8")
+        path = Path(self.filename) if self.filename not in ("-", "stdin") else Path("stdin.py")
+        for f in lint_document(path, data, display=self.filename):
+            if f.code == SYNTAX_ERROR.code and "configuration error" not in f.message:
+                continue  # flake8's E999 already reports the syntax error
+            yield f.row, f.col - 1, f"{f.code} {f.message}", type(self)
