@@ -373,5 +373,15 @@ def rule(code: Optional[str], show_all: bool, output_format: str) -> None:
         click.echo(doc, nl=not doc.endswith("\n"))
 
 
+@main.command(short_help="Run the language server (LSP over stdio) for editors.")
+def server() -> None:
+    """Run torchlint's language server on stdin/stdout, for editors (needs torchlint[lsp])."""
+    try:
+        from torchlint.language_server import serve
+    except ImportError as exc:
+        raise _fail(f"the language server needs pygls ({exc}); install it with `pip install \"torchlint[lsp]\"`") from None
+    serve()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,264 @@
+"""`torchlint server`: a Language Server Protocol server (on pygls) for editors.
+
+- Diagnostics on open, on change (debounced: linting waits until typing pauses) and on
+  save, with the rule code, severity, and the rule's documentation as `codeDescription`.
+- Code actions: the finding's quick fix when the rule offers one, and "Disable TLxxx for
+  this line" (a `# noqa: TLxxx` comment).
+- Hover on a code in a `# noqa: ...` comment shows that rule's summary.
+- Configuration is resolved per file exactly as `torchlint check` resolves it, read afresh
+  for every lint, so an edit to pyproject.toml applies to the next keystroke; files the
+  config excludes get no diagnostics."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+import tokenize
+from pathlib import Path
+from typing import Any, Optional
+from urllib.parse import urlparse
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.workspace import TextDocument
+from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
+
+from torchlint import __version__
+from torchlint.config import CliOverrides, ConfigError, ConfigResolver
+from torchlint.diagnostics import Finding
+from torchlint.integration import config_error_finding, lint_document
+from torchlint.output.docs_url import rule_url
+from torchlint.rules.registry import RULES_BY_CODE
+
+SOURCE = "torchlint"
+DEBOUNCE_SECONDS = 0.3
+_SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
+             "info": types.DiagnosticSeverity.Information}
+_NOQA_COMMENT = re.compile(r"#\s*(?:torchlint\s*:\s*)?noqa\s*:\s*(?P<codes>[A-Za-z]+\d+(?:[,\s]+[A-Za-z]+\d+)*)",
+                           re.IGNORECASE)
+_BARE_NOQA = re.compile(r"#\s*noqa(?!\s*:)", re.IGNORECASE)
+_CODE = re.compile(r"[A-Za-z]+\d+")
+
+
+class TorchlintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("torchlint", __version__)
+        self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.findings: dict[str, list[Finding]] = {}  # per URI, from the last lint
+
+    # -- linting -------------------------------------------------------------
+    def workspace_root(self) -> Path:
+        root = self.workspace.root_path
+        return Path(root).resolve() if root else Path.cwd().resolve()
+
+    def document_path(self, document: TextDocument) -> Optional[Path]:
+        scheme = urlparse(document.uri).scheme
+        if scheme == "file" and document.path:
+            return Path(document.path)
+        if scheme == "untitled":
+            return self.workspace_root() / "untitled.py"
+        return None  # other schemes (git:, notebook cells) are not files torchlint can place in a config
+
+    def lint(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+        document = self.workspace.get_text_document(uri)
+        path = self.document_path(document)
+        findings: list[Finding] = []
+        if path is not None:
+            try:
+                # A fresh resolver each time: config edits apply at once, like a new CLI run.
+                resolver = ConfigResolver(CliOverrides(), cwd=self.workspace_root())
+                excluded = resolver.for_file(path).is_excluded(path)
+            except ConfigError as exc:
+                findings, excluded, resolver = [config_error_finding(str(path), exc)], True, None
+            if not excluded:
+                findings = lint_document(path, document.source.encode("utf-8"), resolver)
+        self.findings[uri] = findings
+        diagnostics = [to_diagnostic(f, document) for f in findings]
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=document.version))
+
+    def schedule(self, uri: str) -> None:
+        previous = self.pending.pop(uri, None)
+        if previous is not None:
+            previous.cancel()
+        self.pending[uri] = asyncio.get_running_loop().call_later(DEBOUNCE_SECONDS, self.lint, uri)
+
+
+def _range(document: TextDocument, row: int, col: int, end_row: int, end_col: int) -> types.Range:
+    """1-based code-point positions (torchlint's) -> an LSP range in the client's units."""
+    start = ServerTextPosition(max(row - 1, 0), max(col - 1, 0))
+    end = ServerTextPosition(max(end_row - 1, 0), max(end_col - 1, 0))
+    return document.range_to_client_units(ServerTextRange(start, max(start, end)))
+
+
+def to_diagnostic(f: Finding, document: TextDocument) -> types.Diagnostic:
+    message = f.message
+    help_line = getattr(f, "help", None)
+    if help_line:
+        message += f"\nhelp: {help_line}"
+    return types.Diagnostic(
+        range=_range(document, f.row, f.col, f.end_row, f.end_col),
+        message=message,
+        severity=_SEVERITY.get(f.severity, types.DiagnosticSeverity.Warning),
+        code=f.code,
+        code_description=types.CodeDescription(href=rule_url(f.code, f.name)),
+        source=SOURCE,
+        data={"row": f.row, "code": f.code},
+    )
+
+
+# -- code actions ---------------------------------------------------------------
+def _comment_allowed_at_end(source: str, row: int) -> bool:
+    """Whether a comment can go at the end of line `row` (1-based): not when the line ends
+    inside a multi-line string (the comment would become part of the string)."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.STRING and token.start[0] <= row < token.end[0]:
+                return False
+            if token.start[0] > row:
+                break
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return False  # an unfinished edit: do not guess
+    return True
+
+
+def noqa_edit(document: TextDocument, row: int, code: str) -> Optional[types.TextEdit]:
+    """The edit that suppresses `code` on line `row`: extend an existing `# noqa: ...` list,
+    or append `  # noqa: CODE`. None when the line already suppresses it or cannot take a comment."""
+    lines = document.source.splitlines()
+    if not 0 < row <= len(lines):
+        return None
+    line = lines[row - 1]
+    existing = _NOQA_COMMENT.search(line)
+    if _BARE_NOQA.search(line) and existing is None:
+        return None  # `# noqa` already suppresses every code
+    if existing is not None:
+        codes = [c.upper() for c in _CODE.findall(existing["codes"])]
+        if code in codes:
+            return None
+        at = existing.end("codes")
+        position = _range(document, row, at + 1, row, at + 1)
+        return types.TextEdit(range=position, new_text=f", {code}")
+    if not _comment_allowed_at_end(document.source, row):
+        return None
+    end = len(line) + 1
+    return types.TextEdit(range=_range(document, row, end, row, end), new_text=f"  # noqa: {code}")
+
+
+def _fix_edits(fix: Any) -> tuple[Optional[str], str, list[tuple[int, int, int, int, str]]]:
+    """(title, applicability, [(row, col, end_row, end_col, new text)]) from a finding's
+    fix, in the shape of ruff's JSON fix (`message`, `applicability`, `edits` with
+    `content`, `location`, `end_location`), as a dict or as attributes."""
+    def get(obj: Any, name: str, default: Any = None) -> Any:
+        return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+
+    edits = []
+    for edit in get(fix, "edits", None) or []:
+        start, end = get(edit, "location"), get(edit, "end_location")
+        if start is not None and end is not None:
+            row, col, end_row, end_col = get(start, "row"), get(start, "column"), get(end, "row"), get(end, "column")
+        else:
+            row, col, end_row, end_col = (get(edit, k) for k in ("row", "col", "end_row", "end_col"))
+        content = get(edit, "content", get(edit, "new_text"))
+        if None in (row, col, end_row, end_col, content):
+            return None, "", []  # a shape this server does not know: offer no fix rather than a wrong one
+        edits.append((row, col, end_row, end_col, content))
+    return get(fix, "message", None) or get(fix, "title", None), str(get(fix, "applicability", "safe")), edits
+
+
+def code_actions(server: TorchlintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    uri = params.text_document.uri
+    document = server.workspace.get_text_document(uri)
+    wanted = params.context.only
+    actions: list[types.CodeAction] = []
+    requested = document.range_from_client_units(params.range)
+    for f in server.findings.get(uri, []):
+        # The client names the diagnostics under the cursor; a client that names none
+        # gets the actions of every finding overlapping the requested range.
+        diagnostic = next((d for d in params.context.diagnostics
+                           if d.source == SOURCE and d.code == f.code and (d.data or {}).get("row") == f.row), None)
+        span = ServerTextRange(ServerTextPosition(f.row - 1, f.col - 1), ServerTextPosition(f.end_row - 1, f.end_col - 1))
+        if diagnostic is None and not span.overlaps(requested):
+            continue
+        related = [diagnostic] if diagnostic is not None else [to_diagnostic(f, document)]
+        if f.fix and (wanted is None or types.CodeActionKind.QuickFix in wanted):
+            title, applicability, edits = _fix_edits(f.fix)
+            if edits:
+                actions.append(types.CodeAction(
+                    title=f"{title or 'Fix'} ({f.code})" + ("" if applicability == "safe" else f" [{applicability}]"),
+                    kind=types.CodeActionKind.QuickFix, diagnostics=related,
+                    is_preferred=applicability == "safe",
+                    edit=types.WorkspaceEdit(changes={uri: [
+                        types.TextEdit(range=_range(document, *e[:4]), new_text=e[4]) for e in edits]})))
+        if wanted is None or types.CodeActionKind.QuickFix in wanted:
+            edit = noqa_edit(document, f.row, f.code)
+            if edit is not None:
+                actions.append(types.CodeAction(
+                    title=f"Disable {f.code} for this line", kind=types.CodeActionKind.QuickFix,
+                    diagnostics=related, edit=types.WorkspaceEdit(changes={uri: [edit]})))
+    return actions
+
+
+def hover(server: TorchlintServer, params: types.HoverParams) -> Optional[types.Hover]:
+    document = server.workspace.get_text_document(params.text_document.uri)
+    position = document.position_from_client_units(params.position)
+    lines = document.source.splitlines()
+    if position.line >= len(lines):
+        return None
+    line = lines[position.line]
+    for comment in _NOQA_COMMENT.finditer(line):
+        offset = comment.start("codes")
+        for code in _CODE.finditer(comment["codes"]):
+            start, end = offset + code.start(), offset + code.end()
+            if start <= position.character <= end:
+                rule = RULES_BY_CODE.get(code.group().upper())
+                if rule is None:
+                    return None
+                text = (f"**{rule.code}** ({rule.name}, {rule.severity}): {rule.summary}\n\n"
+                        f"[Documentation]({rule_url(rule.code, rule.name)})")
+                return types.Hover(
+                    contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
+                    range=_range(document, position.line + 1, start + 1, position.line + 1, end + 1))
+    return None
+
+
+def create_server() -> TorchlintServer:
+    server = TorchlintServer()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.lint(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TorchlintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.lint(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        pending = ls.pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+        ls.findings.pop(uri, None)
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+    def on_code_action(ls: TorchlintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        return code_actions(ls, params)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def on_hover(ls: TorchlintServer, params: types.HoverParams) -> Optional[types.Hover]:
+        return hover(ls, params)
+
+    return server
+
+
+def serve() -> None:
+    create_server().start_io()
