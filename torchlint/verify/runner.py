@@ -43,8 +43,11 @@ class VerifyUnavailable(Exception):
 
 def torch_version() -> str:
     if importlib.util.find_spec("torch") is None:
-        raise VerifyUnavailable("--verify needs torch: install torchlint[verify] (torch), "
-                                "e.g. `pip install torch==2.13.0` for the CPU build")
+        raise VerifyUnavailable(
+            "--verify needs torch in this environment. For the CPU-only build, install torch from "
+            "PyTorch's own CPU wheel index (the pip command that PyTorch's \"Get Started\" install "
+            "selector gives for Compute Platform: CPU); a plain `pip install torch` on Linux installs "
+            "the multi-GB CUDA build. Then install torchlint with its `verify` extra.")
     try:
         return importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
