@@ -7,24 +7,17 @@ the directory torchlint ran in, so reports name files relative to the git work-t
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import Optional
 
-# Read-only git: never start an fsmonitor daemon (a repository's config could name any
-# program as its fsmonitor hook) and never take the index lock.
-_SAFE_GIT = ["git", "-c", "core.fsmonitor=false"]
+from torchlint.files import run_git
 
 
 def git_toplevel(directory: Path) -> Optional[Path]:
-    """The work-tree root containing `directory`, or None (no git, not a repository)."""
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
-    try:
-        proc = subprocess.run([*_SAFE_GIT, "-C", str(directory), "rev-parse", "--show-toplevel"],
-                              capture_output=True, timeout=30, check=False, env=env)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if proc.returncode != 0:
+    """The work-tree root containing `directory`, or None (no git, not a repository).
+    Runs git with the same safe settings as discovery (no fsmonitor, no hooks)."""
+    proc = run_git(directory, "rev-parse", "--show-toplevel")
+    if proc is None or proc.returncode != 0:
         return None
     top = proc.stdout.decode("utf-8", "surrogateescape").strip()
     return Path(top).resolve() if top else None
