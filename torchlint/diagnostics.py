@@ -22,15 +22,17 @@ class Finding:
     # Values a `--verify` probe needs (dtype of a cast, loss class, ...), taken from
     # the flagged code; never shown to the user as-is.
     probe_params: dict[str, Any] = field(default_factory=dict)
+    # In a Jupyter notebook: the 1-based cell number; row/end_row then count within the cell.
+    cell: Optional[int] = None
 
     def sort_key(self) -> tuple:
-        return (self.path, self.row, self.col, self.code)
+        return (self.path, self.cell or 0, self.row, self.col, self.code)
 
     def to_cache(self) -> dict[str, Any]:
         return {
             "code": self.code, "message": self.message, "row": self.row, "col": self.col,
             "end_row": self.end_row, "end_col": self.end_col, "severity": self.severity,
-            "name": self.name, "fix": self.fix, "probe_params": self.probe_params,
+            "name": self.name, "fix": self.fix, "probe_params": self.probe_params, "cell": self.cell,
         }
 
     @classmethod

@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from torchlint.config import ConfigResolver, Settings
+from torchlint.notebook import NOTEBOOK_SUFFIX
 from torchlint.safe_io import printable, refusal
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+# Notebooks are discovered like Python files (ruff's default `extend-include` of *.ipynb).
+PYTHON_SUFFIXES = (".py", ".pyi", NOTEBOOK_SUFFIX)
 
 # git reads the checkout's own .git/config, which an untrusted tree (an unpacked sdist,
 # a tarball with its .git) controls: core.fsmonitor there names a program that

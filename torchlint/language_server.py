@@ -28,6 +28,7 @@ from torchlint import __version__
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
 from torchlint.diagnostics import Finding
 from torchlint.integration import config_error_finding, lint_document
+from torchlint.notebook import is_notebook
 from torchlint.output.docs_url import rule_url
 from torchlint.rules.registry import RULES_BY_CODE
 
@@ -55,7 +56,9 @@ class TorchlintServer(LanguageServer):
     def document_path(self, document: TextDocument) -> Optional[Path]:
         scheme = urlparse(document.uri).scheme
         if scheme == "file" and document.path:
-            return Path(document.path)
+            # An .ipynb opened as text is JSON: its positions are not the cells' (editors
+            # send notebook cells as separate documents, which this server does not handle yet).
+            return None if is_notebook(document.path) else Path(document.path)
         if scheme == "untitled":
             return self.workspace_root() / "untitled.py"
         return None  # other schemes (git:, notebook cells) are not files torchlint can place in a config

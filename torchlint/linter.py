@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from torchlint.cache import content_hash, settings_key
 from torchlint.checker import check_source
 from torchlint.diagnostics import Finding
+from torchlint import notebook
 from torchlint.rules.registry import RULES_BY_CODE, SYNTAX_ERROR
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
 from torchlint.source import DecodeFailure, SourceFile, decode_source
@@ -54,8 +55,8 @@ def lint_bytes(task: FileTask, data: bytes) -> FileResult:
     try:
         classes = rule_classes_for(task.codes)
         options = {code: dict(values) for code, values in task.options}
-        findings = check_source(task.display, data, classes, options=options,
-                                parse_all=SYNTAX_ERROR.code in task.codes)
+        lint = notebook.lint_notebook if notebook.is_notebook(task.display) else check_source
+        findings = lint(task.display, data, classes, options=options, parse_all=SYNTAX_ERROR.code in task.codes)
         for f in findings:
             if f.code == SYNTAX_ERROR.code:
                 result.parse_error = f
@@ -150,6 +151,8 @@ def load_source(task: FileTask) -> Optional[SourceFile]:
     data, failed = read_task(task)
     if failed is not None or data is None:
         return None
+    if notebook.is_notebook(task.display):
+        return notebook.load_source(task.display, data)
     try:
         return SourceFile(task.display, decode_source(data))
     except DecodeFailure:

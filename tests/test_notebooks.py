@@ -1,0 +1,177 @@
+"""Jupyter notebooks: discovered like .py files, code cells linted as one program, IPython
+syntax skipped without shifting positions, findings by cell and line in every format,
+noqa in cells, the cache, and no .ipynb ever reported clean without being read."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import EXPECT_RE
+from test_cli import write
+from torchlint import notebook as nb
+from torchlint.linter import FileTask, lint_task
+from torchlint.rules.registry import ALL_RULES
+
+NOTEBOOKS = Path(__file__).parent / "fixtures" / "notebooks"
+DEFAULT_CODES = frozenset(r.code for r in ALL_RULES if r.default_enabled)
+SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-2.1.0.json").read_text(encoding="utf-8"))
+# Where each fixture's TL000 is (a syntax error has no `# expect:` marker of its own).
+EXPECTED_ERRORS = {"syntax_error.ipynb": {(2, 1, "TL000")}}
+
+
+def expected(path: Path) -> set[tuple[int, int, str]]:
+    """(cell, row in cell, code) from `# expect: TLxxx` comments in the code cells."""
+    out = set(EXPECTED_ERRORS.get(path.name, ()))
+    for number, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"], 1):
+        if cell["cell_type"] != "code":
+            continue
+        for row, line in enumerate("".join(cell["source"]).splitlines(), 1):
+            m = EXPECT_RE.search(line)
+            if m:
+                out.update((number, row, code) for code in re.findall(r"TL\d{3}", m.group(1)))
+    return out
+
+
+def lint(path: Path, codes: frozenset[str] = DEFAULT_CODES):
+    result = lint_task(FileTask(path=str(path), display=str(path), codes=codes))
+    assert result.internal_error is None, result.internal_error
+    return result
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.stem)
+def test_fixture_findings_have_the_right_cell_and_line(path):
+    found = {(f.cell, f.row, f.code) for f in lint(path).findings}
+    assert found == expected(path)
+
+
+def test_fixture_set_covers_what_it_should():
+    names = {p.name for p in NOTEBOOKS.glob("*.ipynb")}
+    assert names == {"positive.ipynb", "near_miss.ipynb", "magics.ipynb", "empty_cells.ipynb", "syntax_error.ipynb"}
+    assert expected(NOTEBOOKS / "positive.ipynb") and not expected(NOTEBOOKS / "near_miss.ipynb")
+
+
+def test_cells_are_one_program():
+    # `torch` is imported in cell 2 and used in cell 4 of positive.ipynb; linted alone, the
+    # using cell would not know `torch` (no finding); linted in order, it does.
+    found = {(f.cell, f.code) for f in lint(NOTEBOOKS / "positive.ipynb").findings}
+    assert (4, "TL101") in found
+
+
+def test_syntax_error_in_one_cell_does_not_hide_the_others():
+    result = lint(NOTEBOOKS / "syntax_error.ipynb")
+    error = result.parse_error
+    assert error is not None and (error.cell, error.row) == (2, 1) and "SyntaxError" in error.message
+    assert any(f.code == "TL101" and f.cell == 3 for f in result.findings)
+
+
+@pytest.mark.parametrize(("cell", "python"), [
+    ("%matplotlib inline\nx = 1", ["", "x = 1"]),
+    ("!pip install torch\nfiles = !ls\nout = %time f()", ["", "", ""]),
+    ("?torch.nn\ntorch.nn.Linear?\ntorch.nn.Linear??", ["", "", ""]),
+    ("%pip install \\\n    numpy\nx = 1", ["", "", "x = 1"]),
+    ("for i in range(2):\n    !echo hi", ["for i in range(2):", "    pass"]),
+    ("x = (a\n     % b)\ny = a != b", ["x = (a", "     % b)", "y = a != b"]),
+    ('s = """\n!text\n%text\n"""', ['s = """', "!text", "%text", '"""']),
+    ("x = 1 + \\\n    %y", ["x = 1 + \\", "    %y"]),
+    ("%%bash\necho hi\nls", ["", "", ""]),
+    ("%%time\nx = f()\n%time y = 2", ["", "x = f()", ""]),
+    ("%%writefile a.py\nimport torch", ["", ""]),
+])
+def test_ipython_syntax_is_blanked_line_for_line(cell, python):
+    lines = cell.split("\n")
+    assert nb.python_lines(lines) == python
+
+
+def test_directory_scan_finds_notebooks(tmp_path, run_cli):
+    (tmp_path / "nb").mkdir()
+    (tmp_path / "nb" / "t.ipynb").write_bytes((NOTEBOOKS / "positive.ipynb").read_bytes())
+    write(tmp_path, "a.py", "import torch\n")
+    assert run_cli("check", "--show-files")[1].split() == ["a.py", "nb/t.ipynb"]
+
+
+def test_text_json_sarif_and_github_positions(tmp_path, run_cli):
+    (tmp_path / "nb.ipynb").write_bytes((NOTEBOOKS / "positive.ipynb").read_bytes())
+    code, out, _ = run_cli("check", "nb.ipynb", "--output-format", "concise")
+    assert code == 1
+    assert out.splitlines()[0].startswith("nb.ipynb:cell 4:3:5: TL101 ")
+    full = run_cli("check", "nb.ipynb")[1]
+    assert "3 |     val_loss.backward()  # expect: TL101" in full  # the frame shows the cell's line
+    findings = json.loads(run_cli("check", "nb.ipynb", "--output-format", "json")[1])
+    first = findings[0]
+    assert (first["cell"], first["location"], first["noqa_row"]) == (4, {"row": 3, "column": 5}, 3)
+    doc = json.loads(run_cli("check", "nb.ipynb", "--output-format", "sarif")[1])
+    jsonschema.validate(doc, SCHEMA)
+    result = doc["runs"][0]["results"][0]
+    assert result["properties"]["cell"] == 4
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 3
+    github = run_cli("check", "nb.ipynb", "--output-format", "github")[1].splitlines()[0]
+    assert github.startswith("::error file=nb.ipynb,title=") and "TL101 cell 4, line 3: " in github
+    # A .py file still has no cell.
+    write(tmp_path, "p.py", "import torch\nwith torch.no_grad():\n    l = m(x)\n    l.backward()\n")
+    assert json.loads(run_cli("check", "p.py", "--output-format", "json")[1])[0]["cell"] is None
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ('{"cells": [', "notebook is not valid JSON"),
+    ('{"a": 1}', "not a Jupyter notebook"),  # parses as a Python dict literal: must not pass as clean
+    ("[1, 2]", "not a Jupyter notebook"),
+    ('{"worksheets": [], "nbformat": 3}', "nbformat 3"),
+    ('{"cells": [{"cell_type": "code", "source": 5}]}', "cell 1"),
+    (b"\xff\xfe{", "notebook is not valid JSON"),
+])
+def test_an_unreadable_notebook_is_never_clean(tmp_path, run_cli, content, message):
+    path = tmp_path / "nb.ipynb"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    code, out, err = run_cli("check", "nb.ipynb", "--output-format", "concise")
+    assert code == 1 and out.startswith("nb.ipynb:") and "TL000" in out and message in out
+    assert "All checks passed!" not in out
+    # With TL000 deselected the problem still reaches stderr, naming the file.
+    code, out, err = run_cli("check", "nb.ipynb", "--select", "TL101")
+    assert "nb.ipynb" in err and message in err
+
+
+def test_noqa_in_cells(tmp_path, run_cli):
+    doc = json.loads((NOTEBOOKS / "positive.ipynb").read_text())
+    assert any("# noqa: TL102" in "".join(c["source"]) for c in doc["cells"])  # the fixture covers line noqa
+    doc["cells"][1]["source"].append("\n# torchlint: noqa: TL101, TL102")  # file-wide, from a cell
+    (tmp_path / "nb.ipynb").write_text(json.dumps(doc))
+    codes = {f["code"] for f in json.loads(run_cli("check", "nb.ipynb", "--output-format", "json")[1])}
+    assert codes == {"TL201"}
+
+
+def test_non_python_notebook_has_no_python_findings(tmp_path, run_cli):
+    doc = json.loads((NOTEBOOKS / "positive.ipynb").read_text())
+    doc["metadata"] = {"kernelspec": {"language": "R", "name": "ir"}, "language_info": {"name": "R"}}
+    (tmp_path / "r.ipynb").write_text(json.dumps(doc))
+    assert run_cli("check", "r.ipynb")[0] == 0
+
+
+def test_stdin_notebook(run_cli):
+    code, out, _ = run_cli("check", "-", "--stdin-filename", "nb.ipynb", "--output-format", "concise",
+                           input=(NOTEBOOKS / "positive.ipynb").read_bytes())
+    assert code == 1 and out.startswith("nb.ipynb:cell 4:3:5: TL101")
+
+
+def test_cache_covers_notebooks(tmp_path, run_cli, monkeypatch):
+    (tmp_path / "nb.ipynb").write_bytes((NOTEBOOKS / "positive.ipynb").read_bytes())
+    first = run_cli("check", "nb.ipynb", "--output-format", "json")[1]
+    # A warm run serves the notebook from the cache: linting it again would fail here.
+    def fail(*_args, **_kwargs):
+        raise AssertionError("linted again")
+    monkeypatch.setattr(nb, "lint_notebook", fail)
+    assert run_cli("check", "nb.ipynb", "--output-format", "json")[1] == first
+    monkeypatch.undo()
+    doc = json.loads((tmp_path / "nb.ipynb").read_text())
+    doc["cells"][4]["source"] = ["x = 1\n"]  # cell 5 no longer writes through .data
+    (tmp_path / "nb.ipynb").write_text(json.dumps(doc))
+    codes = {(f["cell"], f["code"]) for f in json.loads(run_cli("check", "nb.ipynb", "--output-format", "json")[1])}
+    assert codes == {(4, "TL101"), (6, "TL201")}
+
+
+def test_fix_hook_says_notebooks_are_not_fixed():
+    assert "not applied to Jupyter notebooks" in nb.FIX_UNSUPPORTED

@@ -1,0 +1,243 @@
+"""Jupyter notebooks (.ipynb): the code cells are linted as one program, in order, as the
+kernel runs them; findings are reported by cell number (1-based, counting every cell as
+the notebook's UI does) and line within that cell, like ruff (`nb.ipynb:cell 3:4:1`).
+
+IPython syntax is not Python: line magics (`%time x`), shell escapes (`!pip ...`,
+`files = !ls`), help (`?obj`, `obj??`) and cell magics (`%%bash`) are blanked out before
+parsing, one line for one line, so every other line keeps its row and column. A line is
+only taken for a magic where a statement could start (not inside brackets or a string),
+so `(a\\n % b)` stays Python. A cell with a syntax error is reported as TL000 at its own
+cell and line and left out, so it does not hide the findings of the other cells.
+
+An .ipynb that is not valid JSON, or not a notebook, is reported as TL000 naming the
+file: a notebook is never reported clean without being read."""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+import tokenize
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional
+
+from torchlint.checker import check_source, syntax_error_finding
+from torchlint.diagnostics import Finding
+from torchlint.source import SourceFile, newer_syntax_hint
+
+NOTEBOOK_SUFFIX = ".ipynb"
+# What a `--fix` implementation should print for a notebook until it can rewrite cells.
+FIX_UNSUPPORTED = "fixes are not applied to Jupyter notebooks (.ipynb); their findings are reported only"
+
+# Cell magics whose body is Python run by the kernel; any other `%%magic` cell (bash,
+# writefile, html, ...) is not Python and is skipped whole.
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python", "python3"})
+_CELL_MAGIC = re.compile(r"^\s*%%(\w+)")
+_LINE_MAGIC = re.compile(r"^\s*(?:[%!?]|[A-Za-z_][\w.]*\?{1,2}\s*$)")  # %magic, !shell, ?help, obj?
+_ASSIGNED_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")  # x = !ls
+
+
+def is_notebook(path: str) -> bool:
+    return path.lower().endswith(NOTEBOOK_SUFFIX)
+
+
+@dataclass
+class Cell:
+    number: int  # 1-based position among all cells
+    lines: list[str]  # source lines, without line endings
+    first_row: int = 0  # 1-based row of its first line in the concatenated program
+
+
+@dataclass
+class Notebook:
+    path: str
+    cells: list[Cell] = field(default_factory=list)  # code cells only, in order
+
+    def program(self) -> tuple[str, list[tuple[int, int]]]:
+        """The code cells as one Python text (IPython syntax blanked), and for each row of
+        that text (index row-1) its (cell number, row within the cell)."""
+        rows: list[tuple[int, int]] = []
+        out: list[str] = []
+        for cell in self.cells:
+            cell.first_row = len(out) + 1
+            out.extend(python_lines(cell.lines))
+            rows.extend((cell.number, i) for i in range(1, len(cell.lines) + 1))
+        return "".join(line + "\n" for line in out), rows
+
+    def cell_line(self, number: int, row: int) -> str:
+        for cell in self.cells:
+            if cell.number == number:
+                return cell.lines[row - 1] if 0 < row <= len(cell.lines) else ""
+        return ""
+
+
+class NotebookError(Exception):
+    def __init__(self, message: str, row: int = 1, col: int = 1) -> None:
+        super().__init__(message)
+        self.message, self.row, self.col = message, row, col
+
+
+def parse_notebook(path: str, data: bytes) -> Notebook:
+    """The code cells of an nbformat 4 notebook; NotebookError says why it is not one."""
+    try:
+        doc = json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise NotebookError(f"notebook is not valid JSON: {exc.msg}", exc.lineno, exc.colno) from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise NotebookError(f"notebook is not valid JSON text: {exc}") from None
+    except RecursionError:
+        raise NotebookError("notebook JSON is nested too deeply") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
+        if isinstance(doc, dict) and "worksheets" in doc:
+            raise NotebookError("nbformat 3 notebooks are not supported; convert it with "
+                                "`jupyter nbconvert --to notebook --nbformat 4`")
+        raise NotebookError("not a Jupyter notebook: no `cells` list at the top level")
+    notebook = Notebook(path)
+    if not _is_python(doc.get("metadata")):
+        return notebook  # an R or Julia notebook has no Python to lint
+    for number, cell in enumerate(doc["cells"], 1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list) and all(isinstance(s, str) for s in source):
+            source = "".join(source)
+        if not isinstance(source, str):
+            raise NotebookError(f"cell {number}: `source` is neither a string nor a list of strings")
+        notebook.cells.append(Cell(number, _split_lines(source)))
+    return notebook
+
+
+def _split_lines(text: str) -> list[str]:
+    lines = re.split(r"\r\n|\r|\n", text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _is_python(metadata: Any) -> bool:
+    if not isinstance(metadata, dict):
+        return True
+    for section, key in (("language_info", "name"), ("kernelspec", "language")):
+        value = metadata.get(section, {}).get(key) if isinstance(metadata.get(section), dict) else None
+        if isinstance(value, str) and value:
+            return value.lower() in ("python", "python3", "ipython", "ipython3")
+    return True  # no language recorded: Jupyter's default kernel is Python
+
+
+def python_lines(lines: list[str]) -> list[str]:
+    """A cell's lines with IPython-only syntax blanked (same number of lines)."""
+    if not lines:
+        return []
+    magic = _CELL_MAGIC.match(lines[0])
+    if magic:
+        if magic.group(1) not in _PYTHON_CELL_MAGICS:
+            return [""] * len(lines)
+        lines = [""] + lines[1:]
+    out: list[str] = []
+    continued = False  # the previous line was a magic ending in a backslash
+    for line in lines:
+        if continued:
+            out.append("")
+            continued = line.rstrip().endswith("\\")
+            continue
+        if (_LINE_MAGIC.match(line) or _ASSIGNED_MAGIC.match(line)) and _at_statement_start(out):
+            indent = line[: len(line) - len(line.lstrip())]
+            # `pass` keeps an indented block that held only the magic valid.
+            out.append(indent + "pass" if indent else "")
+            continued = line.rstrip().endswith("\\")
+            continue
+        out.append(line)
+    return out
+
+
+def _at_statement_start(previous: list[str]) -> bool:
+    """Whether a new statement may start after `previous` (not inside brackets, a string
+    or a backslash continuation). Only asked for lines that look like magics."""
+    if previous and previous[-1].endswith("\\"):
+        return False
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO("".join(line + "\n" for line in previous)).readline):
+            pass
+    except tokenize.TokenError:
+        return False  # EOF inside brackets or a multi-line string
+    except (SyntaxError, ValueError):
+        return True  # broken earlier code: the parse reports it
+    return True
+
+
+class NotebookSource(SourceFile):
+    """A notebook's raw text, plus its cells for code frames and fingerprints."""
+
+    def __init__(self, path: str, text: str, notebook: Optional[Notebook]) -> None:
+        super().__init__(path, text)
+        self.notebook = notebook
+
+    def cell_line(self, number: int, row: int) -> str:
+        return self.notebook.cell_line(number, row) if self.notebook is not None else ""
+
+
+def load_source(path: str, data: bytes) -> Optional[NotebookSource]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    try:
+        notebook: Optional[Notebook] = parse_notebook(path, data)
+    except NotebookError:
+        notebook = None
+    return NotebookSource(path, text, notebook)
+
+
+def lint_notebook(path: str, data: bytes, rule_classes: list[type], parse_all: bool = True,
+                  options: Optional[dict[str, dict]] = None) -> list[Finding]:
+    """Findings for a notebook, positioned by cell; TL000 when it cannot be read as one."""
+    try:
+        notebook = parse_notebook(path, data)
+    except NotebookError as exc:
+        return [syntax_error_finding(path, exc.message, exc.row, exc.col)]
+    text, rows = notebook.program()
+    findings: list[Finding] = []
+    # Each cell must parse on its own (the kernel runs them one by one): a broken cell is
+    # reported where it is and blanked, so the rest of the notebook is still linted.
+    lines = text.split("\n")
+    for cell in notebook.cells:
+        body = lines[cell.first_row - 1: cell.first_row - 1 + len(cell.lines)]
+        error = _cell_syntax_error(path, "\n".join(body) + "\n", cell.first_row)
+        if error is not None:
+            findings.append(error)
+            lines[cell.first_row - 1: cell.first_row - 1 + len(cell.lines)] = [""] * len(cell.lines)
+    program = "\n".join(lines)
+    suppressor = SourceFile(path, program)
+    findings = [f for f in findings if not suppressor.is_suppressed(f.code, f.row)]
+    findings += [f for f in check_source(path, program.encode("utf-8"), rule_classes, parse_all=parse_all,
+                                         options=options) if f.code != "TL000" or not findings]
+    return sorted((_in_cell(f, rows) for f in findings), key=Finding.sort_key)
+
+
+def _cell_syntax_error(path: str, body: str, first_row: int) -> Optional[Finding]:
+    try:
+        ast.parse(body)
+    except SyntaxError as exc:
+        row = exc.lineno or 1
+        message = f"SyntaxError: {exc.msg}"
+        hint = newer_syntax_hint(body.split("\n")[row - 1] if row <= body.count("\n") else "")
+        if hint:
+            message += f" ({hint})"
+        return syntax_error_finding(path, message, row + first_row - 1, exc.offset or 1)
+    except (ValueError, MemoryError, RecursionError) as exc:
+        return syntax_error_finding(path, f"cannot parse cell: {exc}", first_row, 1)
+    return None
+
+
+def _in_cell(f: Finding, rows: list[tuple[int, int]]) -> Finding:
+    """A finding on the concatenated program, re-positioned to its cell and row in it."""
+    if not 0 < f.row <= len(rows):
+        return f
+    cell, row = rows[f.row - 1]
+    end_cell, end_row = rows[f.end_row - 1] if 0 < f.end_row <= len(rows) else (cell, row)
+    if end_cell != cell:  # never span cells: stop at the start cell's row
+        end_row, end_col = row, f.col + 1
+    else:
+        end_col = f.end_col
+    return replace(f, cell=cell, row=row, end_row=end_row, end_col=end_col)
