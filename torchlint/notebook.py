@@ -136,33 +136,41 @@ def python_lines(lines: list[str]) -> list[str]:
         lines = [""] + lines[1:]
     out: list[str] = []
     continued = False  # the previous line was a magic ending in a backslash
+    clean = 0  # out[:clean] ends at a statement boundary outside any bracket or string
     for line in lines:
         if continued:
             out.append("")
             continued = line.rstrip().endswith("\\")
+            clean = len(out)
             continue
-        if (_LINE_MAGIC.match(line) or _ASSIGNED_MAGIC.match(line)) and _at_statement_start(out):
+        if (_LINE_MAGIC.match(line) or _ASSIGNED_MAGIC.match(line)) and _at_statement_start(out, clean):
             indent = line[: len(line) - len(line.lstrip())]
             # `pass` keeps an indented block that held only the magic valid.
             out.append(indent + "pass" if indent else "")
             continued = line.rstrip().endswith("\\")
+            clean = len(out)
             continue
         out.append(line)
     return out
 
 
-def _at_statement_start(previous: list[str]) -> bool:
+def _at_statement_start(previous: list[str], clean: int) -> bool:
     """Whether a new statement may start after `previous` (not inside brackets, a string
-    or a backslash continuation). Only asked for lines that look like magics."""
+    or a backslash continuation). Only asked for lines that look like magics; tokenizes
+    from the last known statement boundary `clean`, so a cell of many magics stays linear."""
     if previous and previous[-1].endswith("\\"):
         return False
-    try:
-        for _ in tokenize.generate_tokens(io.StringIO("".join(line + "\n" for line in previous)).readline):
-            pass
-    except tokenize.TokenError:
-        return False  # EOF inside brackets or a multi-line string
-    except (SyntaxError, ValueError):
-        return True  # broken earlier code: the parse reports it
+    for start in (clean, 0):  # the suffix may dedent below its first line: then all of it
+        try:
+            for _ in tokenize.generate_tokens(io.StringIO("".join(line + "\n" for line in previous[start:])).readline):
+                pass
+        except tokenize.TokenError:
+            return False  # EOF inside brackets or a multi-line string
+        except (SyntaxError, ValueError):
+            if start == 0:
+                return True  # broken earlier code: the parse reports it
+            continue
+        return True
     return True
 
 

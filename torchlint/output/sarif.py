@@ -58,9 +58,9 @@ def _rule_descriptor(code: str) -> dict[str, Any]:
 
 
 def _fingerprint(f: Finding, line_text: str, occurrence: int) -> str:
-    # Stable across unrelated edits: rule, file, the flagged line's text (not its number).
-    cell = getattr(f, "cell", None)
-    key = f"{f.code}\0{f.path}\0{line_text.strip()}\0{occurrence}" + (f"\0cell" if cell is not None else "")
+    # Stable across unrelated edits: rule, file, the flagged line's text (not its number,
+    # nor a notebook cell's number, which changes when a cell is inserted above).
+    key = f"{f.code}\0{f.path}\0{line_text.strip()}\0{occurrence}"
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
