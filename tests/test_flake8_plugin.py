@@ -68,3 +68,11 @@ def test_plugin_uses_torchlint_config_and_flake8_noqa(tmp_path):
     found = _flake8(".", cwd=tmp_path)
     assert {(Path(p).name, code) for p, _, _, code in found} == {("bad.py", "TL101")}
     assert found == _torchlint(".", cwd=tmp_path)
+
+
+def test_declared_encoding_gives_the_same_columns(tmp_path):
+    source = "# -*- coding: latin-1 -*-\nimport torch\nwith torch.no_grad():\n    l = m(x)\n    \u00e9 = 1; l.backward()\n"
+    write(tmp_path, "lat.py", source.encode("latin-1"))
+    found = _flake8(".", cwd=tmp_path)
+    assert {(row, col, code) for _, row, col, code in found} == {(5, 12, "TL101")}
+    assert found == _torchlint(".", cwd=tmp_path)

@@ -8,6 +8,8 @@ rules run at all, and their options, come from torchlint's config for each file,
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from pathlib import Path
 from typing import Iterator
 
@@ -27,9 +29,24 @@ class TorchlintChecker:
         self.lines = lines
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        data = "".join(self.lines).encode("utf-8")
+        data = _encode("".join(self.lines))
         path = Path(self.filename) if self.filename not in ("-", "stdin") else Path("stdin.py")
-        for f in lint_document(path, data, display=self.filename):
+        try:
+            findings = lint_document(path, data, display=self.filename)
+        except Exception as exc:  # a rule bug must not abort the whole flake8 run
+            yield 1, 0, f"TL000 torchlint internal error: {type(exc).__name__}: {exc}; please report this", type(self)
+            return
+        for f in findings:
             if f.code == SYNTAX_ERROR.code and "configuration error" not in f.message:
                 continue  # flake8's E999 already reports the syntax error
             yield f.row, f.col - 1, f"{f.code} {f.message}", type(self)
+
+
+def _encode(text: str) -> bytes:
+    """flake8 hands over decoded lines; encode them back in the file's declared encoding
+    (PEP 263 cookie), so torchlint decodes exactly the text flake8 read."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(text.encode("utf-8")).readline)
+        return text.encode(encoding)
+    except (SyntaxError, LookupError, UnicodeError):
+        return text.encode("utf-8")

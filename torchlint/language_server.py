@@ -76,7 +76,14 @@ class TorchlintServer(LanguageServer):
             except ConfigError as exc:
                 findings, excluded, resolver = [config_error_finding(str(path), exc)], True, None
             if not excluded:
-                findings = lint_document(path, document.source.encode("utf-8"), resolver)
+                try:
+                    findings = lint_document(path, document.source.encode("utf-8"), resolver)
+                except Exception as exc:  # a rule bug: say so in the editor's log, keep serving
+                    self.window_log_message(types.LogMessageParams(
+                        type=types.MessageType.Error,
+                        message=f"torchlint: internal error while checking {path}: {type(exc).__name__}: {exc}; "
+                                f"please report this"))
+                    return
         self.findings[uri] = findings
         diagnostics = [to_diagnostic(f, document) for f in findings]
         self.text_document_publish_diagnostics(
