@@ -144,6 +144,14 @@ def test_noqa_in_cells(tmp_path, run_cli):
     assert codes == {"TL201"}
 
 
+def test_noqa_on_a_broken_cell_line(tmp_path, run_cli):
+    doc = json.loads((NOTEBOOKS / "syntax_error.ipynb").read_text())
+    doc["cells"][1]["source"][0] = "def broken(:  # noqa: TL000\n"
+    (tmp_path / "nb.ipynb").write_text(json.dumps(doc))
+    findings = json.loads(run_cli("check", "nb.ipynb", "--output-format", "json")[1])
+    assert [(f["cell"], f["code"]) for f in findings] == [(3, "TL101")]
+
+
 def test_non_python_notebook_has_no_python_findings(tmp_path, run_cli):
     doc = json.loads((NOTEBOOKS / "positive.ipynb").read_text())
     doc["metadata"] = {"kernelspec": {"language": "R", "name": "ir"}, "language_info": {"name": "R"}}

@@ -216,7 +216,8 @@ def lint_notebook(path: str, data: bytes, rule_classes: list[type], parse_all: b
             findings.append(error)
             lines[cell.first_row - 1: cell.first_row - 1 + len(cell.lines)] = [""] * len(cell.lines)
     program = "\n".join(lines)
-    suppressor = SourceFile(path, program)
+    # noqa comments as written, including those on the lines of the cells just blanked.
+    suppressor = SourceFile(path, text)
     findings = [f for f in findings if not suppressor.is_suppressed(f.code, f.row)]
     findings += [f for f in check_source(path, program.encode("utf-8"), rule_classes, parse_all=parse_all,
                                          options=options) if f.code != "TL000" or not findings]
