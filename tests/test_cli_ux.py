@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from test_cli import BAD, write
@@ -84,3 +86,12 @@ def test_help_does_not_truncate_command_descriptions(run_cli):
     assert "Check files or directories for PyTorch pitfalls." in out
     commands = out.split("Commands:")[1]
     assert "..." not in commands
+
+
+def test_nvim_lint_ruff_definition_works(tmp_path, run_cli):
+    # The arguments nvim-lint's ruff linter passes, with the file's text on stdin.
+    code, out, err = run_cli("check", "--force-exclude", "--quiet", "--stdin-filename", "train.py", "--no-fix",
+                             "--output-format", "json", "-", input=BAD)
+    findings = json.loads(out)
+    assert code == 1 and err == ""
+    assert [(f["code"], f["location"]["row"]) for f in findings] == [("TL101", 5), ("TL102", 7)]

@@ -133,6 +133,14 @@ def test_github_format_paths_are_repository_relative(repo, run_cli):
     assert sorted({re.search(r"file=([^,]*)", line).group(1) for line in out.splitlines()}) == ["sub/bad.py", "sub/stack.py"]
 
 
+def test_github_annotation_of_a_multi_line_span_is_its_first_line(repo, run_cli):
+    out = run_cli("check", "pkg/sub/stack.py", "--select", "TL702", "--output-format", "github", cwd=repo)[1]
+    [line] = out.splitlines()
+    assert line.startswith("::warning file=pkg/sub/stack.py,line=5,col=5,title=") or \
+        line.startswith("::error file=pkg/sub/stack.py,line=5,col=5,title=")
+    assert "endLine" not in line
+
+
 @pytest.mark.parametrize("fmt", ["sarif", "github"])
 def test_statistics_with_a_machine_readable_format_is_refused(repo, run_cli, fmt):
     code, out, err = run_cli("check", ".", "--statistics", "--output-format", fmt, "-o", "report", cwd=repo)

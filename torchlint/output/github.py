@@ -38,9 +38,13 @@ def render(findings: list[Finding], sources: Any = None, *, cwd: Optional[Path] 
             # and say where in the message.
             props = f"file={_escape_property(path)}"
             message = f"{f.code} cell {cell}, line {f.row}: {f.message}"
-        else:
+        elif f.end_row == f.row:
             props = (f"file={_escape_property(path)},line={f.row},col={f.col},"
                      f"endLine={f.end_row},endColumn={f.end_col}")
+        else:
+            # The flagged line only (as in SARIF): a pull-request annotation shows when that
+            # line is in the diff, not only when the whole span is.
+            props = f"file={_escape_property(path)},line={f.row},col={f.col}"
         text = _escape_data(message)
         help_line = getattr(f, "help", None)
         if help_line:
