@@ -47,6 +47,7 @@ def test_readme_pre_commit_snippet_runs(tmp_path):
     (repo / ".pre-commit-config.yaml").write_text(snippet)
     (repo / "bad.py").write_text("import torch\nwith torch.no_grad():\n    loss = m(x)\n    loss.backward()\n")
     (repo / "clean.py").write_text("import torch\nx = torch.zeros(3)\n")
+    (repo / "nb.ipynb").write_bytes((REPO / "tests" / "fixtures" / "notebooks" / "positive.ipynb").read_bytes())
     subprocess.run([*git, "add", "."], cwd=repo, check=True)
     # `language: system` runs the `torchlint` next to this interpreter (the one under test).
     bin_dir = Path(sys.executable).parent
@@ -59,6 +60,8 @@ def test_readme_pre_commit_snippet_runs(tmp_path):
         capture_output=True, text=True, env=env, timeout=300)
     bad = run("bad.py", "clean.py")
     assert bad.returncode == 1 and "bad.py:4:5: TL101" in bad.stdout, bad.stdout + bad.stderr
+    notebook = run("nb.ipynb")  # types_or includes jupyter
+    assert notebook.returncode == 1 and "nb.ipynb:cell 4:3:5: TL101" in notebook.stdout, notebook.stdout
     good = run("clean.py")
     assert good.returncode == 0, good.stdout + good.stderr
 
