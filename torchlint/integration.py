@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 from torchlint.checker import check_source
-from torchlint.config import CliOverrides, ConfigError, ConfigResolver, Settings
+from torchlint.config import CliOverrides, ConfigError, ConfigResolver
 from torchlint.diagnostics import Finding
 from torchlint.linter import rule_classes_for
 from torchlint.rules.registry import SYNTAX_ERROR
@@ -26,10 +26,6 @@ def config_error_finding(path: str, error: ConfigError) -> Finding:
                    end_col=2, severity="error", message=f"torchlint configuration error: {error}")
 
 
-def settings_for(path: Path, resolver: ConfigResolver) -> Settings:
-    return resolver.for_file(path)
-
-
 def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = None,
                   display: Optional[str] = None) -> list[Finding]:
     """Findings for `data` as the contents of `path` (which need not exist on disk yet),
@@ -38,7 +34,7 @@ def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = 
     display = display or str(path)
     try:
         resolver = resolver or resolver_for(Path.cwd().resolve())
-        settings = settings_for(path, resolver)
+        settings = resolver.for_file(path)
     except ConfigError as exc:
         return [config_error_finding(display, exc)]
     codes = settings.codes_for(path)
