@@ -178,3 +178,48 @@ def test_fix_edits_read_ruff_shaped_fixes_and_refuse_unknown_shapes():
         {"content": ".long()", "location": {"row": 3, "column": 5}, "end_location": {"row": 3, "column": 13}}]}
     assert _fix_edits(fix) == ("Use `.long()`", "unsafe", [(3, 5, 3, 13, ".long()")])
     assert _fix_edits({"edits": [{"text": "?"}]})[2] == []
+
+
+def test_notebook_cells_are_linted_as_one_program(tmp_path):
+    notebook_uri = (tmp_path / "train.ipynb").as_uri()
+    cell = [f"vscode-notebook-cell:{tmp_path / 'train.ipynb'}#cell{i}" for i in range(3)]
+    texts = ["import torch\nmodel = torch.nn.Linear(2, 2)\nx = torch.randn(3, 2)\n",
+             "# Evaluate",
+             "%matplotlib inline\nwith torch.no_grad():\n    loss = model(x).sum()\n    loss.backward()\n"]
+    kinds = [types.NotebookCellKind.Code, types.NotebookCellKind.Markup, types.NotebookCellKind.Code]
+
+    async def scenario() -> None:
+        session = await _start(tmp_path)
+        client = session.client
+        try:
+            client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
+                notebook_document=types.NotebookDocument(
+                    uri=notebook_uri, notebook_type="jupyter-notebook", version=1,
+                    cells=[types.NotebookCell(kind=k, document=u) for k, u in zip(kinds, cell)]),
+                cell_text_documents=[
+                    types.TextDocumentItem(uri=u, language_id="python" if k == types.NotebookCellKind.Code else "markdown",
+                                           version=1, text=t)
+                    for u, t, k in zip(cell, texts, kinds) if k == types.NotebookCellKind.Code]))
+            # The import in the first cell is known in the third; the magic is skipped.
+            assert await session.next_diagnostics(cell[0], 1) == []
+            [d] = await session.next_diagnostics(cell[2], 1)
+            assert d.code == "TL101" and (d.range.start.line, d.range.start.character) == (3, 4)
+
+            actions = await asyncio.wait_for(client.text_document_code_action_async(types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=cell[2]), range=d.range,
+                context=types.CodeActionContext(diagnostics=[d]))), TIMEOUT)
+            [noqa] = [a for a in actions if a.title == "Disable TL101 for this line"]
+            assert _apply(texts[2], noqa.edit.changes[cell[2]]).splitlines()[3] == "    loss.backward()  # noqa: TL101"
+
+            fixed = texts[2].replace("torch.no_grad()", "torch.enable_grad()")
+            client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
+                notebook_document=types.VersionedNotebookDocumentIdentifier(uri=notebook_uri, version=2),
+                change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
+                    types.NotebookDocumentCellContentChanges(
+                        document=types.VersionedTextDocumentIdentifier(uri=cell[2], version=2),
+                        changes=[types.TextDocumentContentChangeWholeDocument(text=fixed)])]))))
+            assert await session.next_diagnostics(cell[2], 2) == []
+        finally:
+            await _stop(session)
+
+    asyncio.run(scenario())

@@ -4,6 +4,7 @@ exactly as the CLI resolves it (closest pyproject.toml / torchlint.toml to the f
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
@@ -12,6 +13,7 @@ from torchlint.checker import check_source
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
 from torchlint.diagnostics import Finding
 from torchlint.linter import rule_classes_for
+from torchlint.notebook import Notebook, lint_cells
 from torchlint.rules.registry import SYNTAX_ERROR
 
 
@@ -26,6 +28,12 @@ def config_error_finding(path: str, error: ConfigError) -> Finding:
                    end_col=2, severity="error", message=f"torchlint configuration error: {error}")
 
 
+def _rules_for(path: Path, resolver: Optional[ConfigResolver]) -> tuple[frozenset[str], dict[str, dict]]:
+    """The codes and rule options the CLI would use for `path` (raises ConfigError)."""
+    settings = (resolver or resolver_for(Path.cwd().resolve())).for_file(path)
+    return settings.codes_for(path), settings.options
+
+
 def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = None,
                   display: Optional[str] = None) -> list[Finding]:
     """Findings for `data` as the contents of `path` (which need not exist on disk yet),
@@ -33,11 +41,21 @@ def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = 
     becomes one finding on line 1, so an editor shows it instead of going quiet."""
     display = display or str(path)
     try:
-        resolver = resolver or resolver_for(Path.cwd().resolve())
-        settings = resolver.for_file(path)
+        codes, options = _rules_for(path, resolver)
     except ConfigError as exc:
         return [config_error_finding(display, exc)]
-    codes = settings.codes_for(path)
-    findings = check_source(display, data, rule_classes_for(codes), options=settings.options,
+    findings = check_source(display, data, rule_classes_for(codes), options=options,
                             parse_all=SYNTAX_ERROR.code in codes)
+    return [f for f in findings if f.code in codes]
+
+
+def lint_notebook_cells(path: Path, notebook: Notebook, resolver: Optional[ConfigResolver] = None) -> list[Finding]:
+    """Findings for an open notebook's code cells, configured as the CLI would configure
+    the .ipynb at `path`. A configuration error is reported on the first code cell."""
+    try:
+        codes, options = _rules_for(path, resolver)
+    except ConfigError as exc:
+        error = config_error_finding(notebook.path, exc)
+        return [replace(error, cell=notebook.cells[0].number)] if notebook.cells else []
+    findings = lint_cells(notebook, rule_classes_for(codes), options=options, parse_all=SYNTAX_ERROR.code in codes)
     return [f for f in findings if f.code in codes]

@@ -5,6 +5,8 @@
 - Code actions: the finding's quick fix when the rule offers one, and "Disable TLxxx for
   this line" (a `# noqa: TLxxx` comment).
 - Hover on a code in a `# noqa: ...` comment shows that rule's summary.
+- Notebooks opened as notebooks (LSP notebook sync): the code cells are linted as one
+  program and each cell gets its own findings, with rows counted within the cell.
 - Configuration is resolved per file exactly as `torchlint check` resolves it, read afresh
   for every lint, so an edit to pyproject.toml applies to the next keystroke; files the
   config excludes get no diagnostics."""
@@ -15,8 +17,9 @@ import asyncio
 import io
 import re
 import tokenize
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 from urllib.parse import urlparse
 
 from lsprotocol import types
@@ -27,8 +30,8 @@ from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 from torchlint import __version__
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
 from torchlint.diagnostics import Finding
-from torchlint.integration import config_error_finding, lint_document
-from torchlint.notebook import is_notebook
+from torchlint.integration import config_error_finding, lint_document, lint_notebook_cells
+from torchlint.notebook import Cell, Notebook, is_notebook, split_lines
 from torchlint.output.docs_url import rule_url
 from torchlint.rules.registry import RULES_BY_CODE
 
@@ -44,56 +47,114 @@ _CODE = re.compile(r"[A-Za-z]+\d+")
 
 class TorchlintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("torchlint", __version__)
-        self.pending: dict[str, asyncio.TimerHandle] = {}
-        self.findings: dict[str, list[Finding]] = {}  # per URI, from the last lint
+        # Notebooks: every notebook whose cells include Python ones is synced to the server.
+        notebooks = types.NotebookDocumentSyncOptions(notebook_selector=[
+            types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")], notebook="*")])
+        super().__init__("torchlint", __version__, notebook_document_sync=notebooks)
+        self.pending: dict[str, asyncio.TimerHandle] = {}  # per document or notebook URI
+        self.findings: dict[str, list[Finding]] = {}  # per document or cell URI, from the last lint
+        self.notebook_cells: dict[str, set[str]] = {}  # notebook URI -> cell URIs last published
 
     # -- linting -------------------------------------------------------------
     def workspace_root(self) -> Path:
         root = self.workspace.root_path
         return Path(root).resolve() if root else Path.cwd().resolve()
 
-    def document_path(self, document: TextDocument) -> Optional[Path]:
-        scheme = urlparse(document.uri).scheme
-        if scheme == "file" and document.path:
-            # An .ipynb opened as text is JSON: its positions are not the cells' (editors
-            # send notebook cells as separate documents, which this server does not handle yet).
-            return None if is_notebook(document.path) else Path(document.path)
-        if scheme == "untitled":
-            return self.workspace_root() / "untitled.py"
-        return None  # other schemes (git:, notebook cells) are not files torchlint can place in a config
+    def uri_path(self, uri: str, untitled_name: str) -> Optional[Path]:
+        parsed = urlparse(uri)
+        if parsed.scheme == "file":
+            return Path(TextDocument(uri).path)
+        if parsed.scheme == "untitled":
+            return self.workspace_root() / untitled_name
+        return None  # other schemes (git:, ...) are not files torchlint can place in a config
+
+    def configure(self, path: Path) -> tuple[Optional[ConfigResolver], list[Finding]]:
+        """(resolver, []) to lint `path`; (None, []) when the config excludes it; (None,
+        [error]) when the config is broken. A fresh resolver each time: config edits apply
+        at once, like a new CLI run."""
+        try:
+            resolver = ConfigResolver(CliOverrides(), cwd=self.workspace_root())
+            return (None if resolver.for_file(path).is_excluded(path) else resolver), []
+        except ConfigError as exc:
+            return None, [config_error_finding(str(path), exc)]
+
+    def report_internal_error(self, path: Path, exc: Exception) -> None:
+        """A rule bug: say so in the editor's log, keep serving."""
+        self.window_log_message(types.LogMessageParams(
+            type=types.MessageType.Error,
+            message=f"torchlint: internal error while checking {path}: {type(exc).__name__}: {exc}; please report this"))
+
+    def publish(self, uri: str, findings: list[Finding]) -> None:
+        document = self.workspace.get_text_document(uri)
+        self.findings[uri] = findings
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, diagnostics=[to_diagnostic(f, document) for f in findings], version=document.version))
 
     def lint(self, uri: str) -> None:
         self.pending.pop(uri, None)
         document = self.workspace.get_text_document(uri)
-        path = self.document_path(document)
+        # An .ipynb opened as text is JSON, whose positions are not the cells': notebooks
+        # are linted when the editor opens them as notebooks (lint_notebook below).
+        path = self.uri_path(uri, "untitled.py")
         findings: list[Finding] = []
-        if path is not None:
-            try:
-                # A fresh resolver each time: config edits apply at once, like a new CLI run.
-                resolver = ConfigResolver(CliOverrides(), cwd=self.workspace_root())
-                excluded = resolver.for_file(path).is_excluded(path)
-            except ConfigError as exc:
-                findings, excluded, resolver = [config_error_finding(str(path), exc)], True, None
-            if not excluded:
+        if path is not None and not is_notebook(str(path)):
+            resolver, findings = self.configure(path)
+            if resolver is not None:
                 try:
                     findings = lint_document(path, document.source.encode("utf-8"), resolver)
-                except Exception as exc:  # a rule bug: say so in the editor's log, keep serving
-                    self.window_log_message(types.LogMessageParams(
-                        type=types.MessageType.Error,
-                        message=f"torchlint: internal error while checking {path}: {type(exc).__name__}: {exc}; "
-                                f"please report this"))
+                except Exception as exc:
+                    self.report_internal_error(path, exc)
                     return
-        self.findings[uri] = findings
-        diagnostics = [to_diagnostic(f, document) for f in findings]
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=document.version))
+        self.publish(uri, findings)
 
-    def schedule(self, uri: str) -> None:
+    def lint_notebook(self, notebook_uri: str) -> None:
+        """Lint an open notebook's code cells as one program and publish each cell's
+        findings on that cell's document (rows count within the cell)."""
+        self.pending.pop(notebook_uri, None)
+        notebook_document = self.workspace.get_notebook_document(notebook_uri=notebook_uri)
+        if notebook_document is None:
+            return
+        path = self.uri_path(notebook_uri, "untitled.ipynb")
+        notebook = Notebook(str(path or notebook_uri))
+        cell_uris: dict[int, str] = {}
+        for number, cell in enumerate(notebook_document.cells, 1):
+            if cell.kind != types.NotebookCellKind.Code:
+                continue
+            document = self.workspace.get_text_document(cell.document)
+            if document.language_id not in (None, "python"):
+                continue  # a %%sql or R cell in a mixed notebook
+            notebook.cells.append(Cell(number, split_lines(document.source)))
+            cell_uris[number] = cell.document
+        findings: list[Finding] = []
+        if path is not None:
+            resolver, errors = self.configure(path)
+            findings = [replace(e, cell=notebook.cells[0].number) for e in errors[:1] if notebook.cells]
+            if resolver is not None:
+                try:
+                    findings = lint_notebook_cells(path, notebook, resolver)
+                except Exception as exc:
+                    self.report_internal_error(path, exc)
+                    return
+        for number, uri in cell_uris.items():
+            self.publish(uri, [f for f in findings if f.cell == number])
+        for gone in self.notebook_cells.get(notebook_uri, set()) - set(cell_uris.values()):
+            self.clear(gone)
+        self.notebook_cells[notebook_uri] = set(cell_uris.values())
+
+    def clear(self, uri: str) -> None:
+        self.findings.pop(uri, None)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def schedule(self, uri: str, action: Optional[Callable[[str], None]] = None) -> None:
         previous = self.pending.pop(uri, None)
         if previous is not None:
             previous.cancel()
-        self.pending[uri] = asyncio.get_running_loop().call_later(DEBOUNCE_SECONDS, self.lint, uri)
+        self.pending[uri] = asyncio.get_running_loop().call_later(DEBOUNCE_SECONDS, action or self.lint, uri)
+
+    def cancel(self, uri: str) -> None:
+        pending = self.pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
 
 
 def _range(document: TextDocument, row: int, col: int, end_row: int, end_col: int) -> types.Range:
@@ -251,12 +312,27 @@ def create_server() -> TorchlintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        pending = ls.pending.pop(uri, None)
-        if pending is not None:
-            pending.cancel()
-        ls.findings.pop(uri, None)
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        ls.cancel(params.text_document.uri)
+        ls.clear(params.text_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(ls: TorchlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.lint_notebook(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(ls: TorchlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri, ls.lint_notebook)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(ls: TorchlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        ls.lint_notebook(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(ls: TorchlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        uri = params.notebook_document.uri
+        ls.cancel(uri)
+        for cell in ls.notebook_cells.pop(uri, set()):
+            ls.clear(cell)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))

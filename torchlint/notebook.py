@@ -104,11 +104,12 @@ def parse_notebook(path: str, data: bytes) -> Notebook:
             source = "".join(source)
         if not isinstance(source, str):
             raise NotebookError(f"cell {number}: `source` is neither a string nor a list of strings")
-        notebook.cells.append(Cell(number, _split_lines(source)))
+        notebook.cells.append(Cell(number, split_lines(source)))
     return notebook
 
 
-def _split_lines(text: str) -> list[str]:
+def split_lines(text: str) -> list[str]:
+    """A cell's lines without their endings (Python's line ends: \\n, \\r\\n, \\r)."""
     lines = re.split(r"\r\n|\r|\n", text)
     if lines and lines[-1] == "":
         lines.pop()
@@ -204,6 +205,13 @@ def lint_notebook(path: str, data: bytes, rule_classes: list[type], parse_all: b
         notebook = parse_notebook(path, data)
     except NotebookError as exc:
         return [syntax_error_finding(path, exc.message, exc.row, exc.col)]
+    return lint_cells(notebook, rule_classes, parse_all=parse_all, options=options)
+
+
+def lint_cells(notebook: Notebook, rule_classes: list[type], parse_all: bool = True,
+               options: Optional[dict[str, dict]] = None) -> list[Finding]:
+    """Findings for a notebook's code cells (from a file, or an editor's open notebook)."""
+    path = notebook.path
     text, rows = notebook.program()
     findings: list[Finding] = []
     # Each cell must parse on its own (the kernel runs them one by one): a broken cell is
