@@ -373,3 +373,16 @@ def test_control_characters_in_messages_are_escaped(tmp_path, run_cli):
 
     f = Finding(code="TL101", message="bad \x1b[31mred\x1b[0m", path="a.py", row=1, col=1, end_row=1, end_col=2)
     assert "\x1b" not in render_concise([f], {})
+
+
+def test_notebooks_may_carry_outputs_beyond_the_source_cap(tmp_path, run_cli):
+    image = "A" * 8000  # an embedded plot: outputs are read but never linted
+    cell = {"cell_type": "code", "metadata": {}, "execution_count": 1, "source": BAD,
+            "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/png": image}}]}
+    nb = {"cells": [cell], "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "nb.ipynb").write_text(json.dumps(nb))
+    code, out, _ = run_cli("check", "--no-cache", "--max-file-size", "4KiB", "--output-format", "concise")
+    assert code == 1 and "nb.ipynb:cell 1:4:5: TL101" in out, out
+    (tmp_path / "nb.ipynb").write_text(json.dumps(nb).replace(image, image * 6))
+    code, out, _ = run_cli("check", "--no-cache", "--max-file-size", "4KiB", "--output-format", "concise")
+    assert "nb.ipynb:1:1: TL000 file is larger than max-file-size (40 KiB)" in out, out

@@ -68,11 +68,17 @@ def lint_bytes(task: FileTask, data: bytes) -> FileResult:
     return result
 
 
+def read_limit(task: FileTask) -> int:
+    """How many bytes the file may have. A notebook's JSON also carries cell outputs (plots,
+    images) that are never linted, so it may be ten times max-file-size."""
+    return task.max_bytes * (notebook.SIZE_FACTOR if notebook.is_notebook(task.display) else 1)
+
+
 def read_task(task: FileTask) -> tuple[Optional[bytes], Optional[FileResult]]:
     if task.data is not None:
         return task.data, None
     try:
-        return read_regular_file(task.path, task.max_bytes), None
+        return read_regular_file(task.path, read_limit(task)), None
     except RefusedFile as exc:
         message = str(exc) if "max-file-size" in str(exc) else f"cannot read file: {exc}"
     except OSError as exc:
@@ -101,7 +107,7 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
             settings = settings_key(task.codes, task.options)
             try:
                 stat = os.stat(task.path)
-                hit, data, digest = cache.lookup(task.path, settings, task.display, stat, task.max_bytes)
+                hit, data, digest = cache.lookup(task.path, settings, task.display, stat, read_limit(task))
             except (OSError, RefusedFile):
                 hit = data = digest = stat = None  # type: ignore[assignment]  # read_task reports it
             if hit is not None:

@@ -27,6 +27,7 @@ from torchlint.diagnostics import Finding
 from torchlint.source import SourceFile, newer_syntax_hint
 
 NOTEBOOK_SUFFIX = ".ipynb"
+SIZE_FACTOR = 10  # a notebook may be this many times max-file-size (outputs are not linted)
 # What a `--fix` implementation should print for a notebook until it can rewrite cells.
 FIX_UNSUPPORTED = "fixes are not applied to Jupyter notebooks (.ipynb); their findings are reported only"
 
