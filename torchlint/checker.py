@@ -14,7 +14,6 @@ from torchlint.analysis.nodes import iter_children, node_fields
 from torchlint.analysis.scopes import Assignments, GradRegion, Scope, grad_mode_of
 from torchlint.diagnostics import Finding
 from torchlint.source import DecodeFailure, SourceFile, decode_source, newer_syntax_hint
-from torchlint.verify.snippets import snippet_of
 
 if TYPE_CHECKING:
     from torchlint.rules.base import Rule
@@ -180,14 +179,9 @@ class FileContext:
         end_off = getattr(end, "end_col_offset", None)
         col = self.source.to_col(row, node.col_offset)  # type: ignore[attr-defined]
         end_col = self.source.to_col(end_row, end_off) if end_off is not None else col + 1
-        params = dict(params or {})
-        if rule.snippet_probe:
-            try:
-                snippet = snippet_of(node, self.imports)
-            except RecursionError:  # an expression nested too deeply to copy: no snippet probe
-                snippet = None
-            if snippet is not None:
-                params["snippet"] = snippet
+        # Only plain facts (str/int/float/bool) reach the cache; code for --verify is
+        # re-derived from the parsed source by torchlint.verify, never stored here.
+        params = {k: v for k, v in (params or {}).items() if isinstance(v, (str, int, float, bool))}
         self.findings.append(Finding(
             code=rule.code, name=rule.name, message=message, path=self.source.path,
             row=row, col=col, end_row=end_row, end_col=end_col,

@@ -127,15 +127,19 @@ def main() -> None:
 @click.option("--max-file-size", help="Skip (and report) files larger than this, e.g. 5MB (default: 5 MiB).")
 @click.option("--verify-timeout", type=float, callback=_finite_seconds, default=120.0, show_default=True,
               help="Seconds one probe may run before it counts as an error.")
-@click.option("--verified-only", is_flag=True, help="With --verify: drop findings not reproduced on any device tried.")
+@click.option("--verify-memory", type=click.IntRange(min=256), default=None,
+              help="MiB the --verify worker's processes may use together (default 2048; config: verify-memory).")
+@click.option("--verify-budget", type=float, callback=_finite_seconds, default=None,
+              help="Seconds all of --verify may take; findings left then are skipped (default 900; config: verify-budget).")
+@click.option("--verified-only", is_flag=True, help="With --verify: keep only findings whose verdict is confirmed.")
 def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional[str], ignore: Optional[str],
           output_format: str, output_file: Optional[str], statistics: bool, exit_zero: bool,
           config_path: Optional[Path], isolated: bool, exclude: Optional[str], extend_exclude: Optional[str],
           force_exclude: bool, respect_gitignore: Optional[bool], stdin_filename: Optional[str],
           show_files: bool, quiet: bool, color: str, project_root_option: Optional[Path], no_fix: bool,
           jobs: Optional[int], no_cache: bool, cache_dir: Optional[Path],
-          verify: bool, device: str, verify_timeout: float, verified_only: bool,
-          max_file_size: Optional[str]) -> None:
+          verify: bool, device: str, verify_timeout: float, verify_memory: Optional[int],
+          verify_budget: Optional[float], verified_only: bool, max_file_size: Optional[str]) -> None:
     """Check PATHS (files or directories; default: .) for PyTorch pitfalls."""
     if verified_only and not verify:
         raise _fail("--verified-only needs --verify")
@@ -176,11 +180,17 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
     findings, parse_errors, internal_errors = _collect(tasks, results)
 
     if verify and findings:
-        from torchlint.verify.runner import verify_findings
+        from torchlint.verify.runner import DEFAULT_BUDGET, DEFAULT_MEMORY, verify_findings
 
-        verify_findings(findings, device=device, timeout=verify_timeout, cache_dir=cache_root)
+        settings = resolver.default
+        files = _Sources(tasks)
+        memory = verify_memory or settings.verify_memory
+        verify_findings(findings, device=device, timeout=verify_timeout, cache_dir=cache_root,
+                        sources=lambda path: getattr(files.get(path), "text", None),
+                        memory_limit=memory * 2**20 if memory else DEFAULT_MEMORY,
+                        budget=verify_budget or settings.verify_budget or DEFAULT_BUDGET)
         if verified_only:
-            findings = [f for f in findings if not f.verify or f.verify["verdict"] != "not-reproduced"]
+            findings = [f for f in findings if f.verify and f.verify["verdict"] == "confirmed"]
 
     over_limit = truncation_warning(len(findings)) if output_format == "sarif" else None
     if over_limit:

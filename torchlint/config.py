@@ -5,6 +5,7 @@ file wins; the command line beats files (ruff's semantics)."""
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 import re
 import sys
@@ -32,7 +33,8 @@ DEFAULT_EXCLUDES = (
 )
 
 _LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
-_KNOWN_KEYS = set(_LIST_KEYS) | {"per-file-ignores", "respect-gitignore", "options", "cache-dir", "max-file-size"}
+_KNOWN_KEYS = set(_LIST_KEYS) | {"per-file-ignores", "respect-gitignore", "options", "cache-dir", "max-file-size",
+                                  "verify-memory", "verify-budget"}
 
 
 class ConfigError(Exception):
@@ -53,6 +55,8 @@ class Settings:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # code -> option values
     cache_dir: Optional[Path] = None
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    verify_memory: Optional[int] = None  # MiB
+    verify_budget: Optional[float] = None  # seconds
 
     def __post_init__(self) -> None:
         self._root = os.path.abspath(self.root)
@@ -249,7 +253,21 @@ def settings_from_table(path: Optional[Path], table: dict[str, Any], cli: CliOve
         extend_exclude=extend_exclude, per_file_ignores=tuple(per_file), respect_gitignore=respect,
         options=_validate_options(where, table.get("options", {})),
         cache_dir=(root / cache_dir) if cache_dir else None, max_file_size=max_file_size,
+        verify_memory=_verify_number(where, table, "verify-memory", int, 256, "a whole number of MiB"),
+        verify_budget=_verify_number(where, table, "verify-budget", float, 1.0, "a number of seconds"),
     )
+
+
+def _verify_number(where: Path, table: dict[str, Any], key: str, kind: type, minimum: float,
+                   what: str) -> Any:
+    value = table.get(key)
+    if value is None:
+        return None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        and value >= minimum and (kind is float or isinstance(value, int))
+    if not ok:
+        raise ConfigError(f"{where}: `{key}` must be {what} (at least {minimum:g}), got {value!r}")
+    return kind(value)
 
 
 class ConfigResolver:

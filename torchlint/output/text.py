@@ -29,7 +29,7 @@ def _verify_line(f: Finding) -> Optional[str]:
     for run in v.get("runs", []):
         evidence = f": {run['evidence']}" if run.get("evidence") else ""
         parts.append(f"{run['verdict']} on torch {run.get('torch') or '?'} ({run['device']}){evidence}")
-    return "verified: " + "; ".join(parts) if parts else None
+    return "verify: " + "; ".join(parts) if parts else None
 
 
 def _frame(f: Finding, source: Optional[SourceFile], palette: Palette) -> list[str]:

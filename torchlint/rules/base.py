@@ -43,9 +43,6 @@ class Rule:
     # What `--verify` can do for this rule: "probe" (it has one), or a reason it cannot
     # be shown on a machine (reported as `skipped`).
     verify_note: ClassVar[Optional[str]] = None
-    # `--verify` may run the flagged expression itself when it is self-contained
-    # (literals and torch/numpy calls only).
-    snippet_probe: ClassVar[bool] = False
 
     # The rule can only fire in a file whose text contains one of these strings (checked
     # before the walk, so a rule costs nothing in files it cannot apply to). Empty: always run.

@@ -35,7 +35,6 @@ class Float64FromNumpy(Rule):
     severity = "warning"
     tags = ("performance", "dtype", "numpy")
     requires_text = ('numpy',)
-    snippet_probe = True
 
     def _float64_source(self, node: ast.AST, ctx: FileContext) -> Optional[str]:
         name = ctx.call_name(node)

@@ -19,7 +19,6 @@ class ImplicitSoftmaxDim(Rule):
     severity = "warning"
     tags = ("correctness", "deprecated")
     requires_text = ('softmax', 'Softmax', 'softmin', 'Softmin')
-    snippet_probe = True
     precision = "very-high"
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:

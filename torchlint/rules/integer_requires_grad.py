@@ -28,7 +28,6 @@ class IntegerRequiresGrad(Rule):
     severity = "error"
     tags = ("correctness", "autograd", "dtype")
     requires_text = ('requires_grad',)
-    snippet_probe = True
     precision = "very-high"
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:

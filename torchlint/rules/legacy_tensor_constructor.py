@@ -15,7 +15,6 @@ class LegacyTensorConstructor(Rule):
     severity = "warning"
     tags = ("correctness", "dtype")
     requires_text = ('Tensor',)
-    snippet_probe = True
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)

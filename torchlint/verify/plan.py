@@ -1,35 +1,99 @@
-"""Which probe each finding gets: a self-contained snippet, a rule probe with values from
-the flagged code, or a `skipped` verdict with the reason."""
+"""What each finding gets under `--verify`: a program slice of the user's own code (when it
+can run in isolation), the rule's fact probe, or a `skipped` verdict with the reason.
+
+The slice is derived here, in the parent, from a fresh parse of the file as it is now:
+never from the lint cache. Facts are the finding's plain probe_params, re-checked (exact
+types, bounded length) because they may come from the cache."""
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE
+from torchlint.verify.instrument import SLICE_RULES
+from torchlint.verify.slicer import NotSelfContained, build
 
-# A rule without a `verify_note` has a probe in probes.py (tests/test_verify.py checks the
-# two agree); the note says why the others cannot be shown on a machine.
+# A rule without a `verify_note` has a fact probe in probes.py (tests/test_verify.py checks
+# the two agree); the note says why the others cannot be shown on a machine.
 PROBED = frozenset(r.code for r in ALL_RULES if r.verify_note is None)
+_MAX_FACT = 200
+_HERE = Path(__file__).resolve().parent
+# The code that decides a verdict: a change to any of it invalidates cached verdicts.
+_VERDICT_CODE = ("probes.py", "slices.py", "safety.py", "_worker.py", "_launch.py", "slicer.py", "instrument.py",
+                 "plan.py")
+
+
+def verdict_code_hash() -> str:
+    digest = hashlib.sha256()
+    for name in _VERDICT_CODE:
+        digest.update(name.encode() + b"\0" + (_HERE / name).read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
 class ProbeRequest:
     code: str
-    params: tuple[tuple[str, Any], ...]
-    snippet: Optional[str]
+    facts: tuple[tuple[str, Any], ...]
+    variants: tuple[str, ...] = ()  # instrumented slice sources; empty: fact probe only
+    stop: str = "flag"
+    not_self_contained: str = ""
 
     def as_json(self) -> dict[str, Any]:
-        return {"code": self.code, "params": dict(self.params), "snippet": self.snippet}
+        spec = {"variants": list(self.variants), "stop": self.stop} if self.variants else None
+        return {"code": self.code, "facts": dict(self.facts), "slice": spec,
+                "not_self_contained": self.not_self_contained}
+
+    def identity(self) -> str:
+        return json.dumps(self.as_json(), sort_keys=True)
 
 
-def plan(finding: Finding) -> tuple[Optional[ProbeRequest], Optional[str]]:
-    """(request, None) for a probe, or (None, reason) for `skipped`."""
+def clean_facts(params: Any) -> tuple[tuple[str, Any], ...]:
+    """Plain, bounded facts only: anything else (from a tampered cache) is dropped."""
+    if type(params) is not dict:
+        return ()
+    out = []
+    for k, v in params.items():
+        if type(k) is str and len(k) <= 40 and type(v) in (str, int, float, bool):
+            if type(v) is str and len(v) > _MAX_FACT:
+                continue
+            if type(v) is int and abs(v) > 2**31:
+                continue
+            out.append((k, v))
+    return tuple(sorted(out)[:16])
+
+
+def plan(finding: Finding, source: Optional[str]) -> tuple[Optional[ProbeRequest], Optional[str]]:
+    """(request, None) to run something, or (None, reason) for `skipped`."""
     code = finding.code
+    rule = RULES_BY_CODE.get(code)
+    if rule is None:
+        return None, "no such rule"
+    facts = clean_facts(finding.probe_params)
+    spec = SLICE_RULES.get(code)
+    why_not = ""
+    if spec is not None:
+        if source is None:
+            why_not = "the source is not available"
+        else:
+            try:
+                sl = build(source, finding.row, finding.col, finding.end_row, finding.end_col,
+                           related=spec.related, extra_seed=spec.extra_seed)
+                modules = spec.instrument(sl)
+                if modules:
+                    variants = tuple(ast.unparse(m) for m in modules)
+                    return ProbeRequest(code, facts, variants, spec.stop), None
+                why_not = "the flagged code has no observable call in the slice"
+            except NotSelfContained as exc:
+                why_not = str(exc)
+            except (RecursionError, MemoryError, ValueError):
+                why_not = "the code could not be sliced"
     if code not in PROBED:
-        return None, RULES_BY_CODE[code].verify_note
-    params = dict(finding.probe_params)
-    snippet = params.pop("snippet", None)
-    frozen = tuple(sorted((k, v) for k, v in params.items() if isinstance(v, (str, int, float, bool))))
-    return ProbeRequest(code, frozen, snippet), None
+        reason = rule.verify_note or "no probe"
+        return None, f"{reason}; the flagged code could not run in isolation ({why_not})" if why_not else reason
+    return ProbeRequest(code, facts, (), "flag", why_not), None

@@ -1,20 +1,25 @@
 # torchlint: noqa  (every probe reproduces a hazard on purpose)
-"""Probes: small experiments that reproduce each rule's hazard under the installed torch.
+"""Fact probes: small experiments built only from the facts a rule read from the flagged
+code (`params`), for findings whose code cannot run in isolation (slices.py runs the user's
+own code when it can).
 
 This module runs only inside the probe worker (`_worker.py`, started with `python -I`),
-never in the linting process. Each probe takes the values the rule extracted from the
-flagged code (`params`) and a device, and returns (verdict, evidence):
+never in the linting process. Each probe takes the facts and a device, and returns
+(verdict, evidence):
 
-- "confirmed": the hazard happened (the exception, or the wrong number next to the right one);
-- "not-reproduced": on this torch/device the pattern is harmless.
+- "confirmed": the probe showed the hazard; the worker reports it as `demonstrated`
+  (a probe is not the user's code) and prefixes the evidence with "probe";
+- "not-reproduced": with these facts, on this torch/device, the pattern is harmless;
+- "not-applicable": this torch no longer has the hazard (TL601's default after torch 2.6);
+- "skipped": the probe cannot show it on this device.
 
-An exception escaping a probe is reported as "error" by the worker. Probe code is built from
-values only; user source is never executed here (self-contained snippets go through
-`run_snippet`, after the parent has checked they only touch literals, torch and numpy)."""
+An exception escaping a probe is reported as "error" by the worker. User source is never
+executed here."""
 
 from __future__ import annotations
 
 import io
+import math
 import os
 import pickle
 import random
@@ -92,9 +97,11 @@ def data_attribute_mutation(params: dict, device: str) -> Result:
     wrong = grad_after(lambda w: w.data.mul_(10.0))
     exc = _raises(lambda: grad_after(lambda w: _no_grad_mul(w)))
     guarded = f"; the same write under no_grad raises {_first_line(exc)}" if exc else ""
+    op = str(params.get("op", "mul_"))
     if not torch.allclose(true_grad, wrong):
-        return ("confirmed", f"after `w.data.mul_(10)` the gradient is {wrong.tolist()}, the true gradient "
-                             f"is {true_grad.tolist()}{guarded}")
+        return ("confirmed", f"a write through .data (here `{op}`) after the forward pass: with `w.data.mul_(10)` "
+                             f"the gradient of sum(w*w) is {wrong.tolist()}, the true gradient is {true_grad.tolist()}"
+                             f"{guarded}; a write before the forward pass is harmless")
     return "not-reproduced", f"gradient unchanged by the .data write ({wrong.tolist()})"
 
 
@@ -221,17 +228,22 @@ def label_float_cast(params: dict, device: str) -> Result:
 
 @probe("TL202")
 def discarded_conversion(params: dict, device: str) -> Result:
-    method = params.get("method", "float")
+    method = str(params.get("method", "float"))
     x = torch.arange(6, device=device).reshape(2, 3).t()
     before = (x.dtype, x.device, x.is_contiguous())
-    call = {"to": lambda: x.to(torch.float64), "cuda": lambda: x.to(torch.float64),
-            "cpu": lambda: x.to(torch.float64), "type": lambda: x.type(torch.float64),
-            "pin_memory": lambda: x.clone()}.get(method, lambda: getattr(x, method)())
+    if method in ("cuda", "pin_memory") and not torch.cuda.is_available():
+        return "skipped", f"`.{method}()` needs a CUDA device, and this run has none"
+    calls = {"to": ("x.to(torch.float64)", lambda: x.to(torch.float64)),
+             "type": ("x.type(torch.float64)", lambda: x.type(torch.float64)),
+             "cuda": ("x.cuda()", lambda: x.cuda()), "cpu": ("x.cpu()", lambda: x.cpu())}
+    shown, call = calls.get(method, (f"x.{method}()", lambda: getattr(x, method)()))
     result = call()
     after = (x.dtype, x.device, x.is_contiguous())
-    if before == after and result is not x:
-        return ("confirmed", f"`x.{method}(...)` returned a new tensor ({result.dtype}); x is still "
-                             f"{x.dtype}, contiguous={x.is_contiguous()}")
+    if result is x:
+        return "not-reproduced", f"on {device} `{shown}` returns x itself: nothing is lost by discarding it"
+    if before == after:
+        return ("confirmed", f"`{shown}` on a {x.dtype} tensor returned a new tensor ({result.dtype}, {result.device}); "
+                             f"x is still {x.dtype} on {x.device}, contiguous={x.is_contiguous()}")
     return "not-reproduced", "the receiver changed in place"
 
 
@@ -255,12 +267,21 @@ def _count_copies(fn: Callable[[], Any]) -> int:
 @probe("TL204")
 def float64_from_numpy(params: dict, device: str) -> Result:
     import numpy as np
-    t = torch.from_numpy(np.random.rand(4, 3))
+    source = str(params.get("source", "np.random.rand"))
+    makers = {"np.random.rand": lambda: np.random.rand(4, 3), "np.random.randn": lambda: np.random.randn(4, 3),
+              "np.zeros": lambda: np.zeros((4, 3)), "np.ones": lambda: np.ones((4, 3)),
+              "np.empty": lambda: np.empty((4, 3)), "np.linspace": lambda: np.linspace(0, 1, 12).reshape(4, 3),
+              "np.random.random": lambda: np.random.random((4, 3)), "np.random.uniform": lambda: np.random.uniform(size=(4, 3)),
+              "np.random.normal": lambda: np.random.normal(size=(4, 3)), "np.full": lambda: np.full((4, 3), 0.5),
+              "np.array": lambda: np.array([[0.5] * 3] * 4), "np.asarray": lambda: np.asarray([[0.5] * 3] * 4)}
+    shown = source if source in makers else "np.random.rand"
+    t = torch.from_numpy(makers.get(source, makers["np.random.rand"])())
+    converter = str(params.get("converter", "torch.from_numpy"))
     layer = nn.Linear(3, 2).to(device)
     exc = _raises(lambda: layer(t.to(device)))
     extra = f"; against float32 weights: {_first_line(exc)}" if exc else ""
     if t.dtype == torch.float64:
-        return "confirmed", f"{params.get('source', 'np.random.rand')}(...) gives a {t.dtype} tensor{extra}"
+        return "confirmed", f"`{shown}(...)` with default dtype, converted by {converter}, gives a {t.dtype} tensor{extra}"
     return "not-reproduced", f"dtype {t.dtype}"
 
 
@@ -273,7 +294,8 @@ def legacy_constructor(params: dict, device: str) -> Result:
         name, ctor = "torch.Tensor", torch.Tensor
     t = ctor(3)
     if tuple(t.shape) == (3,):
-        return "confirmed", f"{name}(3) has shape (3,) and uninitialised values ({t.dtype}), not the value 3"
+        return ("confirmed", f"`{name}(3)` with an int argument has shape (3,) and uninitialised values ({t.dtype}), "
+                             f"not the value 3; with a list of values it holds those values")
     return "not-reproduced", f"shape {tuple(t.shape)}"
 
 
@@ -336,7 +358,10 @@ def _worker_streams(kind: str, workers: int) -> dict[int, list[float]]:
 @probe("TL301")
 def worker_rng(params: dict, device: str) -> Result:
     kind = params.get("rng", "np.random.default_rng")
-    workers = 2
+    workers = params.get("num_workers", 2)
+    workers = min(workers, 4) if isinstance(workers, int) and not isinstance(workers, bool) else 2
+    if workers < 2:
+        return "not-reproduced", f"with num_workers={workers} there is no second worker to repeat the stream"
     streams = _worker_streams(kind, workers)
     values = list(streams.values())
     if len(values) == workers and all(v == values[0] for v in values[1:]):
@@ -413,6 +438,17 @@ def conflicting_sampler(params: dict, device: str) -> Result:
 @probe("TL401")
 def softmax_before_ce(params: dict, device: str) -> Result:
     act = params.get("activation", "softmax")
+    loss_name = str(params.get("loss", "F.cross_entropy"))
+    if "nll" in loss_name.lower():
+        z = torch.tensor([[8.0, 0.0, 0.0]], device=device)
+        y = torch.tensor([0], device=device)
+        applied = {"softmax": torch.softmax, "sigmoid": lambda t, dim: torch.sigmoid(t)}.get(act, torch.log_softmax)
+        wrong = F.nll_loss(applied(z, dim=1), y)
+        right = F.nll_loss(torch.log_softmax(z, dim=1), y)
+        if abs(wrong.item() - right.item()) > 1e-3:
+            return ("confirmed", f"for a confident correct prediction {loss_name} gives {wrong.item():.4f} on {act} "
+                                 f"output, {right.item():.4f} on log_softmax output")
+        return "not-reproduced", f"{loss_name} gives {wrong.item():.4f} either way"
     if act == "sigmoid":
         z = torch.tensor([6.0, -6.0], device=device, requires_grad=True)
         y = torch.tensor([1.0, 0.0], device=device)
@@ -450,59 +486,83 @@ def functional_dropout(params: dict, device: str) -> Result:
 @probe("TL403")
 def implicit_softmax_dim(params: dict, device: str) -> Result:
     x = torch.randn(2, 3, 4, device=device)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the deprecation warning is not the evidence here
         p = F.softmax(x)
+        flat = F.softmax(torch.randn(2, 3, device=device))
     sums = p.sum(dim=0)
+    rows_ok = torch.allclose(flat.sum(dim=-1), torch.ones(2, device=device))
     if torch.allclose(sums, torch.ones_like(sums)):
-        warned = f" ({caught[0].message})" if caught else ""
-        return "confirmed", f"on 3-D input the implicit dim is 0: probabilities sum to 1 across the batch{warned}"
+        return ("confirmed", "the input's rank is unknown here: on a 3-D input the implicit dim is 0, so probabilities "
+                             "sum to 1 across the batch; on a 1-D or 2-D input it is the last dim "
+                             f"({'harmless' if rows_ok else 'not the last dim'})")
     return "not-reproduced", "softmax normalised the last dimension"
 
 
 # -- distributed ---------------------------------------------------------------------
-def _ddp_rank(rank: int, world: int, store: str, out: str, ignore_index: int) -> None:
+def _ddp_rank(rank: int, world: int, store: str, out: str, ignore_index: int, kind: str = "ce") -> None:
     import torch.distributed as dist
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
     torch.manual_seed(0)
     model = nn.Linear(3, 4)
     ddp = nn.parallel.DistributedDataParallel(model)
-    x, y = _ddp_batch(rank, ignore_index)
-    F.cross_entropy(ddp(x), y, ignore_index=ignore_index).backward()
+    x, y = _ddp_batch(rank, ignore_index, kind)
+    _ddp_loss(kind, ddp(x), y, ignore_index).backward()
     if rank == 0:
         torch.save(model.weight.grad.clone(), out)
     dist.barrier()
     dist.destroy_process_group()
 
 
-def _ddp_batch(rank: int, ignore_index: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _ddp_batch(rank: int, ignore_index: int, kind: str = "ce") -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(100 + rank)
     x = torch.randn(4, 3, generator=g)
+    if kind == "mse":
+        return x, torch.randn(4, 4, generator=g)  # every element counts: equal counts on every rank
     y = torch.randint(0, 4, (4,), generator=g)
     if rank == 1:
         y[1:] = ignore_index  # rank 1 counts 1 real target, rank 0 counts 4
     return x, y
 
 
+def _ddp_loss(kind: str, out: torch.Tensor, y: torch.Tensor, ignore_index: int) -> torch.Tensor:
+    if kind == "mse":
+        return F.mse_loss(out, y)
+    return F.cross_entropy(out, y, ignore_index=ignore_index)
+
+
+# Losses that can leave targets out of the mean (ignore_index, zero weights): per-rank counts
+# can differ even with equal batch sizes.
+_MASKING_LOSSES = ("cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss")
+
+
 @probe("TL501")
 def mean_under_ddp(params: dict, device: str) -> Result:
     import torch.multiprocessing as mp
     ignore_index = -100
+    loss = str(params.get("loss", "F.cross_entropy"))
+    how = "an explicit reduction='mean'" if params.get("explicit") else "the default reduction='mean'"
+    kind = "ce" if any(name in loss for name in _MASKING_LOSSES) else "mse"
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "grad.pt")
         # spawn, not fork: forking a process whose OpenMP/gloo threads are running can deadlock.
-        mp.start_processes(_ddp_rank, args=(2, os.path.join(tmp, "store"), out, ignore_index), nprocs=2,
+        mp.start_processes(_ddp_rank, args=(2, os.path.join(tmp, "store"), out, ignore_index, kind), nprocs=2,
                            join=True, start_method="spawn")
         ddp_grad = torch.load(out, weights_only=True)
     torch.manual_seed(0)
     model = nn.Linear(3, 4)
-    xs, ys = zip(*(_ddp_batch(r, ignore_index) for r in range(2)))
-    F.cross_entropy(model(torch.cat(xs)), torch.cat(ys), ignore_index=ignore_index).backward()
+    xs, ys = zip(*(_ddp_batch(r, ignore_index, kind) for r in range(2)))
+    _ddp_loss(kind, model(torch.cat(xs)), torch.cat(ys), ignore_index).backward()
     global_grad = model.weight.grad
     diff = float((ddp_grad - global_grad).abs().max())
     if diff > 1e-5:
-        return ("confirmed", f"2 gloo ranks with 4 and 1 counted targets: DDP gradient[0,0]={ddp_grad[0, 0]:.5f}, "
-                             f"global-mean gradient[0,0]={global_grad[0, 0]:.5f} (max diff {diff:.5f})")
+        return ("confirmed", f"{loss} with {how}, 2 gloo ranks whose targets are partly ignore_index (4 and 1 "
+                             f"counted): DDP gradient[0,0]={ddp_grad[0, 0]:.5f}, global-mean gradient[0,0]="
+                             f"{global_grad[0, 0]:.5f} (max diff {diff:.5f})")
+    if kind == "mse":
+        return ("not-reproduced", f"{loss} counts every element, so with equal batch sizes every rank counts the "
+                                  f"same and DDP's mean of means equals the global mean (2 gloo ranks, max diff "
+                                  f"{diff:.1e}); it differs only when ranks' batch sizes differ (an uneven last batch)")
     return "not-reproduced", f"DDP and global-mean gradients agree (max diff {diff:.2e})"
 
 
@@ -533,12 +593,15 @@ def unsafe_load(params: dict, device: str) -> Result:
     ran = loaded["payload"] == os.getpid()
     buf.seek(0)
     default = _raises(lambda: torch.load(buf))
-    if params.get("explicit_false", True) and ran:
-        return ("confirmed", "torch.load(weights_only=False) called a pickled callable (os.getpid) while loading"
-                + (f"; the default load refuses it: {_first_line(default)}" if default else ""))
+    if params.get("explicit_false", True):
+        if ran:
+            return ("confirmed", "torch.load(weights_only=False) called a pickled callable (os.getpid) while loading"
+                    + (f"; the default load refuses it: {_first_line(default)}" if default else ""))
+        return "not-reproduced", "torch.load(weights_only=False) did not run the pickled callable"
     if default is None:
         return "confirmed", "the default torch.load (weights_only unset) ran a pickled callable while loading"
-    return "confirmed", f"the default is weights_only=True on this torch: full-object checkpoints fail: {_first_line(default)}"
+    return ("not-applicable", f"on torch {torch.__version__} an unset weights_only means weights_only=True: the "
+                              f"pickled callable was refused ({_first_line(default)}); a state_dict loads safely")
 
 
 @probe("TL602")
@@ -635,43 +698,10 @@ def fp16_without_scaler(params: dict, device: str) -> Result:
     ((w * 1e-4).sum() * 1e-4).backward()  # true gradient 1e-8 per element
     unscaled = float(w.grad[0])
     w.grad = None
-    scale = 65536.0
+    scale = 1024.0  # what GradScaler does; 65536 itself overflows float16 (max 65504)
     (((w * 1e-4).sum() * 1e-4) * scale).backward()
     scaled = float(w.grad[0]) / scale
-    if unscaled == 0.0 and scaled != 0.0:
-        return "confirmed", f"float16 gradient 1e-8 underflows to {unscaled}; with a 65536 loss scale it is {scaled:.2e}"
+    if unscaled == 0.0 and scaled != 0.0 and math.isfinite(scaled):
+        return ("confirmed", f"a float16 gradient of 1e-8 underflows to {unscaled}; with a loss scale of {scale:g} "
+                             f"it survives as {scaled:.2e}")
     return "not-reproduced", f"unscaled {unscaled}, scaled {scaled}"
-
-
-# -- self-contained snippets ---------------------------------------------------------
-# The exception that *is* the hazard, per rule; any other exception is an `error`.
-_SNIPPET_ERRORS = {"TL106": "floating point", "TL403": "dim"}
-
-
-def run_snippet(code: str, snippet: str, device: str) -> Result:
-    """Evaluate a flagged expression exactly as written (names already resolved to
-    `torch`/`numpy`): the exception or the resulting value is the evidence."""
-    import builtins
-
-    import numpy
-    # The parent admitted only literals and allow-listed torch/numpy calls, so the snippet
-    # names nothing else; torch's C code needs real builtins (it imports modules lazily).
-    namespace = {"torch": torch, "numpy": numpy, "__builtins__": builtins}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            value = eval(compile(snippet, "<snippet>", "eval"), namespace)  # noqa: S307 - checked literal-only
-        except Exception as exc:  # noqa: BLE001
-            expected = _SNIPPET_ERRORS.get(code)
-            if expected and expected in str(exc):
-                return "confirmed", f"`{snippet}` raises {_first_line(exc)}"
-            raise  # an unrelated failure (out of memory, bad arguments) is an error, not evidence
-    if code == "TL204" and getattr(value, "dtype", None) == torch.float64:
-        return "confirmed", f"`{snippet}` is a {value.dtype} tensor"
-    if code == "TL205" and isinstance(value, torch.Tensor):
-        return "confirmed", f"`{snippet}` has shape {tuple(value.shape)} (uninitialised memory), not those values"
-    if code == "TL403" and caught:
-        return "confirmed", f"`{snippet}` warns: {caught[0].message}"
-    if code == "TL106":
-        return "not-reproduced", f"`{snippet}` created a tensor of dtype {getattr(value, 'dtype', '?')}"
-    return "not-reproduced", f"`{snippet}` evaluated to {type(value).__name__} without the hazard"

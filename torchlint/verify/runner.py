@@ -1,14 +1,18 @@
-"""Runs probes in a sandboxed worker process and attaches verdicts to findings.
+"""Runs slices and probes in a sandboxed worker process and attaches verdicts to findings.
 
-Safety: the worker is `python -I` (no user site, no PYTHONPATH), in a fresh temporary
-directory, with an environment reduced to what Python and CUDA need (no tokens or other
-secrets), a per-probe timeout, and an address-space limit when CUDA is not in play
-(`--device cpu`, or a CPU build of torch). It runs only
-our probes and self-contained snippets; a hang, crash or memory blow-up becomes an `error`
-verdict for that finding and a fresh worker takes the next probe.
+Safety (see SECURITY.md): the worker is `python -I` in a fresh temporary
+directory, started through a short-lived launcher (`_launch.py`) whose own environment is
+already reduced to what Python and CUDA need, so neither the worker nor its parent's
+/proc entry holds tokens. The launcher enters a new user + network namespace when the
+kernel allows it. A watchdog thread sums the resident memory of the worker's whole process
+group and kills it past `--verify-memory` (default 2 GiB; this works on CUDA builds too),
+with an address-space limit as a backstop on CPU-only runs. Each probe has a timeout and
+the whole run an overall `--verify-budget`. Only allow-listed slices (checked in this
+process, re-derived from the source, never taken from a cache) and our probes run.
 
-Speed: torch is imported once per worker; identical probes (same rule, values, snippet and
-device) run once, and verdicts are cached on disk keyed by torch version and device."""
+Speed: torch is imported once per worker; identical requests run once, and verdicts,
+errors and timeouts are cached on disk, keyed by torchlint version, the hash of the
+verdict code, torch version, device and the exact request."""
 
 from __future__ import annotations
 
@@ -19,22 +23,30 @@ import json
 import os
 import select
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
+from torchlint import __version__
 from torchlint.diagnostics import Finding
-from torchlint.verify.plan import ProbeRequest, plan
+from torchlint.verify.plan import ProbeRequest, plan, verdict_code_hash
 
 WORKER = Path(__file__).resolve().parent / "_worker.py"
+LAUNCHER = Path(__file__).resolve().parent / "_launch.py"
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SYSTEMROOT", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
              "CUDA_HOME", "NVIDIA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 STARTUP_TIMEOUT = 180.0
 CPU_ADDRESS_SPACE = 16 * 1024**3
-_FORMAT = 1
+DEFAULT_MEMORY = 2 * 1024**3
+DEFAULT_BUDGET = 900.0
+VERDICTS = ("confirmed", "not-reproduced", "demonstrated", "not-applicable", "skipped", "error")
+_FORMAT = 2
+_MAX_ENTRY_BYTES = 16384
 
 
 class VerifyUnavailable(Exception):
@@ -54,19 +66,50 @@ def torch_version() -> str:
         return "unknown"
 
 
-class ProbeWorker:
-    """One worker process; restarted after a timeout or crash."""
+def _tree_memory(pgid: int) -> int:
+    """Private resident bytes (resident minus shared pages) of every process in the group:
+    the worker, DataLoader workers it forked, processes a probe spawned."""
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    total = 0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            if int(fields[2]) != pgid:  # field 5 of stat: process group
+                continue
+            with open(f"/proc/{entry}/statm", "rb") as fh:
+                statm = fh.read().split()
+            total += max(int(statm[1]) - int(statm[2]), 0) * page
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
 
-    def __init__(self, timeout: float, limit_memory: bool, script: Path = WORKER) -> None:
+
+class ProbeWorker:
+    """One worker process (behind its launcher); restarted after a timeout, crash or
+    memory kill."""
+
+    def __init__(self, timeout: float, limit_memory: bool, script: Path = WORKER,
+                 memory_limit: int = DEFAULT_MEMORY) -> None:
         self.script = script
         self.timeout = timeout
-        self.limit_memory = limit_memory
+        self.limit_memory = limit_memory  # add the address-space backstop (CPU-only runs)
+        self.memory_limit = memory_limit
         self.proc: Optional[subprocess.Popen] = None
         self.info: dict[str, Any] = {}
         self._buffer = b""
         self._eof = False
         self._tmp: Optional[tempfile.TemporaryDirectory] = None
         self._next_id = 0
+        self._killed_for_memory = 0
+        self._watch_stop = threading.Event()
+        self._watcher: Optional[threading.Thread] = None
 
     def _env(self, home: str) -> dict[str, str]:
         env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
@@ -74,25 +117,22 @@ class ProbeWorker:
                    OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
         return env
 
-    def _limits(self) -> None:  # runs in the child before exec
-        os.setsid()
-        if self.limit_memory:
-            try:
-                import resource
-                resource.setrlimit(resource.RLIMIT_AS, (CPU_ADDRESS_SPACE, CPU_ADDRESS_SPACE))
-            except (ImportError, ValueError, OSError):
-                pass
-
     def start(self) -> dict[str, Any]:
         self._tmp = tempfile.TemporaryDirectory(prefix="torchlint-verify-")
         self._stderr = open(os.path.join(self._tmp.name, "stderr.log"), "wb")
+        limit = max(CPU_ADDRESS_SPACE, self.memory_limit * 4) if self.limit_memory else 0
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", str(self.script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=self._stderr, cwd=self._tmp.name, env=self._env(self._tmp.name),
-            preexec_fn=self._limits if os.name == "posix" else None,
+            [sys.executable, "-I", str(LAUNCHER), str(self.script), str(limit)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=self._stderr, cwd=self._tmp.name, env=self._env(self._tmp.name),
+            start_new_session=(os.name == "posix"),
         )
         self._buffer = b""
         self._eof = False
+        self._killed_for_memory = 0
+        self._watch_stop = threading.Event()
+        if sys.platform.startswith("linux") and self.memory_limit:
+            self._watcher = threading.Thread(target=self._watch, args=(self.proc, self._watch_stop), daemon=True)
+            self._watcher.start()
         line = self._read_line(STARTUP_TIMEOUT)
         if line is None:
             reason = self._failure("starting the probe worker")
@@ -100,6 +140,17 @@ class ProbeWorker:
             raise RuntimeError(reason)
         self.info = json.loads(line)
         return self.info
+
+    def _watch(self, proc: subprocess.Popen, done: threading.Event) -> None:
+        while not done.wait(0.02):
+            used = _tree_memory(proc.pid)
+            if used > self.memory_limit:
+                self._killed_for_memory = used
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                return
 
     def _read_line(self, timeout: float) -> Optional[bytes]:
         assert self.proc is not None and self.proc.stdout is not None
@@ -117,19 +168,24 @@ class ProbeWorker:
                 self._eof = True  # the worker died
                 return None
             self._buffer += chunk
+            if len(self._buffer) > 1 << 20:
+                return None  # a worker does not send megabytes: treat as broken
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line
 
-    def _failure(self, what: str) -> str:
+    def _failure(self, what: str, timeout: Optional[float] = None) -> str:
         assert self.proc is not None
         if self._eof:
             try:  # its stdout closed: it is exiting; reap it to learn how it ended
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
+        if self._killed_for_memory:
+            return (f"{what} was stopped: its processes used {self._killed_for_memory / 2**20:.0f} MiB, above the "
+                    f"--verify-memory limit of {self.memory_limit / 2**20:.0f} MiB")
         code = self.proc.poll()
         if code is None:
-            return f"{what} timed out after {self.timeout:g}s"
+            return f"{what} timed out after {timeout if timeout is not None else self.timeout:g}s"
         if code < 0:
             return f"{what}: the probe process was killed by signal {signal.Signals(-code).name}"
         tail = ""
@@ -141,7 +197,7 @@ class ProbeWorker:
             pass
         return f"{what}: the probe process exited with status {code}{tail}"
 
-    def run(self, request: dict[str, Any]) -> dict[str, str]:
+    def run(self, request: dict[str, Any], timeout: Optional[float] = None) -> dict[str, str]:
         if self.proc is None or self.proc.poll() is not None:
             self.start()
         assert self.proc is not None and self.proc.stdin is not None
@@ -152,22 +208,37 @@ class ProbeWorker:
             self.proc.stdin.flush()
         except OSError:
             pass
-        line = self._read_line(self.timeout)
+        limit = min(self.timeout, timeout) if timeout is not None else self.timeout
+        line = self._read_line(limit)
         if line is None:
-            evidence = self._failure("the probe")
+            evidence = self._failure("the probe", limit)
             self.stop()
             return {"verdict": "error", "evidence": evidence}
-        answer = json.loads(line)
-        return {"verdict": answer["verdict"], "evidence": answer["evidence"]}
+        try:
+            answer = json.loads(line)
+            verdict, evidence = answer["verdict"], answer["evidence"]
+        except (ValueError, KeyError, TypeError):
+            self.stop()
+            return {"verdict": "error", "evidence": "the probe worker sent a malformed answer"}
+        if verdict not in VERDICTS or not isinstance(evidence, str):
+            return {"verdict": "error", "evidence": "the probe worker sent a malformed answer"}
+        return {"verdict": verdict, "evidence": evidence[:1000]}
 
     def stop(self) -> None:
+        self._watch_stop.set()
         if self.proc is not None:
-            if self.proc.poll() is None:
+            if self.proc.poll() is None or os.name == "posix":
                 try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
+                    os.killpg(self.proc.pid, signal.SIGKILL)  # the launcher, worker and anything they started
                 except (OSError, AttributeError):
                     self.proc.kill()
             self.proc.wait()
+            for stream in (self.proc.stdin, self.proc.stdout):
+                try:
+                    if stream is not None:
+                        stream.close()
+                except OSError:
+                    pass
             self.proc = None
         if self._tmp is not None:
             self._stderr.close()
@@ -176,55 +247,92 @@ class ProbeWorker:
 
 
 class VerdictCache:
+    """One JSON file per request key under `<cache>/verify/`. The CLI hands over a cache
+    directory only after torchlint.cache.refusal accepted it (not tracked by git, not put
+    outside the project by a config file). Entries are data: read with a size cap, without
+    following symlinks, and validated exactly (types, verdict names, lengths, the key they
+    claim); anything else is a miss and is overwritten."""
+
     def __init__(self, root: Optional[Path]) -> None:
         self.root = root / "verify" if root is not None else None
 
     @staticmethod
-    def key(request: ProbeRequest, device: str, torch: str) -> str:
-        blob = json.dumps([request.code, request.params, request.snippet, device, torch, _FORMAT], sort_keys=True)
+    def key(request: ProbeRequest, device: str, torch: str, code_hash: str, limits: tuple) -> str:
+        blob = json.dumps([__version__, code_hash, request.identity(), device, torch, list(limits), _FORMAT],
+                          sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def get(self, key: str) -> Optional[dict[str, str]]:
         if self.root is None:
             return None
         try:
-            data = json.loads((self.root / f"{key}.json").read_text(encoding="utf-8"))
-            if data.get("key") == key and data.get("verdict") in ("confirmed", "not-reproduced"):
-                return {"verdict": data["verdict"], "evidence": data["evidence"]}
-        except (OSError, ValueError, AttributeError):
-            pass
-        return None
+            fd = os.open(self.root / f"{key}.json", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(
+                os, "O_NONBLOCK", 0))
+        except OSError:
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            raw = os.read(fd, _MAX_ENTRY_BYTES + 1)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if len(raw) > _MAX_ENTRY_BYTES:
+            return None
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return None
+        if type(data) is not dict or set(data) != {"key", "verdict", "evidence"}:
+            return None
+        if data["key"] != key or type(data["verdict"]) is not str or data["verdict"] not in VERDICTS \
+                or data["verdict"] == "skipped" or type(data["evidence"]) is not str or len(data["evidence"]) > 1000:
+            return None
+        return {"verdict": data["verdict"], "evidence": data["evidence"]}
 
     def put(self, key: str, result: dict[str, str]) -> None:
-        if self.root is None or result["verdict"] not in ("confirmed", "not-reproduced"):
-            return  # errors and skips are not facts about torch: retry them next time
+        if self.root is None or result["verdict"] == "skipped":
+            return  # a skip (budget ran out) is not a fact about torch
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(dict(result, key=key), fh)
+                json.dump({"key": key, "verdict": result["verdict"], "evidence": result["evidence"]}, fh)
             os.replace(tmp, self.root / f"{key}.json")
         except OSError:
             pass
 
 
 def verify_findings(findings: list[Finding], device: str = "auto", timeout: float = 60.0,
-                    cache_dir: Optional[Path] = None) -> None:
-    """Attach a `verify` dict to every finding: {"runs": [{device, verdict, evidence, torch}]}."""
+                    cache_dir: Optional[Path] = None, sources: Optional[Callable[[str], Optional[str]]] = None,
+                    memory_limit: int = DEFAULT_MEMORY, budget: float = DEFAULT_BUDGET) -> None:
+    """Attach a `verify` dict to every finding: {"runs": [{device, verdict, evidence, torch}],
+    "verdict": ...}. `sources(path)` gives the current text of a finding's file."""
     torch = torch_version()
     cache = VerdictCache(cache_dir)
-    plans = [plan(f) for f in findings]
+    code_hash = verdict_code_hash()
+    texts: dict[str, Optional[str]] = {}
+
+    def source_of(path: str) -> Optional[str]:
+        if path not in texts:
+            texts[path] = sources(path) if sources is not None else None
+        return texts[path]
+
+    plans = [plan(f, source_of(f.path)) for f in findings]
     worker: Optional[ProbeWorker] = None
     cuda: Optional[bool] = None
     memo: dict[str, dict[str, str]] = {}
+    deadline = time.monotonic() + budget
     try:
         def get_worker() -> ProbeWorker:
             nonlocal worker
             if worker is None:
                 # CUDA initialisation reserves far more address space than any limit we
-                # could set, so the limit applies when CUDA cannot be used: a CPU-only run,
-                # or a CPU build of torch.
-                worker = ProbeWorker(timeout, limit_memory=(device == "cpu" or "+cpu" in torch))
+                # could set, so the address-space backstop applies only when CUDA cannot
+                # be used; the RSS watchdog applies everywhere.
+                worker = ProbeWorker(timeout, limit_memory=(device == "cpu" or "+cpu" in torch),
+                                     memory_limit=memory_limit)
                 worker.start()
             return worker
 
@@ -252,14 +360,21 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                         runs.append({"device": "cuda", "verdict": "skipped", "torch": torch,
                                      "evidence": "CUDA requested but torch.cuda.is_available() is False here"})
                     continue
-                key = cache.key(request, dev, torch)
+                key = cache.key(request, dev, torch, code_hash, (timeout, memory_limit))
                 result = memo.get(key) or cache.get(key)
                 if result is None:
-                    try:
-                        result = get_worker().run(dict(request.as_json(), device=dev))
-                    except RuntimeError as exc:  # the worker could not even start
-                        result = {"verdict": "error", "evidence": str(exc)}
-                    cache.put(key, result)
+                    left = deadline - time.monotonic()
+                    if left <= 1:
+                        result = {"verdict": "skipped", "evidence": f"the --verify time budget of {budget:g}s ran out"}
+                    else:
+                        try:
+                            result = get_worker().run(dict(request.as_json(), device=dev), timeout=left)
+                        except RuntimeError as exc:  # the worker could not even start
+                            result = {"verdict": "error", "evidence": str(exc)}
+                        if result["verdict"] == "error" and "timed out" in result["evidence"] and left < timeout:
+                            result = {"verdict": "skipped",
+                                      "evidence": f"the --verify time budget of {budget:g}s ran out"}
+                        cache.put(key, result)
                 memo[key] = result
                 runs.append({"device": dev, "torch": _runtime_version(worker, torch), **result})
             finding.verify = {"runs": runs, "verdict": summarize(runs)}
@@ -274,7 +389,7 @@ def _runtime_version(worker: Optional[ProbeWorker], fallback: str) -> str:
 
 def summarize(runs: list[dict[str, str]]) -> str:
     verdicts = [r["verdict"] for r in runs]
-    for verdict in ("confirmed", "error", "not-reproduced", "skipped"):
+    for verdict in ("confirmed", "demonstrated", "error", "not-reproduced", "not-applicable", "skipped"):
         if verdict in verdicts:
             return verdict
     return "skipped"

@@ -1,0 +1,356 @@
+"""Program slices of the user's own code: the flagged statement plus the statements it
+depends on, back to literals, torch/numpy/math/random calls and local definitions.
+
+The parent re-reads and re-parses the file (nothing comes from the lint cache), finds the
+flagged node by its exact location, and builds a pruned module:
+
+- the enclosing scope is the module, or a module-level function whose parameters the
+  slice does not need (a parameter has no value in the file: the slice is then not
+  self-contained and the rule's fact probe runs instead);
+- a statement is kept when it binds or mutates a name a kept statement reads; compound
+  statements around kept ones keep their headers; names a function reads from the module
+  are resolved against module-level statements;
+- anything unresolved at the end (a name with no value in the file) makes the slice not
+  self-contained.
+
+All walks are iterative; `safety.check_shape` bounds depth before any recursive tool runs."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Optional
+
+from torchlint.verify.safety import ALLOWED_BUILTINS, Unsafe, Validator, check_shape, iter_with_depth
+
+MAX_SOURCE_BYTES = 2_000_000
+_BLOCKS = ("body", "orelse", "finalbody")
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+class NotSelfContained(Exception):
+    """The flagged code cannot run in isolation; the message says why."""
+
+
+@dataclass
+class Slice:
+    module: ast.Module
+    flagged: ast.AST  # the reported node, inside `module`
+    statement: ast.stmt  # the statement holding it
+    parents: dict[int, ast.AST] = field(default_factory=dict)
+
+    def parent_of(self, node: ast.AST) -> Optional[ast.AST]:
+        return self.parents.get(id(node))
+
+
+def parse(text: str) -> ast.Module:
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
+        raise NotSelfContained("the file is too large to slice")
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise NotSelfContained(f"the file does not parse now ({type(exc).__name__})") from None
+    try:
+        check_shape_loose(tree)
+    except Unsafe as exc:
+        raise NotSelfContained(str(exc)) from None
+    return tree
+
+
+def check_shape_loose(tree: ast.AST) -> None:
+    for _, depth in iter_with_depth(tree):
+        if depth > 200:
+            raise Unsafe("the code nests too deeply to slice")
+
+
+def parent_map(tree: ast.AST) -> dict[int, ast.AST]:
+    parents: dict[int, ast.AST] = {}
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+            stack.append(child)
+    return parents
+
+
+def find_node(tree: ast.Module, lines: list[str], row: int, col: int, end_row: int, end_col: int) -> ast.AST:
+    """The outermost node spanning exactly the finding's range (columns are 1-based code
+    points in findings, UTF-8 byte offsets in the AST)."""
+    def offset(r: int, c: int) -> int:
+        line = lines[r - 1] if 0 < r <= len(lines) else ""
+        return len(line[:max(c - 1, 0)].encode("utf-8", "surrogatepass"))
+
+    start, end = offset(row, col), offset(end_row, end_col)
+    exact: list[ast.AST] = []
+    starts_here: list[ast.AST] = []
+    for node in ast.walk(tree):  # breadth first: outer nodes come first
+        if getattr(node, "lineno", None) == row and getattr(node, "col_offset", None) == start:
+            if node.end_lineno == end_row and node.end_col_offset == end:  # type: ignore[attr-defined]
+                exact.append(node)
+            starts_here.append(node)
+    # An expression statement spans exactly its expression: rules report the expression.
+    for candidates in (exact, starts_here):
+        chosen = next((n for n in candidates if not isinstance(n, ast.Expr)), None) or (
+            candidates[0] if candidates else None)
+        if chosen is not None:
+            return chosen
+    raise NotSelfContained("the flagged code is no longer at the reported location")
+
+
+def statement_of(node: ast.AST, parents: dict[int, ast.AST]) -> ast.stmt:
+    while not isinstance(node, ast.stmt):
+        node = parents[id(node)]
+    return node
+
+
+def _ancestors(node: ast.AST, parents: dict[int, ast.AST]) -> list[ast.AST]:
+    out = []
+    while id(node) in parents:
+        node = parents[id(node)]
+        out.append(node)
+    return out
+
+
+# -- names -----------------------------------------------------------------------
+def _header_nodes(stmt: ast.stmt) -> list[ast.AST]:
+    """The parts of a statement that run when it is entered (not its nested blocks)."""
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return [stmt.target, stmt.iter]
+    if isinstance(stmt, (ast.If, ast.While)):
+        return [stmt.test]
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return list(stmt.items)
+    if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+        return []
+    if isinstance(stmt, ast.Match):
+        return [stmt.subject]
+    return [stmt]
+
+
+def _is_compound(stmt: ast.stmt) -> bool:
+    return not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and any(
+        isinstance(getattr(stmt, f, None), list) and getattr(stmt, f) and isinstance(getattr(stmt, f)[0], ast.stmt)
+        for f in _BLOCKS) or isinstance(stmt, ast.Try)
+
+
+def names_of(parts: Iterable[ast.AST]) -> tuple[set[str], set[str]]:
+    """(bound, read) names of these nodes; names bound inside a nested scope, comprehension
+    or lambda are not free reads."""
+    bound: set[str] = set()
+    read: set[str] = set()
+    inner: set[str] = set()
+    for part in parts:
+        stack: list[tuple[ast.AST, bool]] = [(part, False)]
+        while stack:
+            node, nested = stack.pop()
+            if isinstance(node, ast.Name):
+                if isinstance(node.ctx, ast.Load):
+                    read.add(node.id)
+                else:
+                    (inner if nested else bound).add(node.id)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    (inner if nested else bound).add((alias.asname or alias.name).split(".")[0])
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                read.add(node.target.id)  # `x += 1` reads x first
+            elif isinstance(node, ast.arg):
+                inner.add(node.arg)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                (inner if nested else bound).add(node.name)
+            elif isinstance(node, (ast.ExceptHandler,)) and node.name:
+                (inner if nested else bound).add(node.name)
+            is_scope = isinstance(node, (*_SCOPES, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp))
+            for child in ast.iter_child_nodes(node):
+                stack.append((child, nested or is_scope))
+    return bound, read - (inner - bound)
+
+
+def _root_name(node: ast.AST) -> Optional[str]:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call, ast.Starred)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _mutated(stmt: ast.stmt) -> set[str]:
+    """Names whose object a statement may change in place: `x.add_(1)`, `opt.step()`,
+    `x[0] = 1`, `m.w = ...`, `del x[0]`."""
+    out: set[str] = set()
+    if isinstance(stmt, ast.Expr):
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                name = _root_name(node.func.value)
+                if name:
+                    out.add(name)
+    targets: list[ast.AST] = []
+    if isinstance(stmt, ast.Assign):
+        targets = list(stmt.targets)
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        targets = [stmt.target]
+    elif isinstance(stmt, ast.Delete):
+        targets = list(stmt.targets)
+    for target in targets:
+        for node in ast.walk(target):
+            if isinstance(node, (ast.Attribute, ast.Subscript)):
+                name = _root_name(node)
+                if name:
+                    out.add(name)
+    return out
+
+
+# -- the slice -------------------------------------------------------------------------
+class _Units:
+    """The statements of one scope in execution (pre)order, with their enclosing compound
+    statements; nested functions and classes are single units."""
+
+    def __init__(self, body: list[ast.stmt]) -> None:
+        self.order: list[ast.stmt] = []
+        self.enclosing: dict[int, list[ast.stmt]] = {}
+        stack: list[tuple[ast.stmt, list[ast.stmt]]] = [(s, []) for s in reversed(body)]
+        while stack:
+            stmt, outer = stack.pop()
+            self.order.append(stmt)
+            self.enclosing[id(stmt)] = outer
+            if _is_compound(stmt):
+                children: list[ast.stmt] = []
+                for f in _BLOCKS:
+                    children.extend(getattr(stmt, f, None) or [])
+                for handler in getattr(stmt, "handlers", None) or []:
+                    children.extend(handler.body)
+                for case in getattr(stmt, "cases", None) or []:
+                    children.extend(case.body)
+                stack.extend((c, outer + [stmt]) for c in reversed(children))
+        self.index = {id(s): i for i, s in enumerate(self.order)}
+
+    def header_names(self, stmt: ast.stmt) -> tuple[set[str], set[str]]:
+        return names_of(_header_nodes(stmt)) if _is_compound(stmt) else names_of([stmt])
+
+
+def _select(units: _Units, seeds: list[ast.stmt], needed: set[str]) -> tuple[set[int], set[str], set[str]]:
+    """Backward dependency pass. Returns (kept statement ids, names still needed, names bound)."""
+    kept: set[int] = set()
+    bound: set[str] = set()
+
+    def keep(stmt: ast.stmt) -> None:
+        for s in [*units.enclosing[id(stmt)], stmt]:
+            if id(s) not in kept:
+                kept.add(id(s))
+                b, r = units.header_names(s)
+                bound.update(b)
+                needed.update(r)
+
+    last = max((units.index[id(s)] for s in seeds), default=-1)
+    for s in seeds:
+        keep(s)
+    for i in range(last, -1, -1):
+        stmt = units.order[i]
+        if id(stmt) in kept:
+            continue
+        b, _ = units.header_names(stmt)
+        if b & needed or _mutated(stmt) & needed:
+            keep(stmt)
+    return kept, needed, bound
+
+
+def _prune(blocks_owner: list[ast.stmt], kept: set[int]) -> list[ast.stmt]:
+    """Keep only kept statements in every block below these (iteratively); empty blocks
+    get a `pass`."""
+    top = [s for s in blocks_owner if id(s) in kept]
+    stack = list(top)
+    while stack:
+        stmt = stack.pop()
+        if not _is_compound(stmt):
+            continue
+        for f in _BLOCKS:
+            block = getattr(stmt, f, None)
+            if block:
+                new = [s for s in block if id(s) in kept]
+                if not new and f == "body" or not new and f == "finalbody":
+                    new = [ast.Pass()]
+                setattr(stmt, f, new)
+                stack.extend(s for s in new if id(s) in kept)
+        for handler in getattr(stmt, "handlers", None) or []:
+            handler.body = [s for s in handler.body if id(s) in kept] or [ast.Pass()]
+            stack.extend(s for s in handler.body if id(s) in kept)
+        for case in getattr(stmt, "cases", None) or []:
+            case.body = [s for s in case.body if id(s) in kept] or [ast.Pass()]
+            stack.extend(s for s in case.body if id(s) in kept)
+    return top
+
+
+def build(text: str, row: int, col: int, end_row: int, end_col: int,
+          related: Optional[Callable[[ast.Module, ast.AST, dict[int, ast.AST]], list[ast.AST]]] = None,
+          extra_seed: Optional[Callable[[list[ast.stmt]], list[ast.stmt]]] = None) -> Slice:
+    """Slice `text` at the finding's range. `related(tree, node, parents)` may name more
+    nodes whose statements must be in the slice (the loss call a flagged cast feeds)."""
+    tree = parse(text)
+    node = find_node(tree, _python_lines(text), row, col, end_row, end_col)
+    parents = parent_map(tree)
+    stmt = statement_of(node, parents)
+    seeds_nodes = [node, *(related(tree, node, parents) if related else [])]
+    seed_stmts = [statement_of(n, parents) for n in seeds_nodes]
+
+    # The scope: the module, or one module-level function.
+    scopes = [a for a in _ancestors(stmt, parents) if isinstance(a, _SCOPES)]
+    if any(isinstance(a, (ast.ClassDef, ast.Lambda)) for a in scopes) or len(scopes) > 1:
+        raise NotSelfContained("the flagged code is inside a method or nested function; its inputs "
+                               "(`self`, arguments) have no value in the file")
+    function = scopes[0] if scopes else None
+    if function is not None and parents.get(id(function)) is not tree:
+        raise NotSelfContained("the flagged code is inside a function that is not defined at module level")
+    for s in seed_stmts:
+        if statement_scope(s, parents) is not function:
+            raise NotSelfContained("the code the finding depends on lies in another function")
+    if extra_seed is not None:
+        seed_stmts.extend(extra_seed(function.body if function else tree.body))
+
+    module_body = [s for s in tree.body if s is not function]
+    needed: set[str] = set()
+    if function is not None:
+        units = _Units(function.body)
+        kept, needed, bound = _select(units, seed_stmts, needed)
+        params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+        params |= {a.arg for a in (function.args.vararg, function.args.kwarg) if a is not None}
+        unknown = sorted((needed - bound) & params)
+        if unknown:
+            raise NotSelfContained(f"it needs `{unknown[0]}`, a parameter of `{function.name}()` with no value "
+                                   "in the file")
+        inner = _prune(function.body, kept)
+        needed = needed - bound
+        # Module-level names the function reads: definitions before it, and imports,
+        # functions and classes anywhere (they only bind names).
+        at = tree.body.index(function)
+        candidates = [s for i, s in enumerate(tree.body) if s is not function and (
+            i < at or isinstance(s, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)))]
+        module_units = _Units(candidates)
+        mkept, needed, mbound = _select(module_units, [], needed)
+        outer = _prune(candidates, mkept)
+        body = outer + inner
+        bound |= mbound
+    else:
+        units = _Units(module_body)
+        kept, needed, bound = _select(units, seed_stmts, needed)
+        body = _prune(module_body, kept)
+    missing = sorted(needed - bound - ALLOWED_BUILTINS - {"__name__"})
+    if missing:
+        raise NotSelfContained(f"`{missing[0]}` has no value in the file")
+    module = ast.Module(body=body, type_ignores=[])
+    try:
+        Validator().check(module)
+    except Unsafe as exc:
+        raise NotSelfContained(f"the slice is not allowed to run: it {exc}" if not str(exc).startswith("the")
+                               else f"the slice is not allowed to run: {exc}") from None
+    check_shape(module)
+    return Slice(module, node, stmt, parent_map(module))
+
+
+def statement_scope(stmt: ast.AST, parents: dict[int, ast.AST]) -> Optional[ast.AST]:
+    for a in _ancestors(stmt, parents):
+        if isinstance(a, _SCOPES):
+            return a
+    return None
+
+
+def _python_lines(text: str) -> list[str]:
+    """Lines as Python's tokenizer splits them (\\n, \\r\\n, \\r only; not form feed or U+2028)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")

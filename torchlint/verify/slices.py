@@ -1,0 +1,409 @@
+# torchlint: noqa  (runs flagged user code on purpose, inside the probe worker only)
+"""Worker side of program slices: run the user's own code (already checked against the
+allow-list by the parent) with restricted builtins, record what happens at the flagged
+call or statement, and judge it.
+
+Runs only inside the probe worker. Verdicts: `confirmed` (the hazard happened in the
+user's run; the evidence quotes that run's values), `not-reproduced` (the user's code ran
+the flagged line without the hazard), or None when the run never reached the flagged line
+(the worker then falls back to the rule's fact probe)."""
+
+from __future__ import annotations
+
+import builtins
+import random
+import warnings
+from typing import Any, Callable, Optional
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from safety import ALLOWED_BUILTINS  # next to this file in the worker's sys.path
+
+Result = tuple[str, str]
+_KEEP = 3  # records kept per tag
+
+
+class _Stop(BaseException):
+    """Ends a slice run at the observed point (not an Exception: user `except` cannot catch it)."""
+
+
+class Record(dict):
+    pass
+
+
+def _builtins() -> dict[str, Any]:
+    table = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS if hasattr(builtins, name)}
+    table["print"] = lambda *a, **k: None
+    # Import statements were checked by the parent (torch, numpy, math, random only), and no
+    # dunder name is reachable from user code; torch's own lazy imports need these.
+    table["__import__"] = builtins.__import__
+    table["__build_class__"] = builtins.__build_class__
+    return table
+
+
+def _snapshot(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return {"dtype": value.dtype, "device": value.device, "shape": tuple(value.shape),
+                "contiguous": value.is_contiguous()}
+    return None
+
+
+def run_variant(source: str, stop: str) -> dict[str, Any]:
+    obs: dict[str, list[Record]] = {}
+    seen: set[str] = set()
+
+    def record(tag: str, rec: Record) -> None:
+        obs.setdefault(tag, [])
+        if len(obs[tag]) < _KEEP:
+            obs[tag].append(rec)
+        seen.add(tag)
+
+    def should_stop(tag: str) -> bool:
+        if stop == "flag":
+            return tag == "flag"
+        return tag == stop and "flag" in seen
+
+    def tl_call(tag: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        if stop != "flag" and tag == stop and "flag" not in seen:
+            return fn(*args, **kwargs)  # a backward pass before the flagged write
+        receiver = getattr(fn, "__self__", None)
+        rec = Record(func=fn, args=args, kwargs=kwargs, receiver=receiver, before=_snapshot(receiver),
+                     grads_before=_grads(namespace) if tag == stop and stop != "flag" else None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                rec["value"] = fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - the exception is what we observe
+                rec["exc"] = exc
+                record(tag, rec)
+                raise _Stop() from None
+        rec["warnings"] = [str(w.message) for w in caught]
+        if tag == stop and stop != "flag":
+            rec["grads"] = _grads(namespace)
+        record(tag, rec)
+        if should_stop(tag):
+            raise _Stop()
+        return rec["value"]
+
+    def tl_at(tag: str, thunk: Callable[[], Any]) -> Any:
+        value = thunk()
+        record(tag, Record(value=value))
+        return value
+
+    def tl_raised(tag: str, exc: BaseException) -> None:
+        record(tag, Record(exc=exc))
+        raise _Stop()
+
+    def tl_ran(tag: str) -> None:
+        record(tag, Record())
+        if should_stop(tag):
+            raise _Stop()
+
+    def tl_mark(tag: str) -> None:
+        record(tag, Record())
+
+    namespace: dict[str, Any] = {
+        "__builtins__": _builtins(), "__name__": "__main__", "_tl_call": tl_call, "_tl_at": tl_at,
+        "_tl_raised": tl_raised, "_tl_ran": tl_ran, "_tl_mark": tl_mark, "_tl_torch": torch,
+    }
+    _seed()
+    error: Optional[BaseException] = None
+    stopped = False
+    try:
+        exec(compile(source, "<slice>", "exec"), namespace)  # noqa: S102 - allow-listed by the parent
+    except _Stop:
+        stopped = True
+    except Exception as exc:  # noqa: BLE001 - it never reached the flagged line
+        error = exc
+    return {"obs": obs, "stopped": stopped, "error": error, "namespace": namespace}
+
+
+def _seed() -> None:
+    torch.manual_seed(0)
+    random.seed(0)
+    try:
+        import numpy
+        numpy.random.seed(0)
+    except ImportError:
+        pass
+
+
+def _grads(namespace: dict[str, Any]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for name, value in list(namespace.items()):
+        if name.startswith("_"):
+            continue
+        if isinstance(value, torch.Tensor) and value.is_leaf and value.requires_grad:
+            out[name] = _values(value.grad)
+        elif isinstance(value, nn.Module):
+            for pname, p in value.named_parameters():
+                out[f"{name}.{pname}"] = _values(p.grad)
+    return out
+
+
+def _values(t: Optional[torch.Tensor]) -> list[float]:
+    if t is None:
+        return []
+    return [round(float(v), 6) for v in t.detach().flatten()[:6].cpu()]
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text.split(' Hint:')[0][:160]}"
+
+
+def describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a {str(value.dtype).replace('torch.', '')} tensor of shape {tuple(value.shape)}"
+    return type(value).__name__
+
+
+def _flag(runs: list[dict[str, Any]], index: int = 0) -> Optional[Record]:
+    recs = runs[index]["obs"].get("flag")
+    return recs[0] if recs else None
+
+
+# -- judges: (facts, runs) -> Result, or None when the flag was not reached ---------------
+def _expect_raise(needle: tuple[str, ...], what: str, fine: Callable[[Record], str]) -> Callable:
+    def judge(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+        rec = _flag(runs)
+        if rec is None:
+            return None
+        exc = rec.get("exc")
+        if exc is not None and any(n in str(exc) for n in needle):
+            return "confirmed", f"{what} raised {first_line(exc)}"
+        if exc is not None:
+            return "error", f"the flagged line raised an unrelated {first_line(exc)}"
+        return "not-reproduced", fine(rec)
+    return judge
+
+
+def _tl101_fine(rec: Record) -> str:
+    target = getattr(rec.get("func"), "__self__", None)
+    fn = getattr(target, "grad_fn", None)
+    return f"the call ran: the differentiated tensor has grad_fn {type(fn).__name__ if fn else None}"
+
+
+def _judge_tl102(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    written, tracked = runs
+    if not written["obs"].get("flag") or not written["obs"].get("backward"):
+        return None
+    grads = written["obs"]["backward"][0].get("grads") or {}
+    shown = "; ".join(f"{k}.grad={v}" for k, v in list(grads.items())[:2])
+    rec = (tracked["obs"].get("backward") or [None])[0]
+    exc = rec.get("exc") if rec else tracked.get("error")
+    if exc is not None and "inplace operation" in str(exc):
+        return ("confirmed", f"the .data write changed a tensor autograd had saved for backward, so the "
+                             f"backward pass used the new values ({shown}); the same write without .data makes "
+                             f"torch raise {first_line(exc)}")
+    if rec is not None and rec.get("grads") is not None:
+        if rec["grads"] == grads:
+            return ("not-reproduced", f"the gradient after the .data write equals the gradient of the same "
+                                      f"write tracked by autograd ({shown}): nothing saved for backward was changed")
+        return ("confirmed", f"the gradient with the .data write ({shown}) differs from the gradient of the same "
+                             f"write tracked by autograd")
+    return None
+
+
+def _judge_tl107(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    rec = _flag(runs)
+    values = runs[0]["obs"].get("value")
+    if rec is None or not values:
+        return None
+    if rec.get("exc") is not None:
+        return "error", f"the flagged line raised {first_line(rec['exc'])}"
+    value = values[0]["value"]
+    fn = getattr(value, "grad_fn", None)
+    if isinstance(value, torch.Tensor) and fn is not None:
+        return ("confirmed", f"the accumulated value is {describe(value)} with grad_fn {type(fn).__name__}: "
+                             "it keeps this step's autograd graph alive")
+    return "not-reproduced", f"the accumulated value is {describe(value)} without a graph"
+
+
+def _judge_tl108(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    rec = _flag(runs)
+    if rec is None:
+        return None
+    exc = rec.get("exc")
+    if isinstance(exc, (TypeError, AttributeError)):
+        return "confirmed", f"entering the with-statement raised {first_line(exc)}"
+    if exc is not None:
+        return "error", f"the with-statement raised an unrelated {first_line(exc)}"
+    return "not-reproduced", "the object worked as a context manager"
+
+
+def _judge_tl109(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    rec = _flag(runs)
+    if rec is None:
+        return None
+    exc = rec.get("exc")
+    if exc is not None:
+        if isinstance(exc, TypeError) and "require_grad" in str(exc):
+            return "confirmed", f"the call raised {first_line(exc)}"
+        return "error", f"the flagged line raised an unrelated {first_line(exc)}"
+    owners = runs[0]["obs"].get("owner")
+    owner = owners[0]["value"] if owners else None
+    if isinstance(owner, torch.Tensor):
+        if not owner.requires_grad:
+            return "confirmed", f"after the assignment the tensor's requires_grad is {owner.requires_grad}"
+        return "not-reproduced", "the tensor already requires grad: the misspelt attribute changes nothing"
+    if owners:
+        return "not-reproduced", f"the object is a {type(owner).__name__}, not a tensor"
+    return None
+
+
+def _judge_tl201(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    rec = _flag(runs)
+    if rec is None:
+        return None
+    args = rec["args"]
+    target = args[1] if len(args) > 1 else rec["kwargs"].get("target")
+    inp = args[0] if args else rec["kwargs"].get("input")
+    shapes = f"input {describe(inp)}, target {describe(target)}"
+    exc = rec.get("exc")
+    if exc is not None and ("dtype" in str(exc) or "Long" in str(exc)):
+        return "confirmed", f"the loss call got {shapes} and raised {first_line(exc)}"
+    if exc is not None:
+        return "error", f"the loss call got {shapes} and raised an unrelated {first_line(exc)}"
+    value = rec.get("value")
+    loss = f"{float(value):.4g}" if isinstance(value, torch.Tensor) and value.numel() == 1 else describe(value)
+    big = isinstance(target, torch.Tensor) and target.dtype == torch.float32 and target.numel() and \
+        float(target.abs().max()) > 2**24
+    if big:
+        return "confirmed", f"the loss ran with {shapes}, but target values above 2**24 lost precision in float32"
+    return "not-reproduced", f"the loss ran with {shapes} (loss {loss}): the float target is valid here"
+
+
+def _judge_tl202(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    rec = _flag(runs)
+    if rec is None:
+        return None
+    if rec.get("exc") is not None:
+        return "error", f"the call raised {first_line(rec['exc'])}"
+    receiver, value, before = rec.get("receiver"), rec.get("value"), rec.get("before")
+    if not isinstance(receiver, torch.Tensor) or before is None:
+        return "not-reproduced", f"the receiver is a {type(receiver).__name__}, not a tensor"
+    if value is receiver:
+        return "not-reproduced", "the call returned the tensor itself: it was already in the requested form"
+    return ("confirmed", f"the call returned a new tensor, {describe(value)} on {getattr(value, 'device', '?')}; the original "
+                         f"is still {describe(receiver)} on {receiver.device}")
+
+
+def _judge_tl204(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    rec = _flag(runs)
+    if rec is None:
+        return None
+    if rec.get("exc") is not None:
+        return "error", f"the call raised {first_line(rec['exc'])}"
+    value = rec.get("value")
+    if isinstance(value, torch.Tensor) and value.dtype == torch.float64:
+        return "confirmed", f"the call returned {describe(value)}"
+    return "not-reproduced", f"the call returned {describe(value)}"
+
+
+def _judge_tl205(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    rec = _flag(runs)
+    if rec is None:
+        return None
+    if rec.get("exc") is not None:
+        return "error", f"the call raised {first_line(rec['exc'])}"
+    args, value = rec["args"], rec.get("value")
+    if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return ("confirmed", f"the call with {', '.join(map(str, args))} returned {describe(value)} of uninitialised "
+                             f"memory, not a tensor holding {args[0] if len(args) == 1 else list(args)}")
+    return "not-reproduced", f"the call built {describe(value)} from the given values"
+
+
+def _judge_tl304(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    return _expect_raise(("sampler", "mutually exclusive"), "the DataLoader call",
+                         lambda rec: "the DataLoader accepted these options")(facts, runs)
+
+
+def _judge_tl401(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    rec = _flag(runs)
+    acts = runs[0]["obs"].get("act")
+    if rec is None or not acts:
+        return None
+    if rec.get("exc") is not None:
+        return "error", f"the loss call raised {first_line(rec['exc'])}"
+    act = acts[0]
+    z = act["args"][0] if act["args"] else None
+    name = getattr(act["func"], "__name__", "")
+    dim = act["kwargs"].get("dim", act["args"][1] if len(act["args"]) > 1 else None)
+    fn, args, kwargs = rec["func"], list(rec["args"]), dict(rec["kwargs"])
+    loss_name = str(facts.get("loss", ""))
+    if not isinstance(z, torch.Tensor):
+        return None
+    right_input = z
+    if "nll" in loss_name.lower() or "NLL" in loss_name:
+        right_input = F.log_softmax(z, dim=dim if dim is not None else -1)
+    if args:
+        args[0] = right_input
+    else:
+        kwargs["input"] = right_input
+    with torch.no_grad():
+        right = fn(*args, **kwargs)
+    wrong = rec["value"]
+    if not (isinstance(wrong, torch.Tensor) and isinstance(right, torch.Tensor) and wrong.numel() == right.numel()):
+        return None
+    diff = float((wrong.detach().float() - right.detach().float()).abs().max())
+    wrong_s, right_s = _short(wrong), _short(right)
+    base = "the logits" if "nll" not in loss_name.lower() else "log_softmax of the logits"
+    if diff > 1e-4 * max(1.0, float(right.detach().abs().max())):
+        return "confirmed", f"the loss is {wrong_s} with {name or 'the activation'} first, {right_s} on {base}"
+    return "not-reproduced", f"the loss is {wrong_s} either way ({right_s} on {base})"
+
+
+def _short(t: torch.Tensor) -> str:
+    return f"{float(t):.4f}" if t.numel() == 1 else str([round(float(v), 4) for v in t.flatten()[:3]])
+
+
+def _judge_tl403(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    rec = _flag(runs)
+    if rec is None:
+        return None
+    if rec.get("exc") is not None:
+        return "error", f"the call raised {first_line(rec['exc'])}"
+    x = rec["args"][0] if rec["args"] else rec["kwargs"].get("input")
+    if not isinstance(x, torch.Tensor):
+        return None
+    ndim = x.dim()
+    implicit = 0 if ndim in (0, 1, 3) else 1
+    if ndim >= 2 and implicit == 0:
+        return ("confirmed", f"the input has shape {tuple(x.shape)}: the implicit dim is 0, so the probabilities "
+                             "sum to 1 across the first (batch) dimension, not per sample")
+    return ("not-reproduced", f"the input has shape {tuple(x.shape)}: the implicit dim is {implicit}"
+            + (", the last dimension, as intended" if implicit == max(ndim - 1, 0) else " (the channel dimension)"))
+
+
+JUDGES: dict[str, Callable[[dict, list[dict[str, Any]]], Optional[Result]]] = {
+    "TL101": _expect_raise(("does not require grad",), "the call", _tl101_fine),
+    "TL102": _judge_tl102,
+    "TL105": _expect_raise(("leaf Variable",), "the in-place update", lambda rec: "the in-place update ran"),
+    "TL106": _expect_raise(("floating point",), "the call",
+                           lambda rec: f"the call created {describe(rec.get('value'))}"),
+    "TL107": _judge_tl107,
+    "TL108": _judge_tl108,
+    "TL109": _judge_tl109,
+    "TL201": _judge_tl201,
+    "TL202": _judge_tl202,
+    "TL204": _judge_tl204,
+    "TL205": _judge_tl205,
+    "TL304": _judge_tl304,
+    "TL401": _judge_tl401,
+    "TL403": _judge_tl403,
+}
+
+
+def run_slice(code: str, facts: dict, variants: list[str], stop: str) -> tuple[Optional[Result], str]:
+    """(result, why-not): result None when the slice did not reach the flagged line."""
+    runs = [run_variant(v, stop) for v in variants]
+    judge = JUDGES.get(code)
+    result = judge(facts, runs) if judge is not None else None
+    if result is not None:
+        return result, ""
+    err = next((r["error"] for r in runs if r["error"] is not None), None)
+    return None, (f"the slice stopped before the flagged line with {first_line(err)}" if err is not None
+                  else "the slice did not reach the flagged line")
