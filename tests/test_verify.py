@@ -21,17 +21,26 @@ from torchlint.verify.runner import ProbeWorker  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
-# Values a rule would extract from the flagged code, for each probe's confirmed path.
-CONFIRM_PARAMS: dict[str, dict] = {
+# Facts a rule would extract, for each fact probe's `demonstrated` path, and (where the
+# facts can make the hazard absent) the facts that make it come out the other way.
+DEMONSTRATE_FACTS: dict[str, dict] = {
     "TL101": {"mode": "torch.no_grad", "call": "backward"},
     "TL108": {"mode": "no_grad"},
     "TL201": {"dtype": "torch.float32", "loss": "nn.CrossEntropyLoss"},
     "TL202": {"method": "float"},
-    "TL204": {"source": "np.random.rand"},
-    "TL301": {"rng": "np.random.default_rng"},
+    "TL204": {"source": "np.random.rand", "converter": "torch.from_numpy"},
+    "TL301": {"rng": "np.random.default_rng", "num_workers": 2},
     "TL304": {"conflict": "sampler"},
     "TL401": {"activation": "softmax", "loss": "F.cross_entropy"},
+    "TL501": {"loss": "F.cross_entropy", "explicit": False},
     "TL601": {"explicit_false": True},
+}
+FLIP_FACTS: dict[str, tuple[dict, str]] = {
+    "TL202": ({"method": "cpu"}, "not-reproduced"),
+    "TL301": ({"rng": "np.random.default_rng", "num_workers": 1}, "not-reproduced"),
+    "TL401": ({"activation": "log_softmax", "loss": "F.cross_entropy"}, "not-reproduced"),
+    "TL501": ({"loss": "nn.MSELoss", "explicit": True}, "not-reproduced"),
+    "TL601": ({"explicit_false": False}, "not-applicable"),
 }
 
 
@@ -43,15 +52,26 @@ def worker():
     w.stop()
 
 
+def _probe(worker, code, facts, device="cpu"):
+    return worker.run({"code": code, "facts": facts, "slice": None, "device": device})
+
+
 @pytest.mark.parametrize("code", sorted(PROBED))
-def test_probe_confirms_on_cpu(worker, code):
-    result = worker.run({"code": code, "params": CONFIRM_PARAMS.get(code, {}), "snippet": None, "device": "cpu"})
+def test_fact_probe_demonstrates_on_cpu(worker, code):
+    result = _probe(worker, code, DEMONSTRATE_FACTS.get(code, {}))
     if code == "TL801":  # create-then-move costs nothing on the CPU
         assert result["verdict"] == "not-reproduced", result
         assert "accelerator" in result["evidence"]
         return
-    assert result["verdict"] == "confirmed", result
-    assert result["evidence"]
+    assert result["verdict"] == "demonstrated", result
+    assert result["evidence"].startswith("probe"), result  # never passed off as the user's run
+
+
+@pytest.mark.parametrize("code", sorted(FLIP_FACTS))
+def test_fact_probe_comes_out_the_other_way(worker, code):
+    facts, verdict = FLIP_FACTS[code]
+    result = _probe(worker, code, facts)
+    assert result["verdict"] == verdict, result
 
 
 def test_every_probed_rule_has_a_probe_and_others_say_why(worker):
@@ -63,28 +83,41 @@ def test_every_probed_rule_has_a_probe_and_others_say_why(worker):
     assert set(probes.PROBES) == set(PROBED)
 
 
-def test_global_numpy_rng_is_not_reproduced(worker):
-    result = worker.run({"code": "TL301", "params": {"rng": "global-numpy"}, "snippet": None, "device": "cpu"})
-    assert result["verdict"] == "not-reproduced", result
-    assert "different streams" in result["evidence"]
+def test_tl804_control_uses_a_finite_loss_scale(worker):
+    result = _probe(worker, "TL804", {})
+    assert result["verdict"] == "demonstrated" and "inf" not in result["evidence"], result
 
 
-def test_snippets_run_as_written(worker):
-    ok = worker.run({"code": "TL106", "params": {}, "device": "cpu",
-                     "snippet": "torch.tensor([1, 2, 3], requires_grad=True)"})
-    assert ok["verdict"] == "confirmed" and "floating point" in ok["evidence"]
-    fine = worker.run({"code": "TL106", "params": {}, "device": "cpu",
-                       "snippet": "torch.tensor([1.0, 2.0], requires_grad=True)"})
-    assert fine["verdict"] == "not-reproduced"
-    legacy = worker.run({"code": "TL205", "params": {}, "device": "cpu", "snippet": "torch.Tensor(3)"})
-    assert legacy["verdict"] == "confirmed" and "(3,)" in legacy["evidence"]
+def test_tl202_probe_does_not_pass_float64_off_as_cuda(worker):
+    result = _probe(worker, "TL202", {"method": "cuda"})
+    import torch
+    if not torch.cuda.is_available():
+        assert result["verdict"] == "skipped" and "CUDA" in result["evidence"], result
 
 
-def test_memory_blowup_is_an_error_not_evidence(worker):
-    result = worker.run({"code": "TL205", "params": {}, "device": "cpu", "snippet": "torch.Tensor(10 ** 11)"})
-    assert result["verdict"] == "error", result
-    # The worker survives (or is restarted) for the next probe.
-    assert worker.run({"code": "TL105", "params": {}, "snippet": None, "device": "cpu"})["verdict"] == "confirmed"
+def test_tl401_nll_evidence_quotes_nll(worker):
+    result = _probe(worker, "TL401", {"activation": "softmax", "loss": "F.nll_loss"})
+    assert result["verdict"] == "demonstrated" and "F.nll_loss" in result["evidence"], result
+
+
+def test_every_parameter_a_rule_emits_is_read_by_its_probe():
+    import ast as _ast
+    import re
+
+    rules_dir = Path(runner.__file__).parents[1] / "rules"
+    probes_src = (Path(runner.__file__).parent / "probes.py").read_text()
+    for path in rules_dir.glob("*.py"):
+        text = path.read_text()
+        code = re.search(r'code = "(TL\d+)"', text)
+        if code is None:
+            continue
+        for call in _ast.walk(_ast.parse(text)):
+            for kw in getattr(call, "keywords", []):
+                if kw.arg == "params" and isinstance(kw.value, _ast.Dict):
+                    for key in kw.value.keys:
+                        name = key.value
+                        body = probes_src.split(f'@probe("{code.group(1)}")')[1].split("@probe(")[0]
+                        assert f'"{name}"' in body, (code.group(1), name)
 
 
 CRASHY_WORKER = textwrap.dedent("""
@@ -115,18 +148,197 @@ def test_timeout_and_crash_become_errors_and_the_run_goes_on(tmp_path):
         w.stop()
 
 
-def test_worker_environment_has_no_secrets(monkeypatch, tmp_path):
+SECRET_PROBE_WORKER = textwrap.dedent("""
+    import json, os, socket, sys
+    with open(f"/proc/{os.getppid()}/environ", "rb") as fh:
+        parent = fh.read()
+    found = {"parent_env": b"hunter2" in parent, "own_env": "hunter2" in json.dumps(dict(os.environ)),
+             "net_isolated": os.environ.get("TORCHLINT_NET_ISOLATED"),
+             "interfaces": sorted(name for _, name in socket.if_nameindex())}
+    print(json.dumps({"torch": "fake", "cuda": False, **found}), flush=True)
+    for line in sys.stdin:
+        pass
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_worker_cannot_read_secrets_from_its_parent_or_its_own_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("GITHUB_TOKEN", "hunter2")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "hunter2")
-    monkeypatch.setenv("GITHUB_TOKEN", "ghp_x")
-    env = ProbeWorker(timeout=1, limit_memory=True)._env(str(tmp_path))
-    assert "AWS_SECRET_ACCESS_KEY" not in env and "GITHUB_TOKEN" not in env
-    assert env["HOME"] == str(tmp_path)
+    script = tmp_path / "secret_probe.py"
+    script.write_text(SECRET_PROBE_WORKER)
+    w = ProbeWorker(timeout=10, limit_memory=True, script=script)
+    info = w.start()
+    w.stop()
+    assert info["parent_env"] is False and info["own_env"] is False, info
+    if info["net_isolated"] == "1":  # an unprivileged network namespace: loopback only
+        assert info["interfaces"] == ["lo"], info
+
+
+MEMORY_HOG_WORKER = textwrap.dedent("""
+    import json, sys, time
+    print(json.dumps({"torch": "fake", "cuda": False}), flush=True)
+    for line in sys.stdin:
+        req = json.loads(line)
+        hog = [bytearray(64 * 2**20) for _ in range(32)]  # 2 GiB, touched
+        time.sleep(30)
+        print(json.dumps({"id": req["id"], "verdict": "confirmed", "evidence": "ok"}), flush=True)
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watchdog reads /proc")
+def test_memory_watchdog_kills_the_worker_tree_past_the_limit(tmp_path):
+    script = tmp_path / "hog.py"
+    script.write_text(MEMORY_HOG_WORKER)
+    w = ProbeWorker(timeout=60, limit_memory=False, script=script, memory_limit=300 * 2**20)
+    w.start()
+    try:
+        result = w.run({"code": "X", "device": "cpu"})
+    finally:
+        w.stop()
+    assert result["verdict"] == "error" and "--verify-memory limit of 300 MiB" in result["evidence"], result
+
+
+def _finding(code, row, col, end_row, end_col, params=None, path="x.py"):
+    from torchlint.diagnostics import Finding
+    return Finding(code=code, message="m", path=path, row=row, col=col, end_row=end_row, end_col=end_col,
+                   probe_params=params or {})
+
+
+def test_poisoned_probe_params_never_run(tmp_path):
+    """A lint cache entry may carry anything in probe_params: only plain bounded facts
+    reach the worker, and nothing in them is evaluated."""
+    marker = tmp_path / "pwned"
+    payload = f"__import__('os').system('touch {marker}')"
+    source = "import torch\nt = torch.FloatTensor(3)\n"
+    finding = _finding("TL205", 2, 5, 2, 25, {"snippet": payload, "constructor": payload, "x": {"nested": 1}})
+    runner.verify_findings([finding], device="cpu", timeout=120, sources=lambda p: source)
+    assert not marker.exists()
+    assert finding.verify["verdict"] == "confirmed", finding.verify  # the slice came from the source
+
+
+HOSTILE = [
+    "import os\nn = os.system('true')\nt = torch.FloatTensor(n)",
+    "f = open('/etc/passwd')\nt = torch.FloatTensor(len(f.read()))",
+    "k = torch.FloatTensor.__class__\nt = torch.FloatTensor(k)",
+    "n = 'system'\nf = getattr(torch, n)\nt = torch.FloatTensor(f)",
+    "t = torch.FloatTensor(eval('3'))",
+    "t = torch.FloatTensor(torch.load('x.pt'))",
+    "t = torch.FloatTensor(torch.ones(3 * 10**9))",
+    "i = 1\nt = torch.FloatTensor(9**9**9 + i)",
+    "import numpy as np\nt = torch.FloatTensor(np.fromfile('x'))",
+    "t = torch.FloatTensor(len('a' * 10**9))",
+]
+
+
+@pytest.mark.parametrize("body", HOSTILE)
+def test_hostile_slices_are_refused_before_running(body):
+    from torchlint.verify.plan import plan
+
+    source = "import torch\n" + body + "\n"
+    lines = source.splitlines()
+    row = next(i for i, line in enumerate(lines, 1) if line.startswith("t = "))
+    end_col = len(lines[row - 1]) + 1
+    request, _ = plan(_finding("TL205", row, 5, row, end_col), source)
+    assert request is not None and request.variants == () and request.not_self_contained, request
+
+
+def test_statements_the_flagged_line_does_not_depend_on_are_not_run():
+    from torchlint.verify.plan import plan
+
+    source = "import os\nimport torch\nos.system('touch pwned')\nt = torch.FloatTensor(3)\n"
+    request, _ = plan(_finding("TL205", 4, 5, 4, 25), source)
+    assert request is not None and request.variants and "os" not in request.variants[0], request
+
+
+def test_deep_expression_is_not_a_recursion_error():
+    from torchlint.verify.plan import plan
+
+    expr = " + ".join(["1"] * 2500)
+    source = f"import torch\nt = torch.FloatTensor({expr})\n"
+    request, _ = plan(_finding("TL205", 2, 5, 2, len(source.splitlines()[1]) + 1), source)
+    assert request is not None and request.variants == ()
+
+
+def test_verdict_cache_is_strict_and_keyed_by_everything(tmp_path):
+    from torchlint.verify.plan import ProbeRequest
+
+    cache = runner.VerdictCache(tmp_path)
+    request = ProbeRequest("TL205", (("constructor", "torch.Tensor"),))
+    key = cache.key(request, "cpu", "2.13.0", "hash", (60.0, 2**31))
+    assert key != cache.key(request, "cpu", "2.13.0", "other-probe-code", (60.0, 2**31))
+    assert key != cache.key(ProbeRequest("TL205", (("constructor", "torch.FloatTensor"),)), "cpu", "2.13.0", "hash",
+                            (60.0, 2**31))
+    assert key != cache.key(ProbeRequest("TL205", (), ("t = 1",)), "cpu", "2.13.0", "hash", (60.0, 2**31))
+    cache.put(key, {"verdict": "error", "evidence": "timed out"})  # errors are cached too
+    assert cache.get(key) == {"verdict": "error", "evidence": "timed out"}
+    entry = tmp_path / "verify" / f"{key}.json"
+    for bad in ({"key": key, "verdict": "not-reproduced", "evidence": ["x"]},
+                {"key": key, "verdict": "fine", "evidence": "x"},
+                {"key": "other", "verdict": "confirmed", "evidence": "x"},
+                {"key": key, "verdict": "confirmed", "evidence": "x", "extra": 1},
+                {"key": key, "verdict": "confirmed", "evidence": "x" * 5000}):
+        entry.write_text(json.dumps(bad))
+        assert cache.get(key) is None, bad
+    entry.write_text("[" * 100000)
+    assert cache.get(key) is None
+    entry.unlink()
+    entry.symlink_to("/dev/zero")
+    assert cache.get(key) is None
+
+
+def test_committed_or_outside_verdict_cache_is_refused(tmp_path, run_cli):
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    write(tmp_path, "train.py", "import torch\nt = torch.FloatTensor(3)\n")
+    cache = tmp_path / ".torchlint_cache" / "verify"
+    cache.mkdir(parents=True)
+    (cache / "planted.json").write_text("{}")
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t")
+    for cmd in (["git", "init", "-q"], ["git", "add", "-f", "."], ["git", "commit", "-qm", "x"]):
+        subprocess.run(cmd, cwd=tmp_path, env=env, check=True)
+    code, out, err = run_cli("check", "train.py", "--verify", "--device", "cpu", "--output-format", "json")
+    assert "git tracks files in it" in err
+    assert json.loads(out)[0]["verify"]["verdict"] == "confirmed"
+
+    other = tmp_path / "sub"
+    other.mkdir()
+    write(other, "pyproject.toml", '[tool.torchlint]\ncache-dir = "../../elsewhere"\n')
+    write(other, "train.py", "import torch\nt = torch.FloatTensor(3)\n")
+    code, out, err = run_cli("check", "sub/train.py", "--verify", "--device", "cpu", "--config",
+                             str(other / "pyproject.toml"))
+    assert "lies outside the project root" in err
+
+
+def test_time_budget_skips_what_is_left(tmp_path):
+    source = "import torch\nt = torch.FloatTensor(3)\n"
+    finding = _finding("TL205", 2, 5, 2, 25)
+    runner.verify_findings([finding], device="cpu", timeout=60, sources=lambda p: source, budget=0.5)
+    assert finding.verify["verdict"] == "skipped" and "time budget" in finding.verify["runs"][0]["evidence"]
+
+
+def test_verify_options_are_validated(tmp_path, run_cli):
+    write(tmp_path, "train.py", "import torch\nt = torch.FloatTensor(3)\n")
+    for bad in (["--verify-timeout", "nan"], ["--verify-timeout", "inf"], ["--verify-budget", "inf"],
+                ["--verify-memory", "10"]):
+        code, _, err = run_cli("check", "train.py", "--verify", *bad)
+        assert code == 2, (bad, err)
+    write(tmp_path, "pyproject.toml", '[tool.torchlint]\nverify-memory = "lots"\n')
+    code, _, err = run_cli("check", "train.py", "--verify")
+    assert code == 2 and "verify-memory" in err
 
 
 SOURCE = textwrap.dedent("""\
     import torch
     import torch.nn.functional as F
 
+    model = torch.nn.Linear(4, 3)
+    x = torch.randn(2, 4)
+    y = torch.tensor([0, 2])
     with torch.no_grad():
         loss = F.cross_entropy(model(x), y)
         loss.backward()
@@ -135,6 +347,7 @@ SOURCE = textwrap.dedent("""\
     c = torch.tensor([1, 2, 3], requires_grad=True)
     m = torch.zeros(3).to(device)
     state = torch.load("ckpt.pt")
+    p = F.softmax(torch.randn(2, 3))
 """)
 
 
@@ -145,12 +358,14 @@ def test_cli_verify_json_sarif_statistics(tmp_path, run_cli):
     code, out, err = run_cli("check", "train.py", "--verify", "--device", "cpu", "--output-format", "json")
     assert code == 1, err
     findings = {(f["code"], f["location"]["row"]): f for f in json.loads(out)}
-    tl101 = findings[("TL101", 6)]["verify"]
+    tl101 = findings[("TL101", 9)]["verify"]
     assert tl101["verdict"] == "confirmed"
     assert tl101["runs"][0]["device"] == "cpu" and tl101["runs"][0]["torch"].startswith("2.")
     assert "does not require grad" in tl101["runs"][0]["evidence"]
-    assert findings[("TL106", 7)]["verify"]["runs"][0]["evidence"].startswith("`torch.tensor([1, 2, 3]")
-    assert findings[("TL801", 10)]["verify"]["verdict"] == "not-reproduced"
+    assert findings[("TL106", 10)]["verify"]["verdict"] == "confirmed"
+    assert findings[("TL801", 13)]["verify"]["verdict"] in ("not-reproduced", "demonstrated")
+    assert findings[("TL601", 14)]["verify"]["verdict"] == "not-applicable"
+    assert findings[("TL403", 15)]["verify"]["verdict"] == "not-reproduced"  # 2-D input: last dim
 
     code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", "--output-format", "sarif")
     doc = json.loads(out)
@@ -159,31 +374,71 @@ def test_cli_verify_json_sarif_statistics(tmp_path, run_cli):
     assert all(p["runs"] for p in props)
 
     code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", "--statistics")
-    assert "verify: confirmed 5, not-reproduced 1" in out
+    verdict_line = next(line for line in out.splitlines() if line.startswith("verify: "))
+    assert "confirmed 4" in verdict_line and "not-applicable 1" in verdict_line and "not-reproduced" in verdict_line
 
     code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", "--verified-only",
-                           "--output-format", "concise")
-    assert "TL801" not in out and "TL101" in out
+                           "--output-format", "json")
+    kept = json.loads(out)
+    assert kept and all(f["verify"]["verdict"] == "confirmed" for f in kept)
+    assert {f["code"] for f in kept} == {"TL101", "TL106"}
 
     code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", "--select", "TL101")
-    assert "verified: confirmed on torch 2." in out and "(cpu): RuntimeError: element 0" in out
+    assert "verify: confirmed on torch 2." in out and "(cpu): the call raised RuntimeError: element 0" in out
 
 
-def test_identical_probes_run_once_and_verdicts_are_cached(tmp_path, monkeypatch, run_cli):
-    write(tmp_path, "train.py", SOURCE)
+def test_identical_requests_run_once_and_verdicts_are_cached(tmp_path, monkeypatch, run_cli):
+    write(tmp_path, "train.py", "import torch\nimport math\n" + "t = torch.FloatTensor(3)\n" * 3)
     calls = []
     original = ProbeWorker.run
-    monkeypatch.setattr(ProbeWorker, "run", lambda self, req: calls.append(req) or original(self, req))
-    run_cli("check", "train.py", "--verify", "--device", "cpu", "--select", "TL106")
-    assert len(calls) == 2  # three findings, two distinct snippets
+    monkeypatch.setattr(ProbeWorker, "run", lambda self, req, timeout=None: calls.append(req) or original(
+        self, req, timeout))
+    run_cli("check", "train.py", "--verify", "--device", "cpu", "--select", "TL205")
+    # Three findings whose slices are the same code: it runs once.
+    assert len(calls) == 1
     calls.clear()
 
     def no_start(self):
         raise AssertionError("the worker should not start: every verdict is cached")
     monkeypatch.setattr(ProbeWorker, "start", no_start)
-    code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", "--select", "TL106",
+    code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", "--select", "TL205",
                            "--output-format", "json")
     assert calls == [] and all(f["verify"]["verdict"] == "confirmed" for f in json.loads(out))
+
+
+CASES = Path(__file__).parent / "verify_cases"
+
+
+def test_held_out_style_cases_are_labelled_by_running_them():
+    import re
+    import subprocess
+
+    out = subprocess.run([sys.executable, str(CASES / "_label.py")], capture_output=True, text=True, check=True)
+    labels = json.loads(out.stdout)
+    for name, label in labels.items():
+        declared = re.search(r"# label: (\w+)", (CASES / name).read_text()).group(1)
+        assert declared == label, name
+
+
+def test_held_out_style_cases_harmless_never_confirmed_harmful_mostly_confirmed(run_cli):
+    import re
+
+    code, out, err = run_cli("check", str(CASES), "--isolated", "--no-cache", "--verify", "--device", "cpu",
+                             "--output-format", "json")
+    assert code == 1, err
+    verdicts: dict[str, list[str]] = {}
+    for f in json.loads(out):
+        verdicts.setdefault(Path(f["filename"]).name, []).append(f["verify"]["verdict"])
+    harmful = confirmed = 0
+    for path in sorted(CASES.glob("tl*.py")):
+        label = re.search(r"# label: (\w+)", path.read_text()).group(1)
+        got = verdicts.get(path.name, [])
+        if label == "harmless":
+            assert "confirmed" not in got, (path.name, got)
+        else:
+            harmful += 1
+            confirmed += "confirmed" in got
+    assert harmful and confirmed / harmful >= 0.8, (confirmed, harmful)
 
 
 def test_missing_torch_exits_2(tmp_path, monkeypatch, run_cli):

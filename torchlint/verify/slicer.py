@@ -239,7 +239,7 @@ def _select(units: _Units, seeds: list[ast.stmt], needed: set[str]) -> tuple[set
                 bound.update(b)
                 needed.update(r)
 
-    last = max((units.index[id(s)] for s in seeds), default=-1)
+    last = max((units.index[id(s)] for s in seeds), default=len(units.order) - 1)
     for s in seeds:
         keep(s)
     for i in range(last, -1, -1):
@@ -315,7 +315,7 @@ def build(text: str, row: int, col: int, end_row: int, end_col: int,
         if unknown:
             raise NotSelfContained(f"it needs `{unknown[0]}`, a parameter of `{function.name}()` with no value "
                                    "in the file")
-        inner = _prune(function.body, kept)
+        inner = _inline_returns(_prune(function.body, kept))
         needed = needed - bound
         # Module-level names the function reads: definitions before it, and imports,
         # functions and classes anywhere (they only bind names).
@@ -342,6 +342,24 @@ def build(text: str, row: int, col: int, end_row: int, end_col: int,
                                else f"the slice is not allowed to run: {exc}") from None
     check_shape(module)
     return Slice(module, node, stmt, parent_map(module))
+
+
+def _inline_returns(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The function body runs at module level: `return x` becomes the expression `x`."""
+    stack = [body]
+    while stack:
+        block = stack.pop()
+        for i, stmt in enumerate(block):
+            if isinstance(stmt, ast.Return):
+                block[i] = ast.copy_location(ast.Expr(stmt.value), stmt) if stmt.value is not None else \
+                    ast.copy_location(ast.Pass(), stmt)
+            elif not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                for f in _BLOCKS:
+                    if isinstance(getattr(stmt, f, None), list):
+                        stack.append(getattr(stmt, f))
+                for handler in getattr(stmt, "handlers", None) or []:
+                    stack.append(handler.body)
+    return body
 
 
 def statement_scope(stmt: ast.AST, parents: dict[int, ast.AST]) -> Optional[ast.AST]:
