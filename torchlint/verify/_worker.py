@@ -21,7 +21,8 @@ def answer(request: dict) -> tuple:
     why_not = request.get("not_self_contained") or ""
     spec = request.get("slice")
     if spec and device == "cpu":
-        result, why_not = slices.run_slice(code, facts, spec["variants"], spec.get("stop", "flag"))
+        result, why_not = slices.run_slice(code, {**facts, **(spec.get("observe") or {})}, spec["variants"],
+                                           spec.get("stop", "flag"), bool(spec.get("grads")))
         if result is not None:
             return result[0], result[1], "slice"
     if code not in probes.PROBES:

@@ -24,9 +24,14 @@ Seeds = Callable[[list[ast.stmt]], list[ast.stmt]]
 @dataclass(frozen=True)
 class SliceRule:
     instrument: Callable[[Slice], Optional[list[ast.Module]]]  # variants to run, or None
-    stop: str = "flag"  # the tag after which a run stops
+    # When a run stops: "flag" (after the flagged call), "flag*2" (after its second call),
+    # "backward" (after the first backward pass that follows the flagged statement).
+    stop: str = "flag"
     related: Optional[Related] = None
     extra_seed: Optional[Seeds] = None
+    construct: bool = False  # slice a module-level class and instantiate it
+    grads: bool = False  # record the gradients around each observed call
+    observe: Optional[Callable[[Slice], dict[str, str]]] = None  # names the judge needs
 
 
 def _call(name: str, *args: ast.expr) -> ast.Call:
@@ -230,8 +235,25 @@ def _tl102(sl: Slice) -> Optional[list[ast.Module]]:
     return [finish(written), finish(sl.module)]
 
 
+def _construct(sl: Slice) -> Optional[list[ast.Module]]:
+    assert isinstance(sl.statement, ast.ClassDef)
+    call = _call("_tl_call", ast.Constant("flag"), ast.Name(sl.statement.name, ast.Load()))
+    sl.module.body.append(ast.Expr(call))
+    return [finish(sl.module)]
+
+
+def _self_attribute(sl: Slice) -> dict[str, str]:
+    node = sl.flagged
+    return {"attribute": node.attr} if isinstance(node, ast.Attribute) else {}
+
+
 SLICE_RULES: dict[str, SliceRule] = {
     "TL101": SliceRule(_on_call),
+    "TL103": SliceRule(_on_call, stop="flag*2", grads=True),
+    "TL104": SliceRule(_on_call, grads=True),
+    "TL206": SliceRule(_construct, construct=True, observe=_self_attribute),
+    "TL701": SliceRule(_construct, construct=True, observe=_self_attribute),
+    "TL702": SliceRule(_construct, construct=True),
     "TL102": SliceRule(_tl102, stop="backward", extra_seed=_backward_statements),
     "TL105": SliceRule(_tl105),
     "TL106": SliceRule(_on_call),

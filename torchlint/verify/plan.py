@@ -43,9 +43,12 @@ class ProbeRequest:
     variants: tuple[str, ...] = ()  # instrumented slice sources; empty: fact probe only
     stop: str = "flag"
     not_self_contained: str = ""
+    grads: bool = False
+    observe: tuple[tuple[str, str], ...] = ()  # names from the slice the judge needs
 
     def as_json(self) -> dict[str, Any]:
-        spec = {"variants": list(self.variants), "stop": self.stop} if self.variants else None
+        spec = {"variants": list(self.variants), "stop": self.stop, "grads": self.grads,
+                "observe": dict(self.observe)} if self.variants else None
         return {"code": self.code, "facts": dict(self.facts), "slice": spec,
                 "not_self_contained": self.not_self_contained}
 
@@ -83,11 +86,12 @@ def plan(finding: Finding, source: Optional[str]) -> tuple[Optional[ProbeRequest
         else:
             try:
                 sl = build(source, finding.row, finding.col, finding.end_row, finding.end_col,
-                           related=spec.related, extra_seed=spec.extra_seed)
+                           related=spec.related, extra_seed=spec.extra_seed, construct=spec.construct)
+                observe = tuple(sorted(spec.observe(sl).items())) if spec.observe else ()
                 modules = spec.instrument(sl)
                 if modules:
                     variants = tuple(ast.unparse(m) for m in modules)
-                    return ProbeRequest(code, facts, variants, spec.stop), None
+                    return ProbeRequest(code, facts, variants, spec.stop, grads=spec.grads, observe=observe), None
                 why_not = "the flagged code has no observable call in the slice"
             except NotSelfContained as exc:
                 why_not = str(exc)

@@ -242,13 +242,17 @@ def _select(units: _Units, seeds: list[ast.stmt], needed: set[str]) -> tuple[set
     last = max((units.index[id(s)] for s in seeds), default=len(units.order) - 1)
     for s in seeds:
         keep(s)
-    for i in range(last, -1, -1):
-        stmt = units.order[i]
-        if id(stmt) in kept:
-            continue
-        b, _ = units.header_names(stmt)
-        if b & needed or _mutated(stmt) & needed:
-            keep(stmt)
+    changed = True
+    while changed:  # until no statement before the seeds binds or mutates a needed name
+        changed = False
+        for i in range(last, -1, -1):
+            stmt = units.order[i]
+            if id(stmt) in kept:
+                continue
+            b, _ = units.header_names(stmt)
+            if b & needed or _mutated(stmt) & needed:
+                keep(stmt)
+                changed = True
     return kept, needed, bound
 
 
@@ -280,13 +284,17 @@ def _prune(blocks_owner: list[ast.stmt], kept: set[int]) -> list[ast.stmt]:
 
 def build(text: str, row: int, col: int, end_row: int, end_col: int,
           related: Optional[Callable[[ast.Module, ast.AST, dict[int, ast.AST]], list[ast.AST]]] = None,
-          extra_seed: Optional[Callable[[list[ast.stmt]], list[ast.stmt]]] = None) -> Slice:
+          extra_seed: Optional[Callable[[list[ast.stmt]], list[ast.stmt]]] = None, construct: bool = False) -> Slice:
     """Slice `text` at the finding's range. `related(tree, node, parents)` may name more
-    nodes whose statements must be in the slice (the loss call a flagged cast feeds)."""
+    nodes whose statements must be in the slice (the loss call a flagged cast feeds).
+    `construct`: the finding is inside a module-level class; the slice defines the class
+    (and what it needs) so that it can be instantiated without arguments."""
     tree = parse(text)
     node = find_node(tree, _python_lines(text), row, col, end_row, end_col)
     parents = parent_map(tree)
     stmt = statement_of(node, parents)
+    if construct:
+        return _class_slice(tree, node, parents)
     seeds_nodes = [node, *(related(tree, node, parents) if related else [])]
     seed_stmts = [statement_of(n, parents) for n in seeds_nodes]
 
@@ -342,6 +350,29 @@ def build(text: str, row: int, col: int, end_row: int, end_col: int,
                                else f"the slice is not allowed to run: {exc}") from None
     check_shape(module)
     return Slice(module, node, stmt, parent_map(module))
+
+
+def _class_slice(tree: ast.Module, node: ast.AST, parents: dict[int, ast.AST]) -> Slice:
+    cls = next((a for a in [node, *_ancestors(node, parents)] if isinstance(a, ast.ClassDef)), None)
+    if cls is None or parents.get(id(cls)) is not tree:
+        raise NotSelfContained("the flagged code is not inside a class defined at module level")
+    init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    if init is not None:
+        args = init.args
+        required = len(args.posonlyargs) + len(args.args) - len(args.defaults) - 1
+        if required > 0 or any(d is None for d in args.kw_defaults):
+            raise NotSelfContained(f"`{cls.name}()` needs constructor arguments that have no value in the file")
+    units = _Units(tree.body)
+    kept, needed, bound = _select(units, [cls], set())
+    missing = sorted(needed - bound - ALLOWED_BUILTINS - {"__name__"})
+    if missing:
+        raise NotSelfContained(f"`{missing[0]}` has no value in the file")
+    module = ast.Module(body=_prune(tree.body, kept), type_ignores=[])
+    try:
+        Validator().check(module)
+    except Unsafe as exc:
+        raise NotSelfContained(f"the slice is not allowed to run: {exc}") from None
+    return Slice(module, node, cls, parent_map(module))
 
 
 def _inline_returns(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -50,7 +50,7 @@ def _snapshot(value: Any) -> Any:
     return None
 
 
-def run_variant(source: str, stop: str) -> dict[str, Any]:
+def run_variant(source: str, stop: str, want_grads: bool = False) -> dict[str, Any]:
     obs: dict[str, list[Record]] = {}
     seen: set[str] = set()
 
@@ -63,14 +63,17 @@ def run_variant(source: str, stop: str) -> dict[str, Any]:
     def should_stop(tag: str) -> bool:
         if stop == "flag":
             return tag == "flag"
+        if stop == "flag*2":
+            return tag == "flag" and len(obs.get("flag", ())) >= 2
         return tag == stop and "flag" in seen
 
     def tl_call(tag: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
-        if stop != "flag" and tag == stop and "flag" not in seen:
+        if stop == "backward" and tag == stop and "flag" not in seen:
             return fn(*args, **kwargs)  # a backward pass before the flagged write
         receiver = getattr(fn, "__self__", None)
+        track = want_grads or (stop == "backward" and tag == stop)
         rec = Record(func=fn, args=args, kwargs=kwargs, receiver=receiver, before=_snapshot(receiver),
-                     grads_before=_grads(namespace) if tag == stop and stop != "flag" else None)
+                     grads_before=_grads(namespace) if track else None)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
@@ -80,7 +83,7 @@ def run_variant(source: str, stop: str) -> dict[str, Any]:
                 record(tag, rec)
                 raise _Stop() from None
         rec["warnings"] = [str(w.message) for w in caught]
-        if tag == stop and stop != "flag":
+        if track:
             rec["grads"] = _grads(namespace)
         record(tag, rec)
         if should_stop(tag):
@@ -378,9 +381,107 @@ def _judge_tl403(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
             + (", the last dimension, as intended" if implicit == max(ndim - 1, 0) else " (the channel dimension)"))
 
 
+def _nonzero(grads: Optional[dict[str, list[float]]]) -> dict[str, list[float]]:
+    return {k: v for k, v in (grads or {}).items() if any(x != 0 for x in v)}
+
+
+def _judge_tl103(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    recs = runs[0]["obs"].get("flag") or []
+    if any(r.get("exc") is not None for r in recs):
+        return "error", f"backward() raised {first_line(next(r['exc'] for r in recs if r.get('exc') is not None))}"
+    if len(recs) < 2:
+        return None
+    held = _nonzero(recs[1].get("grads_before"))
+    if held:
+        name, before = next(iter(held.items()))
+        after = (recs[1].get("grads") or {}).get(name)
+        return ("confirmed", f"before the second backward() {name}.grad still held the first step's {before}; "
+                             f"backward added to it: {after}")
+    return "not-reproduced", "the gradients were reset before the second backward()"
+
+
+def _judge_tl104(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    rec = _flag(runs)
+    if rec is None:
+        return None
+    if rec.get("exc") is not None:
+        return "error", f"zero_grad() raised {first_line(rec['exc'])}"
+    before = _nonzero(rec.get("grads_before"))
+    after = _nonzero(rec.get("grads"))
+    if before and not after:
+        name, values = next(iter(before.items()))
+        return ("confirmed", f"zero_grad() after backward() cleared the gradients ({name}.grad {values} -> "
+                             f"{(rec.get('grads') or {}).get(name) or None}), so the next step() has nothing to apply")
+    if not before:
+        return "not-reproduced", "there were no gradients to clear when zero_grad() ran"
+    return "not-reproduced", "the gradients survived zero_grad()"
+
+
+def _instance(runs: list[dict[str, Any]]) -> tuple[Optional[Record], Any]:
+    rec = _flag(runs)
+    return rec, (rec.get("value") if rec is not None else None)
+
+
+def _judge_tl206(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    rec, module = _instance(runs)
+    attr = str(facts.get("attribute", ""))
+    if rec is None or not attr:
+        return None
+    if rec.get("exc") is not None:
+        return "error", f"constructing the module raised {first_line(rec['exc'])}"
+    value = getattr(module, attr, None)
+    if not isinstance(module, nn.Module) or not isinstance(value, torch.Tensor):
+        return "not-reproduced", f"after construction self.{attr} is a {type(value).__name__}, not a plain tensor"
+    saved = attr in module.state_dict()
+    before = value.dtype
+    module.to(torch.float64)
+    after = getattr(module, attr).dtype
+    params = {p.dtype for p in module.parameters()}
+    if not saved:
+        moved = f"; after .to(torch.float64) the parameters are {sorted(map(str, params))} and self.{attr} is " \
+                f"{after}" if params and value.is_floating_point() else ""
+        return "confirmed", f"'{attr}' is not in state_dict(), so it is neither saved nor moved with the module{moved}"
+    return "not-reproduced", f"self.{attr} is registered ('{attr}' in state_dict(); {before} -> {after})"
+
+
+def _judge_tl701(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    rec, module = _instance(runs)
+    attr = str(facts.get("attribute", ""))
+    if rec is None or not attr:
+        return None
+    if rec.get("exc") is not None:
+        return "error", f"constructing the module raised {first_line(rec['exc'])}"
+    value = getattr(module, attr, None)
+    items = list(value.values()) if isinstance(value, dict) else list(value) if isinstance(value, (list, tuple)) else []
+    held = [p for m in items if isinstance(m, nn.Module) for p in m.parameters()]
+    registered = {id(p) for p in module.parameters()} if isinstance(module, nn.Module) else set()
+    missing = [p for p in held if id(p) not in registered]
+    if missing:
+        return ("confirmed", f"parameters() yields {len(registered)} tensors; the {len(missing)} parameter tensors of "
+                             f"the modules in self.{attr} are not among them")
+    return "not-reproduced", f"self.{attr} holds no unregistered parameters ({type(value).__name__})"
+
+
+def _judge_tl702(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    rec, _ = _instance(runs)
+    if rec is None:
+        return None
+    exc = rec.get("exc")
+    if isinstance(exc, AttributeError) and "__init__() call" in str(exc):
+        return "confirmed", f"constructing the module raised {first_line(exc)}"
+    if exc is not None:
+        return "error", f"constructing the module raised an unrelated {first_line(exc)}"
+    return "not-reproduced", "the module was constructed: __init__ assigns no submodule, parameter or buffer"
+
+
 JUDGES: dict[str, Callable[[dict, list[dict[str, Any]]], Optional[Result]]] = {
     "TL101": _expect_raise(("does not require grad",), "the call", _tl101_fine),
     "TL102": _judge_tl102,
+    "TL103": _judge_tl103,
+    "TL104": _judge_tl104,
+    "TL206": _judge_tl206,
+    "TL701": _judge_tl701,
+    "TL702": _judge_tl702,
     "TL105": _expect_raise(("leaf Variable",), "the in-place update", lambda rec: "the in-place update ran"),
     "TL106": _expect_raise(("floating point",), "the call",
                            lambda rec: f"the call created {describe(rec.get('value'))}"),
@@ -397,9 +498,10 @@ JUDGES: dict[str, Callable[[dict, list[dict[str, Any]]], Optional[Result]]] = {
 }
 
 
-def run_slice(code: str, facts: dict, variants: list[str], stop: str) -> tuple[Optional[Result], str]:
+def run_slice(code: str, facts: dict, variants: list[str], stop: str,
+              want_grads: bool = False) -> tuple[Optional[Result], str]:
     """(result, why-not): result None when the slice did not reach the flagged line."""
-    runs = [run_variant(v, stop) for v in variants]
+    runs = [run_variant(v, stop, want_grads) for v in variants]
     judge = JUDGES.get(code)
     result = judge(facts, runs) if judge is not None else None
     if result is not None:

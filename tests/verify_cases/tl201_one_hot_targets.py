@@ -1,0 +1,10 @@
+# label: harmless
+# rule: TL201
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+logits = torch.randn(4, 3)
+y = torch.tensor([0, 2, 1, 2])
+onehot = F.one_hot(y, 3)
+loss = F.cross_entropy(logits, onehot.float())
+print("HAZARD" if abs(loss.item() - F.cross_entropy(logits, y).item()) > 1e-5 else "ok")
