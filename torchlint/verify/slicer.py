@@ -18,8 +18,11 @@ All walks are iterative; `safety.check_shape` bounds depth before any recursive 
 from __future__ import annotations
 
 import ast
+import copy
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from torchlint.verify.safety import ALLOWED_BUILTINS, Unsafe, Validator, check_shape, iter_with_depth
 
@@ -221,9 +224,20 @@ class _Units:
                     children.extend(case.body)
                 stack.extend((c, outer + [stmt]) for c in reversed(children))
         self.index = {id(s): i for i, s in enumerate(self.order)}
+        self._names: dict[int, tuple[set[str], set[str]]] = {}
+        self._mutated: dict[int, set[str]] = {}
 
     def header_names(self, stmt: ast.stmt) -> tuple[set[str], set[str]]:
-        return names_of(_header_nodes(stmt)) if _is_compound(stmt) else names_of([stmt])
+        found = self._names.get(id(stmt))
+        if found is None:
+            found = self._names[id(stmt)] = names_of(_header_nodes(stmt)) if _is_compound(stmt) else names_of([stmt])
+        return found
+
+    def mutated(self, stmt: ast.stmt) -> set[str]:
+        found = self._mutated.get(id(stmt))
+        if found is None:
+            found = self._mutated[id(stmt)] = _mutated(stmt)
+        return found
 
 
 def _select(units: _Units, seeds: list[ast.stmt], needed: set[str]) -> tuple[set[int], set[str], set[str]]:
@@ -250,36 +264,89 @@ def _select(units: _Units, seeds: list[ast.stmt], needed: set[str]) -> tuple[set
             if id(stmt) in kept:
                 continue
             b, _ = units.header_names(stmt)
-            if b & needed or _mutated(stmt) & needed:
+            if b & needed or units.mutated(stmt) & needed:
                 keep(stmt)
                 changed = True
     return kept, needed, bound
 
 
-def _prune(blocks_owner: list[ast.stmt], kept: set[int]) -> list[ast.stmt]:
-    """Keep only kept statements in every block below these (iteratively); empty blocks
-    get a `pass`."""
-    top = [s for s in blocks_owner if id(s) in kept]
-    stack = list(top)
-    while stack:
-        stmt = stack.pop()
-        if not _is_compound(stmt):
-            continue
-        for f in _BLOCKS:
-            block = getattr(stmt, f, None)
-            if block:
-                new = [s for s in block if id(s) in kept]
-                if not new and f == "body" or not new and f == "finalbody":
-                    new = [ast.Pass()]
-                setattr(stmt, f, new)
-                stack.extend(s for s in new if id(s) in kept)
-        for handler in getattr(stmt, "handlers", None) or []:
-            handler.body = [s for s in handler.body if id(s) in kept] or [ast.Pass()]
-            stack.extend(s for s in handler.body if id(s) in kept)
-        for case in getattr(stmt, "cases", None) or []:
-            case.body = [s for s in case.body if id(s) in kept] or [ast.Pass()]
-            stack.extend(s for s in case.body if id(s) in kept)
-    return top
+def _prune(block: list[ast.stmt], kept: set[int]) -> list[ast.stmt]:
+    """The kept statements of a block. Compound statements are copied (shallowly) with
+    pruned blocks, so the cached tree of the file is never changed; an emptied block gets
+    a `pass`. Recursion follows statement nesting, which `parse` bounded."""
+    return [_pruned(s, kept) for s in block if id(s) in kept]
+
+
+def _pruned(stmt: ast.stmt, kept: set[int]) -> ast.stmt:
+    if not _is_compound(stmt):
+        return stmt
+    clone = copy.copy(stmt)
+    for f in _BLOCKS:
+        block = getattr(stmt, f, None)
+        if block:
+            new = _prune(block, kept)
+            setattr(clone, f, new or ([ast.Pass()] if f in ("body", "finalbody") else []))
+    if getattr(stmt, "handlers", None):
+        clone.handlers = []  # type: ignore[attr-defined]
+        for handler in stmt.handlers:  # type: ignore[attr-defined]
+            h = copy.copy(handler)
+            h.body = _prune(handler.body, kept) or [ast.Pass()]
+            clone.handlers.append(h)  # type: ignore[attr-defined]
+    if getattr(stmt, "cases", None):
+        clone.cases = []  # type: ignore[attr-defined]
+        for case in stmt.cases:  # type: ignore[attr-defined]
+            c = copy.copy(case)
+            c.body = _prune(case.body, kept) or [ast.Pass()]
+            clone.cases.append(c)  # type: ignore[attr-defined]
+    return clone
+
+
+class _FileAnalysis:
+    """One parse of a file's current text, shared (read-only) by all its findings."""
+
+    def __init__(self, text: str) -> None:
+        self.tree = parse(text)
+        self.lines = _python_lines(text)
+        self.parents = parent_map(self.tree)
+        self._units: dict[int, _Units] = {}
+
+    def units(self, key: ast.AST, body: list[ast.stmt]) -> _Units:
+        found = self._units.get(id(key))
+        if found is None:
+            found = self._units[id(key)] = _Units(body)
+        return found
+
+
+_ANALYSES: "OrderedDict[bytes, _FileAnalysis]" = OrderedDict()
+
+
+def analysis(text: str) -> _FileAnalysis:
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    found = _ANALYSES.get(key)
+    if found is None:
+        found = _FileAnalysis(text)
+        _ANALYSES[key] = found
+        while len(_ANALYSES) > 8:
+            _ANALYSES.popitem(last=False)
+    _ANALYSES.move_to_end(key)
+    return found
+
+
+def _finish(body: list[ast.stmt], node: ast.AST) -> Slice:
+    """Check the pruned module, then give the slice its own copy (instrumentation edits it)."""
+    module = ast.Module(body=body, type_ignores=[])
+    try:
+        check_shape(module)
+        Validator().check(module)
+    except Unsafe as exc:
+        raise NotSelfContained(f"the slice is not allowed to run: {exc}") from None
+    memo: dict[int, Any] = {}
+    own = copy.deepcopy(module, memo)  # bounded: check_shape passed
+    flagged = memo.get(id(node))
+    if flagged is None:
+        raise NotSelfContained("the flagged code is not part of its slice")
+    parents = parent_map(own)
+    return Slice(own, flagged, statement_of(flagged, parents), parents)
 
 
 def build(text: str, row: int, col: int, end_row: int, end_col: int,
@@ -289,12 +356,12 @@ def build(text: str, row: int, col: int, end_row: int, end_col: int,
     nodes whose statements must be in the slice (the loss call a flagged cast feeds).
     `construct`: the finding is inside a module-level class; the slice defines the class
     (and what it needs) so that it can be instantiated without arguments."""
-    tree = parse(text)
-    node = find_node(tree, _python_lines(text), row, col, end_row, end_col)
-    parents = parent_map(tree)
+    info = analysis(text)
+    tree, parents = info.tree, info.parents
+    node = find_node(tree, info.lines, row, col, end_row, end_col)
     stmt = statement_of(node, parents)
     if construct:
-        return _class_slice(tree, node, parents)
+        return _class_slice(info, node)
     seeds_nodes = [node, *(related(tree, node, parents) if related else [])]
     seed_stmts = [statement_of(n, parents) for n in seeds_nodes]
 
@@ -315,7 +382,7 @@ def build(text: str, row: int, col: int, end_row: int, end_col: int,
     module_body = [s for s in tree.body if s is not function]
     needed: set[str] = set()
     if function is not None:
-        units = _Units(function.body)
+        units = info.units(function, function.body)
         kept, needed, bound = _select(units, seed_stmts, needed)
         params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
         params |= {a.arg for a in (function.args.vararg, function.args.kwarg) if a is not None}
@@ -330,29 +397,23 @@ def build(text: str, row: int, col: int, end_row: int, end_col: int,
         at = tree.body.index(function)
         candidates = [s for i, s in enumerate(tree.body) if s is not function and (
             i < at or isinstance(s, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)))]
-        module_units = _Units(candidates)
+        module_units = info.units(function.args, candidates)
         mkept, needed, mbound = _select(module_units, [], needed)
         outer = _prune(candidates, mkept)
         body = outer + inner
         bound |= mbound
     else:
-        units = _Units(module_body)
+        units = info.units(tree, module_body)
         kept, needed, bound = _select(units, seed_stmts, needed)
         body = _prune(module_body, kept)
     missing = sorted(needed - bound - ALLOWED_BUILTINS - {"__name__"})
     if missing:
         raise NotSelfContained(f"`{missing[0]}` has no value in the file")
-    module = ast.Module(body=body, type_ignores=[])
-    try:
-        Validator().check(module)
-    except Unsafe as exc:
-        raise NotSelfContained(f"the slice is not allowed to run: it {exc}" if not str(exc).startswith("the")
-                               else f"the slice is not allowed to run: {exc}") from None
-    check_shape(module)
-    return Slice(module, node, stmt, parent_map(module))
+    return _finish(body, node)
 
 
-def _class_slice(tree: ast.Module, node: ast.AST, parents: dict[int, ast.AST]) -> Slice:
+def _class_slice(info: _FileAnalysis, node: ast.AST) -> Slice:
+    tree, parents = info.tree, info.parents
     cls = next((a for a in [node, *_ancestors(node, parents)] if isinstance(a, ast.ClassDef)), None)
     if cls is None or parents.get(id(cls)) is not tree:
         raise NotSelfContained("the flagged code is not inside a class defined at module level")
@@ -362,17 +423,14 @@ def _class_slice(tree: ast.Module, node: ast.AST, parents: dict[int, ast.AST]) -
         required = len(args.posonlyargs) + len(args.args) - len(args.defaults) - 1
         if required > 0 or any(d is None for d in args.kw_defaults):
             raise NotSelfContained(f"`{cls.name}()` needs constructor arguments that have no value in the file")
-    units = _Units(tree.body)
+    units = info.units(tree, tree.body)
     kept, needed, bound = _select(units, [cls], set())
     missing = sorted(needed - bound - ALLOWED_BUILTINS - {"__name__"})
     if missing:
         raise NotSelfContained(f"`{missing[0]}` has no value in the file")
-    module = ast.Module(body=_prune(tree.body, kept), type_ignores=[])
-    try:
-        Validator().check(module)
-    except Unsafe as exc:
-        raise NotSelfContained(f"the slice is not allowed to run: {exc}") from None
-    return Slice(module, node, cls, parent_map(module))
+    sl = _finish(_prune(tree.body, kept), node)
+    own_cls = next(a for a in [sl.flagged, *_ancestors(sl.flagged, sl.parents)] if isinstance(a, ast.ClassDef))
+    return Slice(sl.module, sl.flagged, own_cls, sl.parents)
 
 
 def _inline_returns(body: list[ast.stmt]) -> list[ast.stmt]:
