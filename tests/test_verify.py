@@ -228,6 +228,8 @@ HOSTILE = [
     "i = 1\nt = torch.FloatTensor(9**9**9 + i)",
     "import numpy as np\nt = torch.FloatTensor(np.fromfile('x'))",
     "t = torch.FloatTensor(len('a' * 10**9))",
+    "n = 3 * 10**9\nt = torch.FloatTensor(torch.ones(n))",
+    "t = torch.FloatTensor(torch.zeros((100000, 100000)))",
 ]
 
 
@@ -251,6 +253,28 @@ def test_statements_the_flagged_line_does_not_depend_on_are_not_run():
     assert request is not None and request.variants and "os" not in request.variants[0], request
 
 
+HOSTILE_FILE = """import torch
+i = 1
+n = int(torch.tensor(3e9).item())
+a = torch.FloatTensor(torch.ones(3 * 10**9))
+b = torch.FloatTensor(9**9**9 + i)
+c = torch.FloatTensor(9**9**9 + i + 1)
+d = torch.FloatTensor(torch.ones(n))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the memory watchdog reads /proc")
+def test_hostile_literals_stay_within_memory_and_are_cheap(tmp_path, run_cli):
+    write(tmp_path, "hostile.py", HOSTILE_FILE)
+    code, out, err = run_cli("check", "hostile.py", "--verify", "--device", "cpu", "--select", "TL205",
+                             "--verify-memory", "768", "--output-format", "json")
+    runs = {f["location"]["row"]: f["verify"]["runs"][0] for f in json.loads(out)}
+    for row in (4, 5, 6):  # refused before running: the fact probe answers instead
+        assert runs[row]["verdict"] == "demonstrated" and "not allowed to run" in runs[row]["evidence"], runs[row]
+    # Not a literal: it runs, and the watchdog stops it at the limit.
+    assert runs[7]["verdict"] == "error" and "--verify-memory limit of 768 MiB" in runs[7]["evidence"], runs[7]
+
+
 def test_deep_expression_is_not_a_recursion_error():
     from torchlint.verify.plan import plan
 
@@ -258,6 +282,26 @@ def test_deep_expression_is_not_a_recursion_error():
     source = f"import torch\nt = torch.FloatTensor({expr})\n"
     request, _ = plan(_finding("TL205", 2, 5, 2, len(source.splitlines()[1]) + 1), source)
     assert request is not None and request.variants == ()
+
+
+def test_lint_findings_carry_no_code_and_survive_deep_expressions(tmp_path, run_cli):
+    """Issue 8: the lint path no longer extracts snippets (no copy.deepcopy of user
+    expressions); probe_params hold plain facts only."""
+    expr = " + ".join(["i"] * 2500)
+    write(tmp_path, "deep.py", f"import torch\ni = 1\nt = torch.FloatTensor({expr})\nu = torch.FloatTensor(3)\n")
+    code, out, err = run_cli("check", "deep.py", "--select", "TL205", "--output-format", "json", "--no-cache")
+    assert code == 1, err
+    found = json.loads(out)
+    assert [f["location"]["row"] for f in found] == [3, 4]
+    assert all(f.get("verify") is None for f in found)
+    from torchlint.checker import check_source
+    from torchlint.rules.registry import ALL_RULES
+
+    findings = check_source("deep.py", (tmp_path / "deep.py").read_bytes(), list(ALL_RULES))
+    assert findings
+    for f in findings:
+        assert all(type(v) in (str, int, float, bool) for v in f.probe_params.values()), f.probe_params
+        assert "snippet" not in f.probe_params
 
 
 def test_verdict_cache_is_strict_and_keyed_by_everything(tmp_path):

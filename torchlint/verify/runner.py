@@ -47,6 +47,7 @@ DEFAULT_BUDGET = 900.0
 VERDICTS = ("confirmed", "not-reproduced", "demonstrated", "not-applicable", "skipped", "error")
 _FORMAT = 2
 _MAX_ENTRY_BYTES = 16384
+_WATCH_MARGIN = 64 * 2**20  # what a fast allocation can add between two 10 ms polls
 
 
 class VerifyUnavailable(Exception):
@@ -66,9 +67,15 @@ def torch_version() -> str:
         return "unknown"
 
 
+def _resident(pid: str, page: int) -> int:
+    with open(f"/proc/{pid}/statm", "rb") as fh:
+        return int(fh.read().split()[1]) * page
+
+
 def _tree_memory(pgid: int) -> int:
-    """Private resident bytes (resident minus shared pages) of every process in the group:
-    the worker, DataLoader workers it forked, processes a probe spawned."""
+    """Resident bytes of every process in the group: the launcher, the worker, DataLoader
+    workers it forked, processes a probe spawned. Shared pages count once per process:
+    an overestimate, which errs on the side of the limit."""
     page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
     total = 0
     try:
@@ -83,9 +90,7 @@ def _tree_memory(pgid: int) -> int:
                 fields = fh.read().rsplit(b")", 1)[1].split()
             if int(fields[2]) != pgid:  # field 5 of stat: process group
                 continue
-            with open(f"/proc/{entry}/statm", "rb") as fh:
-                statm = fh.read().split()
-            total += max(int(statm[1]) - int(statm[2]), 0) * page
+            total += _resident(entry, page)
         except (OSError, IndexError, ValueError):
             continue
     return total
@@ -142,10 +147,15 @@ class ProbeWorker:
         return self.info
 
     def _watch(self, proc: subprocess.Popen, done: threading.Event) -> None:
-        while not done.wait(0.02):
+        page = os.sysconf("SC_PAGE_SIZE")
+        while not done.wait(0.01):
             used = _tree_memory(proc.pid)
-            if used > self.memory_limit:
-                self._killed_for_memory = used
+            try:  # the limit covers torchlint too, so the whole tree stays under it
+                own = _resident("self", page)
+            except (OSError, ValueError, IndexError):
+                own = 0
+            if used + own + _WATCH_MARGIN > self.memory_limit:
+                self._killed_for_memory = used + own
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)
                 except OSError:
@@ -181,8 +191,9 @@ class ProbeWorker:
             except subprocess.TimeoutExpired:
                 pass
         if self._killed_for_memory:
-            return (f"{what} was stopped: its processes used {self._killed_for_memory / 2**20:.0f} MiB, above the "
-                    f"--verify-memory limit of {self.memory_limit / 2**20:.0f} MiB")
+            return (f"{what} was stopped: with torchlint itself its processes held "
+                    f"{self._killed_for_memory / 2**20:.0f} MiB, at the --verify-memory limit of "
+                    f"{self.memory_limit / 2**20:.0f} MiB")
         code = self.proc.poll()
         if code is None:
             return f"{what} timed out after {timeout if timeout is not None else self.timeout:g}s"

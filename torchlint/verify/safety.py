@@ -92,7 +92,7 @@ def check_shape(root: ast.AST) -> None:
             raise Unsafe(f"the slice has more than {MAX_NODES} syntax nodes")
 
 
-def fold(node: ast.AST) -> Optional[Number]:
+def fold(node: ast.AST, consts: Optional[dict[str, Number]] = None) -> Optional[Number]:
     """The value of a literal arithmetic expression, or None when it is not one. Raises
     Unsafe when the value would be huge (`9**9**9`): computed bottom-up, iteratively, each
     step bounded before it is performed."""
@@ -105,12 +105,16 @@ def fold(node: ast.AST) -> Optional[Number]:
             stack.extend((n.left, n.right))
         elif isinstance(n, ast.UnaryOp):
             stack.append(n.operand)
+        elif isinstance(n, ast.Name) and consts and n.id in consts:
+            pass
         elif not (isinstance(n, ast.Constant) and type(n.value) in (int, float, complex)):
             return None
     values: dict[int, Number] = {}
     for n in reversed(order):
         if isinstance(n, ast.Constant):
             values[id(n)] = n.value
+        elif isinstance(n, ast.Name):
+            values[id(n)] = consts[n.id]  # type: ignore[index]
         elif isinstance(n, ast.UnaryOp):
             v = values[id(n.operand)]
             values[id(n)] = -v if isinstance(n.op, ast.USub) else +v if isinstance(n.op, ast.UAdd) \
@@ -164,6 +168,7 @@ class Validator:
 
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}  # local name -> imported module path
+        self.consts: dict[str, Number] = {}  # names bound once, to a literal number
 
     def qualname(self, node: ast.AST) -> Optional[str]:
         parts: list[str] = []
@@ -195,6 +200,16 @@ class Validator:
                     full = f"{node.module}.{alias.name}"
                     self._module(full)
                     self.aliases[alias.asname or alias.name] = full
+        bindings: dict[str, int] = {}
+        for node in nodes:
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                bindings[node.id] = bindings.get(node.id, 0) + 1
+        for node in nodes:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and bindings.get(node.targets[0].id) == 1:
+                value = fold(node.value)
+                if value is not None:
+                    self.consts[node.targets[0].id] = value
         super_inits = {id(n.func) for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                        and n.func.attr == "__init__" and isinstance(n.func.value, ast.Call)
                        and isinstance(n.func.value.func, ast.Name) and n.func.value.func.id == "super"}
@@ -259,8 +274,8 @@ class Validator:
             if size is not None:
                 self._elements(name, list(size.elts) if isinstance(size, (ast.Tuple, ast.List)) else [size])
         elif name in _COUNT_FACTORIES:
-            values = [fold(a) for a in call.args[:3] if not isinstance(a, ast.Starred)]
-            steps = next((fold(k.value) for k in call.keywords if k.arg == "steps"), None)
+            values = [fold(a, self.consts) for a in call.args[:3] if not isinstance(a, ast.Starred)]
+            steps = next((fold(k.value, self.consts) for k in call.keywords if k.arg == "steps"), None)
             count = _count(name, values, steps)
             if count is not None and count > MAX_ELEMENTS:
                 raise Unsafe(f"`{name}` with literal bounds makes {count:.3g} elements "
@@ -269,7 +284,7 @@ class Validator:
     def _elements(self, name: str, dims: list[ast.AST]) -> None:
         total = 1
         for dim in dims:
-            value = fold(dim)
+            value = fold(dim, self.consts)
             if isinstance(value, int) and not isinstance(value, bool):
                 total *= max(value, 0)
                 if total > MAX_ELEMENTS:
@@ -278,7 +293,7 @@ class Validator:
 
     def _repetition(self, node: ast.BinOp) -> None:
         for seq, count in ((node.left, node.right), (node.right, node.left)):
-            n = fold(count)
+            n = fold(count, self.consts)
             if isinstance(n, int) and isinstance(seq, (ast.List, ast.Tuple, ast.Constant)) and n > MAX_SEQUENCE:
                 raise Unsafe(f"repeats a literal sequence {n} times")
 
