@@ -232,6 +232,12 @@ HOSTILE = [
     "t = torch.FloatTensor(len('a' * 10**9))",
     "n = 3 * 10**9\nt = torch.FloatTensor(torch.ones(n))",
     "t = torch.FloatTensor(torch.zeros((100000, 100000)))",
+    "import torch.nn.functional as F\nt = torch.FloatTensor(F.torch.load('x.pt'))",
+    "t = torch.FloatTensor(getattr(torch, 'load')('x.pt'))",
+    "k = torch.nn.functional.torch._C\nt = torch.FloatTensor(k)",
+    "import numpy as np\nk = np.core.os.system('true')\nt = torch.FloatTensor(k)",
+    "self = torch\nt = torch.FloatTensor(self.load('x'))",
+    "x = torch.ones(3)\nx.numpy().tofile('out')\nt = torch.FloatTensor(x)",
 ]
 
 

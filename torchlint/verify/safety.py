@@ -39,6 +39,19 @@ DENIED_PREFIXES = tuple(f"{p}" for p in (
 DENIED_METHODS = frozenset({"tofile", "dump", "dumps", "save", "load", "fromfile", "from_file", "open",
                             "share_memory_", "untyped_storage", "storage", "data_ptr", "register_hook",
                             "system", "popen", "spawn", "numpy_frombuffer", "to_dlpack"})
+# Attribute names refused on anything but `self`, whatever the qualified name resolves to:
+# modules re-export each other (`torch.nn.functional.torch.load`), so a path check alone is
+# not enough.
+DENIED_ATTRIBUTES = DENIED_METHODS | frozenset({
+    "hub", "distributed", "multiprocessing", "ops", "classes", "library", "compile", "jit", "package", "onnx",
+    "export", "profiler", "serialization", "cpp_extension", "utils_cpp", "model_zoo", "load_state_dict_from_url",
+    "download_url_to_file", "urlopen", "memmap", "open_memmap", "ctypeslib", "f2py", "distutils", "testing",
+    "DataSource", "lib", "loadtxt", "savetxt", "genfromtxt", "savez", "savez_compressed", "fromregex",
+    "frombuffer", "from_dlpack", "os", "sys", "subprocess", "builtins", "importlib", "ctypes", "shutil",
+    "pathlib", "socket", "pickle", "io", "tempfile", "inspect", "gc", "signal", "threading", "urllib", "http",
+    "platform", "glob", "mmap", "marshal", "codecs", "linecache", "runpy", "pty", "posix", "nt", "fx",
+    "backends", "overrides", "dlpack", "tensorboard", "benchmark", "collect_env", "datapipes", "checkpoint",
+})
 ALLOWED_BUILTINS = frozenset({
     "abs", "all", "any", "bool", "dict", "divmod", "enumerate", "filter", "float", "frozenset", "int",
     "isinstance", "issubclass", "len", "list", "map", "max", "min", "print", "range", "reversed", "round",
@@ -227,7 +240,7 @@ class Validator:
                              ast.Await)):
             raise Unsafe(f"`{type(node).__name__}` is not allowed in a slice")
         if isinstance(node, ast.Name):
-            self._name(node.id)
+            self._name(node.id, store=not isinstance(node.ctx, ast.Load))
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             self._name(node.name, definition=True)
         elif isinstance(node, ast.arg):
@@ -235,7 +248,9 @@ class Validator:
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("__") and id(node) not in super_inits:
                 raise Unsafe(f"accesses the dunder attribute `{node.attr}`")
-            if node.attr.startswith("_tl_") or node.attr in DENIED_METHODS:
+            on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
+            if node.attr.startswith("_tl_") or not on_self and (
+                    node.attr in DENIED_ATTRIBUTES or node.attr.startswith("_") and id(node) not in super_inits):
                 raise Unsafe(f"calls or reads `.{node.attr}`")
             name = self.qualname(node)
             if name is not None:
@@ -248,7 +263,9 @@ class Validator:
             if fold(node) is None and isinstance(node.op, ast.Mult):
                 self._repetition(node)
 
-    def _name(self, name: str, definition: bool = False) -> None:
+    def _name(self, name: str, definition: bool = False, store: bool = False) -> None:
+        if store and name == "self":
+            raise Unsafe("rebinds `self`")
         if name.startswith("_tl_"):
             raise Unsafe(f"the name `{name}` is reserved by torchlint")
         if name.startswith("__") and name.endswith("__") and not (name == "__name__" or definition and name in (
@@ -262,8 +279,9 @@ class Validator:
         func = call.func
         if isinstance(func, ast.Name) and func.id in _LITERAL_NAME_BUILTINS:
             attr = call.args[1] if len(call.args) > 1 else None
-            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str) and not attr.value.startswith("_")):
-                raise Unsafe(f"`{func.id}` with a non-literal or private attribute name")
+            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str) and not attr.value.startswith("_")
+                    and attr.value not in DENIED_ATTRIBUTES):
+                raise Unsafe(f"`{func.id}` with a non-literal, private or refused attribute name")
         name = self.qualname(func) or (func.id if isinstance(func, ast.Name) and func.id == "range" else None)
         if name in _SHAPE_FACTORIES:
             self._elements(name, _shape_args(call))
