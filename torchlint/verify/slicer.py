@@ -286,18 +286,16 @@ def _pruned(stmt: ast.stmt, kept: set[int]) -> ast.stmt:
         if block:
             new = _prune(block, kept)
             setattr(clone, f, new or ([ast.Pass()] if f in ("body", "finalbody") else []))
-    if getattr(stmt, "handlers", None):
-        clone.handlers = []  # type: ignore[attr-defined]
-        for handler in stmt.handlers:  # type: ignore[attr-defined]
-            h = copy.copy(handler)
-            h.body = _prune(handler.body, kept) or [ast.Pass()]
-            clone.handlers.append(h)  # type: ignore[attr-defined]
-    if getattr(stmt, "cases", None):
-        clone.cases = []  # type: ignore[attr-defined]
-        for case in stmt.cases:  # type: ignore[attr-defined]
-            c = copy.copy(case)
-            c.body = _prune(case.body, kept) or [ast.Pass()]
-            clone.cases.append(c)  # type: ignore[attr-defined]
+    for f in ("handlers", "cases"):  # except clauses, match cases: each has a body
+        parts = getattr(stmt, f, None)
+        if parts:
+            setattr(clone, f, [_with_body(part, _prune(part.body, kept) or [ast.Pass()]) for part in parts])
+    return clone
+
+
+def _with_body(node: ast.AST, body: list[ast.stmt]) -> ast.AST:
+    clone = copy.copy(node)
+    clone.body = body  # type: ignore[attr-defined]
     return clone
 
 

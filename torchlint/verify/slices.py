@@ -168,19 +168,39 @@ def _flag(runs: list[dict[str, Any]], index: int = 0) -> Optional[Record]:
     return recs[0] if recs else None
 
 
+def _ran(what: str) -> Callable[[Callable[..., Optional[Result]]], Callable[..., Optional[Result]]]:
+    """A judge of a flagged call that has to complete: None when the run never reached
+    it, `error` when it raised; otherwise the judge sees its record."""
+    def wrap(judge: Callable[[dict, Record, list[dict[str, Any]]], Optional[Result]]) -> Callable[..., Optional[Result]]:
+        def run(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+            rec = _flag(runs)
+            if rec is None:
+                return None
+            if rec.get("exc") is not None:
+                return "error", f"{what} raised {first_line(rec['exc'])}"
+            return judge(facts, rec, runs)
+        return run
+    return wrap
+
+
 # -- judges: (facts, runs) -> Result, or None when the flag was not reached ---------------
-def _expect_raise(needle: tuple[str, ...], what: str, fine: Callable[[Record], str]) -> Callable:
+def _expect_raise(matches: Callable[[BaseException], bool], what: str, fine: Callable[[Record], str]) -> Callable:
+    """The hazard is an exception at the flagged line: `matches` tells it from others."""
     def judge(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
         rec = _flag(runs)
         if rec is None:
             return None
         exc = rec.get("exc")
-        if exc is not None and any(n in str(exc) for n in needle):
+        if exc is not None and matches(exc):
             return "confirmed", f"{what} raised {first_line(exc)}"
         if exc is not None:
-            return "error", f"the flagged line raised an unrelated {first_line(exc)}"
+            return "error", f"{what} raised an unrelated {first_line(exc)}"
         return "not-reproduced", fine(rec)
     return judge
+
+
+def _says(*needles: str) -> Callable[[BaseException], bool]:
+    return lambda exc: any(n in str(exc) for n in needles)
 
 
 def _tl101_fine(rec: Record) -> str:
@@ -225,18 +245,6 @@ def _judge_tl107(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
     return "not-reproduced", f"the accumulated value is {describe(value)} without a graph"
 
 
-def _judge_tl108(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
-    rec = _flag(runs)
-    if rec is None:
-        return None
-    exc = rec.get("exc")
-    if isinstance(exc, (TypeError, AttributeError)):
-        return "confirmed", f"entering the with-statement raised {first_line(exc)}"
-    if exc is not None:
-        return "error", f"the with-statement raised an unrelated {first_line(exc)}"
-    return "not-reproduced", "the object worked as a context manager"
-
-
 def _judge_tl109(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
     rec = _flag(runs)
     if rec is None:
@@ -279,12 +287,8 @@ def _judge_tl201(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
     return "not-reproduced", f"the loss ran with {shapes} (loss {loss}): the float target is valid here"
 
 
-def _judge_tl202(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
-    rec = _flag(runs)
-    if rec is None:
-        return None
-    if rec.get("exc") is not None:
-        return "error", f"the call raised {first_line(rec['exc'])}"
+@_ran("the call")
+def _judge_tl202(facts: dict, rec: Record, runs: list[dict[str, Any]]) -> Optional[Result]:
     receiver, value, before = rec.get("receiver"), rec.get("value"), rec.get("before")
     if not isinstance(receiver, torch.Tensor) or before is None:
         return "not-reproduced", f"the receiver is a {type(receiver).__name__}, not a tensor"
@@ -294,34 +298,21 @@ def _judge_tl202(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
                          f"is still {describe(receiver)} on {receiver.device}")
 
 
-def _judge_tl204(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
-    rec = _flag(runs)
-    if rec is None:
-        return None
-    if rec.get("exc") is not None:
-        return "error", f"the call raised {first_line(rec['exc'])}"
+@_ran("the call")
+def _judge_tl204(facts: dict, rec: Record, runs: list[dict[str, Any]]) -> Optional[Result]:
     value = rec.get("value")
     if isinstance(value, torch.Tensor) and value.dtype == torch.float64:
         return "confirmed", f"the call returned {describe(value)}"
     return "not-reproduced", f"the call returned {describe(value)}"
 
 
-def _judge_tl205(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
-    rec = _flag(runs)
-    if rec is None:
-        return None
-    if rec.get("exc") is not None:
-        return "error", f"the call raised {first_line(rec['exc'])}"
+@_ran("the call")
+def _judge_tl205(facts: dict, rec: Record, runs: list[dict[str, Any]]) -> Optional[Result]:
     args, value = rec["args"], rec.get("value")
     if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
         return ("confirmed", f"the call with {', '.join(map(str, args))} returned {describe(value)} of uninitialised "
                              f"memory, not a tensor holding {args[0] if len(args) == 1 else list(args)}")
     return "not-reproduced", f"the call built {describe(value)} from the given values"
-
-
-def _judge_tl304(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
-    return _expect_raise(("sampler", "mutually exclusive"), "the DataLoader call",
-                         lambda rec: "the DataLoader accepted these options")(facts, runs)
 
 
 def _judge_tl401(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
@@ -363,12 +354,8 @@ def _short(t: torch.Tensor) -> str:
     return f"{float(t):.4f}" if t.numel() == 1 else str([round(float(v), 4) for v in t.flatten()[:3]])
 
 
-def _judge_tl403(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
-    rec = _flag(runs)
-    if rec is None:
-        return None
-    if rec.get("exc") is not None:
-        return "error", f"the call raised {first_line(rec['exc'])}"
+@_ran("the call")
+def _judge_tl403(facts: dict, rec: Record, runs: list[dict[str, Any]]) -> Optional[Result]:
     x = rec["args"][0] if rec["args"] else rec["kwargs"].get("input")
     if not isinstance(x, torch.Tensor):
         return None
@@ -400,12 +387,8 @@ def _judge_tl103(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
     return "not-reproduced", "the gradients were reset before the second backward()"
 
 
-def _judge_tl104(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
-    rec = _flag(runs)
-    if rec is None:
-        return None
-    if rec.get("exc") is not None:
-        return "error", f"zero_grad() raised {first_line(rec['exc'])}"
+@_ran("zero_grad()")
+def _judge_tl104(facts: dict, rec: Record, runs: list[dict[str, Any]]) -> Optional[Result]:
     before = _nonzero(rec.get("grads_before"))
     after = _nonzero(rec.get("grads"))
     if before and not after:
@@ -417,18 +400,11 @@ def _judge_tl104(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
     return "not-reproduced", "the gradients survived zero_grad()"
 
 
-def _instance(runs: list[dict[str, Any]]) -> tuple[Optional[Record], Any]:
-    rec = _flag(runs)
-    return rec, (rec.get("value") if rec is not None else None)
-
-
-def _judge_tl206(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
-    rec, module = _instance(runs)
-    attr = str(facts.get("attribute", ""))
-    if rec is None or not attr:
+@_ran("constructing the module")
+def _judge_tl206(facts: dict, rec: Record, runs: list[dict[str, Any]]) -> Optional[Result]:
+    module, attr = rec.get("value"), str(facts.get("attribute", ""))
+    if not attr:
         return None
-    if rec.get("exc") is not None:
-        return "error", f"constructing the module raised {first_line(rec['exc'])}"
     value = getattr(module, attr, None)
     if not isinstance(module, nn.Module) or not isinstance(value, torch.Tensor):
         return "not-reproduced", f"after construction self.{attr} is a {type(value).__name__}, not a plain tensor"
@@ -444,13 +420,11 @@ def _judge_tl206(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
     return "not-reproduced", f"self.{attr} is registered ('{attr}' in state_dict(); {before} -> {after})"
 
 
-def _judge_tl701(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
-    rec, module = _instance(runs)
-    attr = str(facts.get("attribute", ""))
-    if rec is None or not attr:
+@_ran("constructing the module")
+def _judge_tl701(facts: dict, rec: Record, runs: list[dict[str, Any]]) -> Optional[Result]:
+    module, attr = rec.get("value"), str(facts.get("attribute", ""))
+    if not attr:
         return None
-    if rec.get("exc") is not None:
-        return "error", f"constructing the module raised {first_line(rec['exc'])}"
     value = getattr(module, attr, None)
     items = list(value.values()) if isinstance(value, dict) else list(value) if isinstance(value, (list, tuple)) else []
     held = [p for m in items if isinstance(m, nn.Module) for p in m.parameters()]
@@ -462,37 +436,29 @@ def _judge_tl701(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
     return "not-reproduced", f"self.{attr} holds no unregistered parameters ({type(value).__name__})"
 
 
-def _judge_tl702(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
-    rec, _ = _instance(runs)
-    if rec is None:
-        return None
-    exc = rec.get("exc")
-    if isinstance(exc, AttributeError) and "__init__() call" in str(exc):
-        return "confirmed", f"constructing the module raised {first_line(exc)}"
-    if exc is not None:
-        return "error", f"constructing the module raised an unrelated {first_line(exc)}"
-    return "not-reproduced", "the module was constructed: __init__ assigns no submodule, parameter or buffer"
-
-
 JUDGES: dict[str, Callable[[dict, list[dict[str, Any]]], Optional[Result]]] = {
-    "TL101": _expect_raise(("does not require grad",), "the call", _tl101_fine),
+    "TL101": _expect_raise(_says("does not require grad"), "the call", _tl101_fine),
     "TL102": _judge_tl102,
     "TL103": _judge_tl103,
     "TL104": _judge_tl104,
     "TL206": _judge_tl206,
     "TL701": _judge_tl701,
-    "TL702": _judge_tl702,
-    "TL105": _expect_raise(("leaf Variable",), "the in-place update", lambda rec: "the in-place update ran"),
-    "TL106": _expect_raise(("floating point",), "the call",
+    "TL702": _expect_raise(lambda exc: isinstance(exc, AttributeError) and "__init__() call" in str(exc),
+                           "constructing the module",
+                           lambda rec: "the module was constructed: __init__ assigns no submodule, parameter or buffer"),
+    "TL105": _expect_raise(_says("leaf Variable"), "the in-place update", lambda rec: "the in-place update ran"),
+    "TL106": _expect_raise(_says("floating point"), "the call",
                            lambda rec: f"the call created {describe(rec.get('value'))}"),
     "TL107": _judge_tl107,
-    "TL108": _judge_tl108,
+    "TL108": _expect_raise(lambda exc: isinstance(exc, (TypeError, AttributeError)), "entering the with-statement",
+                           lambda rec: "the object worked as a context manager"),
     "TL109": _judge_tl109,
     "TL201": _judge_tl201,
     "TL202": _judge_tl202,
     "TL204": _judge_tl204,
     "TL205": _judge_tl205,
-    "TL304": _judge_tl304,
+    "TL304": _expect_raise(_says("sampler", "mutually exclusive"), "the DataLoader call",
+                           lambda rec: "the DataLoader accepted these options"),
     "TL401": _judge_tl401,
     "TL403": _judge_tl403,
 }
