@@ -529,6 +529,8 @@ CASE_PAIRS = {
     "TL403": ("tl403_3d_input.py", "tl403_2d_input.py"),
     "TL701": ("tl701_list_of_layers.py", "tl701_rewrapped_list.py"),
     "TL702": ("tl702_missing_super.py", "tl702_plain_attributes.py"),
+    "TL703": ("tl703_forward_skips_hook.py", "tl703_forward_without_hooks.py"),
+    "TL704": ("tl704_eval_never_undone.py", "tl704_train_restored_by_helper.py"),
 }
 
 

@@ -235,6 +235,18 @@ def _tl102(sl: Slice) -> Optional[list[ast.Module]]:
     return [finish(written), finish(sl.module)]
 
 
+def _tl704(sl: Slice) -> Optional[list[ast.Module]]:
+    """Mark the flagged `model.eval()`; the run stops at the next backward pass, where the
+    worker reads every module's `training` flag."""
+    for node in ast.walk(sl.module):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward":
+            wrap_call(node, "backward")
+    block = _block_of(sl, sl.statement)
+    at = next(i for i, s in enumerate(block) if s is sl.statement)
+    block.insert(at + 1, ast.Expr(_call("_tl_mark", ast.Constant("flag"))))
+    return [finish(sl.module)]
+
+
 def _construct(sl: Slice) -> Optional[list[ast.Module]]:
     assert isinstance(sl.statement, ast.ClassDef)
     call = _call("_tl_call", ast.Constant("flag"), ast.Name(sl.statement.name, ast.Load()))
@@ -254,6 +266,8 @@ SLICE_RULES: dict[str, SliceRule] = {
     "TL206": SliceRule(_construct, construct=True, observe=_self_attribute),
     "TL701": SliceRule(_construct, construct=True, observe=_self_attribute),
     "TL702": SliceRule(_construct, construct=True),
+    "TL703": SliceRule(_on_call),
+    "TL704": SliceRule(_tl704, stop="backward", extra_seed=_backward_statements),
     "TL102": SliceRule(_tl102, stop="backward", extra_seed=_backward_statements),
     "TL105": SliceRule(_tl105),
     "TL106": SliceRule(_on_call),

@@ -181,10 +181,13 @@ def _mutated(stmt: ast.stmt) -> set[str]:
     out: set[str] = set()
     if isinstance(stmt, ast.Expr):
         for node in ast.walk(stmt):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                name = _root_name(node.func.value)
-                if name:
-                    out.add(name)
+            if isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Attribute):
+                    name = _root_name(node.func.value)
+                    if name:
+                        out.add(name)
+                # A function may change the objects it is given: `set_train(model)`.
+                out.update(a.id for a in [*node.args, *(k.value for k in node.keywords)] if isinstance(a, ast.Name))
     targets: list[ast.AST] = []
     if isinstance(stmt, ast.Assign):
         targets = list(stmt.targets)

@@ -85,6 +85,9 @@ def run_variant(source: str, stop: str, want_grads: bool = False) -> dict[str, A
         rec["warnings"] = [str(w.message) for w in caught]
         if track:
             rec["grads"] = _grads(namespace)
+        if tag == "backward":
+            rec["modes"] = {name: m.training for name, m in namespace.items()
+                            if isinstance(m, nn.Module) and not name.startswith("_")}
         record(tag, rec)
         if should_stop(tag):
             raise _Stop()
@@ -436,6 +439,35 @@ def _judge_tl701(facts: dict, rec: Record, runs: list[dict[str, Any]]) -> Option
     return "not-reproduced", f"self.{attr} holds no unregistered parameters ({type(value).__name__})"
 
 
+@_ran("the call")
+def _judge_tl703(facts: dict, rec: Record, runs: list[dict[str, Any]]) -> Optional[Result]:
+    module = rec.get("receiver")
+    if not isinstance(module, nn.Module):
+        return "not-reproduced", f"the receiver is a {type(module).__name__}, not an nn.Module"
+    from torch.nn.modules import module as module_impl
+    hooks = (len(module._forward_hooks) + len(module._forward_pre_hooks)
+             + len(module_impl._global_forward_hooks) + len(module_impl._global_forward_pre_hooks))
+    if hooks:
+        return ("confirmed", f"{type(module).__name__} has {hooks} forward hook(s) registered; calling .forward() "
+                             "directly skipped them")
+    return ("not-reproduced", f"no forward hooks are registered on {type(module).__name__} here, so .forward(x) "
+                              "computed what calling the module would")
+
+
+def _judge_tl704(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
+    recs = runs[0]["obs"].get("backward")
+    if not runs[0]["obs"].get("flag") or not recs:
+        return None
+    modes = recs[0].get("modes") or {}
+    off = sorted(name for name, training in modes.items() if not training)
+    if off:
+        return ("confirmed", f"at the first backward() after eval(), {', '.join(off[:3])} still had training == "
+                             "False: dropout off and batch norm on running statistics while training")
+    if modes:
+        return "not-reproduced", f"at the next backward() every module was back in training mode ({', '.join(modes)})"
+    return None
+
+
 JUDGES: dict[str, Callable[[dict, list[dict[str, Any]]], Optional[Result]]] = {
     "TL101": _expect_raise(_says("does not require grad"), "the call", _tl101_fine),
     "TL102": _judge_tl102,
@@ -443,6 +475,8 @@ JUDGES: dict[str, Callable[[dict, list[dict[str, Any]]], Optional[Result]]] = {
     "TL104": _judge_tl104,
     "TL206": _judge_tl206,
     "TL701": _judge_tl701,
+    "TL703": _judge_tl703,
+    "TL704": _judge_tl704,
     "TL702": _expect_raise(lambda exc: isinstance(exc, AttributeError) and "__init__() call" in str(exc),
                            "constructing the module",
                            lambda rec: "the module was constructed: __init__ assigns no submodule, parameter or buffer"),
