@@ -322,6 +322,12 @@ def test_verdict_cache_is_strict_and_keyed_by_everything(tmp_path):
     assert key != cache.key(ProbeRequest("TL205", (("constructor", "torch.FloatTensor"),)), "cpu", "2.13.0", "hash",
                             (60.0, 2**31))
     assert key != cache.key(ProbeRequest("TL205", (), ("t = 1",)), "cpu", "2.13.0", "hash", (60.0, 2**31))
+    at = _finding("TL205", 2, 5, 2, 25, {"constructor": "torch.Tensor"})
+    located = cache.located_key(at, "digest", "cpu", "2.13.0", "hash", (60.0, 2**31))
+    assert located != cache.located_key(at, "other-file-text", "cpu", "2.13.0", "hash", (60.0, 2**31))
+    assert located != cache.located_key(at, "digest", "cpu", "2.13.0", "other-probe-code", (60.0, 2**31))
+    assert located != cache.located_key(_finding("TL205", 3, 5, 3, 25, {"constructor": "torch.Tensor"}), "digest",
+                                        "cpu", "2.13.0", "hash", (60.0, 2**31))
     cache.put(key, {"verdict": "error", "evidence": "timed out"})  # errors are cached too
     assert cache.get(key) == {"verdict": "error", "evidence": "timed out"}
     entry = tmp_path / "verify" / f"{key}.json"

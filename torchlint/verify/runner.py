@@ -34,7 +34,7 @@ from typing import Any, Callable, Optional
 
 from torchlint import __version__
 from torchlint.diagnostics import Finding
-from torchlint.verify.plan import ProbeRequest, plan, verdict_code_hash
+from torchlint.verify.plan import ProbeRequest, clean_facts, plan, verdict_code_hash
 
 WORKER = Path(__file__).resolve().parent / "_worker.py"
 LAUNCHER = Path(__file__).resolve().parent / "_launch.py"
@@ -273,6 +273,14 @@ class VerdictCache:
                           sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
+    @staticmethod
+    def located_key(finding: Finding, digest: str, device: str, torch: str, code_hash: str, limits: tuple) -> str:
+        """The same verdict, found by where the finding is in which text of the file."""
+        where = [finding.code, finding.row, finding.col, finding.end_row, finding.end_col]
+        facts = sorted((k, v) for k, v in clean_facts(finding.probe_params))
+        blob = json.dumps([__version__, code_hash, digest, where, facts, device, torch, list(limits), _FORMAT, "at"])
+        return hashlib.sha256(blob.encode()).hexdigest()
+
     def get(self, key: str) -> Optional[dict[str, str]]:
         if self.root is None:
             return None
@@ -330,7 +338,15 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
             texts[path] = sources(path) if sources is not None else None
         return texts[path]
 
-    plans = [plan(f, source_of(f.path)) for f in findings]
+    digests: dict[str, Optional[str]] = {}
+
+    def digest_of(path: str) -> Optional[str]:
+        if path not in digests:
+            text = source_of(path)
+            digests[path] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() if text else None
+        return digests[path]
+
+    limits = (timeout, memory_limit)
     worker: Optional[ProbeWorker] = None
     cuda: Optional[bool] = None
     memo: dict[str, dict[str, str]] = {}
@@ -359,19 +375,32 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
             return cuda
 
         devices = ["cpu"] if device == "cpu" else ["cuda"] if device == "cuda" else ["cpu", "cuda"]
-        for finding, (request, reason) in zip(findings, plans):
+        for finding in findings:
             runs = []
+            planned: Optional[tuple[Optional[ProbeRequest], Optional[str]]] = None
             for dev in devices:
-                if request is None:
-                    if dev == devices[0]:
-                        runs.append({"device": dev, "verdict": "skipped", "evidence": reason, "torch": torch})
-                    continue
                 if dev == "cuda" and not cuda_available():
                     if device == "cuda":
                         runs.append({"device": "cuda", "verdict": "skipped", "torch": torch,
                                      "evidence": "CUDA requested but torch.cuda.is_available() is False here"})
                     continue
-                key = cache.key(request, dev, torch, code_hash, (timeout, memory_limit))
+                # A request is a function of the file's text, the finding and our code: a
+                # verdict stored under that is found again without slicing.
+                digest = digest_of(finding.path)
+                located = cache.located_key(finding, digest, dev, torch, code_hash, limits) if digest else None
+                known = (memo.get(located) or cache.get(located)) if located else None
+                if known is not None:
+                    memo[located] = known  # type: ignore[index]
+                    runs.append({"device": dev, "torch": _runtime_version(worker, torch), **known})
+                    continue
+                if planned is None:
+                    planned = plan(finding, source_of(finding.path))
+                request, reason = planned
+                if request is None:
+                    if not runs:
+                        runs.append({"device": dev, "verdict": "skipped", "evidence": reason, "torch": torch})
+                    continue
+                key = cache.key(request, dev, torch, code_hash, limits)
                 result = memo.get(key) or cache.get(key)
                 if result is None:
                     left = deadline - time.monotonic()
@@ -387,6 +416,9 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                                       "evidence": f"the --verify time budget of {budget:g}s ran out"}
                         cache.put(key, result)
                 memo[key] = result
+                if located is not None:
+                    cache.put(located, result)
+                    memo[located] = result
                 runs.append({"device": dev, "torch": _runtime_version(worker, torch), **result})
             finding.verify = {"runs": runs, "verdict": summarize(runs)}
     finally:

@@ -77,7 +77,18 @@ def parent_map(tree: ast.AST) -> dict[int, ast.AST]:
     return parents
 
 
-def find_node(tree: ast.Module, lines: list[str], row: int, col: int, end_row: int, end_col: int) -> ast.AST:
+def position_index(tree: ast.Module) -> dict[tuple[int, int], list[ast.AST]]:
+    """Nodes by (line, byte column) of their start, outer nodes first."""
+    index: dict[tuple[int, int], list[ast.AST]] = {}
+    for node in ast.walk(tree):  # breadth first: outer nodes come first
+        start = (getattr(node, "lineno", None), getattr(node, "col_offset", None))
+        if start[0] is not None:
+            index.setdefault(start, []).append(node)  # type: ignore[arg-type]
+    return index
+
+
+def find_node(index: dict[tuple[int, int], list[ast.AST]], lines: list[str], row: int, col: int, end_row: int,
+              end_col: int) -> ast.AST:
     """The outermost node spanning exactly the finding's range (columns are 1-based code
     points in findings, UTF-8 byte offsets in the AST)."""
     def offset(r: int, c: int) -> int:
@@ -85,13 +96,9 @@ def find_node(tree: ast.Module, lines: list[str], row: int, col: int, end_row: i
         return len(line[:max(c - 1, 0)].encode("utf-8", "surrogatepass"))
 
     start, end = offset(row, col), offset(end_row, end_col)
-    exact: list[ast.AST] = []
-    starts_here: list[ast.AST] = []
-    for node in ast.walk(tree):  # breadth first: outer nodes come first
-        if getattr(node, "lineno", None) == row and getattr(node, "col_offset", None) == start:
-            if node.end_lineno == end_row and node.end_col_offset == end:  # type: ignore[attr-defined]
-                exact.append(node)
-            starts_here.append(node)
+    starts_here = index.get((row, start), [])
+    exact = [n for n in starts_here if getattr(n, "end_lineno", None) == end_row
+             and getattr(n, "end_col_offset", None) == end]
     # An expression statement spans exactly its expression: rules report the expression.
     for candidates in (exact, starts_here):
         chosen = next((n for n in candidates if not isinstance(n, ast.Expr)), None) or (
@@ -309,6 +316,7 @@ class _FileAnalysis:
         self.tree = parse(text)
         self.lines = _python_lines(text)
         self.parents = parent_map(self.tree)
+        self.positions = position_index(self.tree)
         self._units: dict[int, _Units] = {}
 
     def units(self, key: ast.AST, body: list[ast.stmt]) -> _Units:
@@ -359,7 +367,7 @@ def build(text: str, row: int, col: int, end_row: int, end_col: int,
     (and what it needs) so that it can be instantiated without arguments."""
     info = analysis(text)
     tree, parents = info.tree, info.parents
-    node = find_node(tree, info.lines, row, col, end_row, end_col)
+    node = find_node(info.positions, info.lines, row, col, end_row, end_col)
     stmt = statement_of(node, parents)
     if construct:
         return _class_slice(info, node)
