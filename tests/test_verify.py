@@ -238,6 +238,11 @@ HOSTILE = [
     "import numpy as np\nk = np.core.os.system('true')\nt = torch.FloatTensor(k)",
     "self = torch\nt = torch.FloatTensor(self.load('x'))",
     "x = torch.ones(3)\nx.numpy().tofile('out')\nt = torch.FloatTensor(x)",
+    "g = (i for i in [1])\nb = g.gi_frame.f_globals\nt = torch.FloatTensor(len(b))",
+    "k = '{0.sys}'.format(torch)\nt = torch.FloatTensor(len(k))",
+    "k = torch.nn.modules.container.operator.attrgetter('sys')(torch)\nt = torch.FloatTensor(k)",
+    "d = {}\nk = d.get('__builtins__')\nt = torch.FloatTensor(k)",
+    "import numpy as np\nk = np.core.records.fromfile('x')\nt = torch.FloatTensor(k)",
 ]
 
 

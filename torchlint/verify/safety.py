@@ -51,7 +51,17 @@ DENIED_ATTRIBUTES = DENIED_METHODS | frozenset({
     "pathlib", "socket", "pickle", "io", "tempfile", "inspect", "gc", "signal", "threading", "urllib", "http",
     "platform", "glob", "mmap", "marshal", "codecs", "linecache", "runpy", "pty", "posix", "nt", "fx",
     "backends", "overrides", "dlpack", "tensorboard", "benchmark", "collect_env", "datapipes", "checkpoint",
+    # stdlib modules that torch/numpy modules import and so expose as attributes
+    # (`torch.nn.modules.container.operator`), and string- or frame-based ways to reach
+    # attributes the names above hide (`"{0.x}".format`, `attrgetter`, `gen.gi_frame`).
+    "operator", "types", "weakref", "copyreg", "dis", "code", "codeop", "traceback", "logging", "warnings",
+    "atexit", "site", "sysconfig", "zipfile", "tarfile", "gzip", "bz2", "lzma", "sqlite3", "dbm", "shelve",
+    "socketserver", "ssl", "select", "selectors", "asyncio", "concurrent", "pkgutil", "zipimport", "string",
+    "format", "format_map", "Formatter", "get_field", "attrgetter", "methodcaller", "setattr", "getattr", "delattr",
 })
+# Attribute families of frames, code objects, generators, coroutines and tracebacks: each
+# leads to globals and builtins.
+DENIED_ATTRIBUTE_PREFIXES = ("f_", "gi_", "cr_", "ag_", "tb_", "co_")
 ALLOWED_BUILTINS = frozenset({
     "abs", "all", "any", "bool", "dict", "divmod", "enumerate", "filter", "float", "frozenset", "int",
     "isinstance", "issubclass", "len", "list", "map", "max", "min", "print", "range", "reversed", "round",
@@ -250,15 +260,20 @@ class Validator:
                 raise Unsafe(f"accesses the dunder attribute `{node.attr}`")
             on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
             if node.attr.startswith("_tl_") or not on_self and (
-                    node.attr in DENIED_ATTRIBUTES or node.attr.startswith("_") and id(node) not in super_inits):
+                    node.attr in DENIED_ATTRIBUTES or node.attr.startswith(DENIED_ATTRIBUTE_PREFIXES)
+                    or node.attr.startswith("_") and id(node) not in super_inits):
                 raise Unsafe(f"calls or reads `.{node.attr}`")
             name = self.qualname(node)
             if name is not None:
                 self._module(name)
         elif isinstance(node, ast.Call):
             self._call(node)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and len(node.value) > MAX_SEQUENCE:
-            raise Unsafe("a string literal is too long")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+            if len(node.value) > MAX_SEQUENCE:
+                raise Unsafe("a string literal is too long")
+            text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+            if "__" in text and text != "__main__":
+                raise Unsafe("a string literal names a dunder")
         elif isinstance(node, ast.BinOp):
             if fold(node) is None and isinstance(node.op, ast.Mult):
                 self._repetition(node)
@@ -280,7 +295,7 @@ class Validator:
         if isinstance(func, ast.Name) and func.id in _LITERAL_NAME_BUILTINS:
             attr = call.args[1] if len(call.args) > 1 else None
             if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str) and not attr.value.startswith("_")
-                    and attr.value not in DENIED_ATTRIBUTES):
+                    and attr.value not in DENIED_ATTRIBUTES and not attr.value.startswith(DENIED_ATTRIBUTE_PREFIXES)):
                 raise Unsafe(f"`{func.id}` with a non-literal, private or refused attribute name")
         name = self.qualname(func) or (func.id if isinstance(func, ast.Name) and func.id == "range" else None)
         if name in _SHAPE_FACTORIES:
