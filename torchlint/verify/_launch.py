@@ -5,8 +5,9 @@ torchlint starts this file with an environment reduced to what Python and CUDA n
 
 1. moves into a new user + network namespace when the kernel allows it unprivileged
    (only a loopback interface, brought up for gloo: no route to any other host);
-2. forks the worker (`python -I _worker.py`) with an address-space limit when asked, and
-   stays as its parent, relaying its exit status. torchlint kills the whole process group.
+2. forks the worker (`python -I _worker.py`) with a process-count limit and, when asked,
+   an address-space limit, and stays as its parent, relaying its exit status. torchlint
+   kills the whole process group.
 
 argv: launcher, worker script, address-space limit in bytes (0 = none)."""
 
@@ -50,6 +51,31 @@ def isolate_network() -> bool:
         return False
 
 
+def _user_processes() -> int:
+    uid, count = os.getuid(), 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                count += os.stat(f"/proc/{entry}").st_uid == uid
+            except OSError:
+                pass
+    return count
+
+
+def limit_processes(extra: int = 64) -> None:
+    """At most `extra` more processes of this user: DataLoader workers and the gloo ranks
+    of a probe fit, a fork bomb does not."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        allowed = _user_processes() + extra
+        soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+        if hard == resource.RLIM_INFINITY or allowed < hard:
+            resource.setrlimit(resource.RLIMIT_NPROC, (allowed, allowed if hard == resource.RLIM_INFINITY else hard))
+    except (OSError, ValueError):
+        pass
+
+
 def main() -> None:
     worker, limit = sys.argv[1], int(sys.argv[2])
     env = dict(os.environ, TORCHLINT_NET_ISOLATED="1" if isolate_network() else "0")
@@ -60,6 +86,7 @@ def main() -> None:
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             except (ValueError, OSError):
                 pass
+        limit_processes()
         os.execve(sys.executable, [sys.executable, "-I", worker], env)
     os.close(0)
     os.close(1)
