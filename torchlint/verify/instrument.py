@@ -165,6 +165,17 @@ def _on_statement(value_tag: Optional[str]) -> Callable[[Slice], Optional[list[a
     return instrument
 
 
+def _on_thunk(sl: Slice) -> Optional[list[ast.Module]]:
+    """The flagged expression becomes `_tl_thunk('flag', lambda: expr)`: the worker may run
+    it again under a profiler."""
+    if not isinstance(sl.flagged, ast.expr):
+        return None
+    lam = ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                                        kwarg=None, defaults=[]), body=sl.flagged)
+    _replace(sl, sl.flagged, _call("_tl_thunk", ast.Constant("flag"), lam))
+    return [finish(sl.module)]
+
+
 def _tl105(sl: Slice) -> Optional[list[ast.Module]]:
     call = _flag_call(sl)
     if call is not None:
@@ -274,6 +285,8 @@ SLICE_RULES: dict[str, SliceRule] = {
     "TL107": SliceRule(_on_statement("value")),
     "TL108": SliceRule(_on_statement("cm")),
     "TL109": SliceRule(_tl109),
+    "TL203": SliceRule(_on_thunk),
+    "TL301": SliceRule(_on_call),
     "TL201": SliceRule(_on_consumer(1, "target", None), related=_consumer(1, "target")),
     "TL202": SliceRule(_on_call),
     "TL204": SliceRule(_on_call),

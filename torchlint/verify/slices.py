@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import random
+import sys
 import warnings
 from typing import Any, Callable, Optional
 
@@ -98,6 +99,19 @@ def run_variant(source: str, stop: str, want_grads: bool = False) -> dict[str, A
         record(tag, Record(value=value))
         return value
 
+    def tl_thunk(tag: str, thunk: Callable[[], Any]) -> Any:
+        rec = Record(thunk=thunk)
+        try:
+            rec["value"] = thunk()
+        except Exception as exc:  # noqa: BLE001 - the exception is what we observe
+            rec["exc"] = exc
+            record(tag, rec)
+            raise _Stop() from None
+        record(tag, rec)
+        if should_stop(tag):
+            raise _Stop()
+        return rec["value"]
+
     def tl_raised(tag: str, exc: BaseException) -> None:
         record(tag, Record(exc=exc))
         raise _Stop()
@@ -112,7 +126,7 @@ def run_variant(source: str, stop: str, want_grads: bool = False) -> dict[str, A
 
     namespace: dict[str, Any] = {
         "__builtins__": _builtins(), "__name__": "__main__", "_tl_call": tl_call, "_tl_at": tl_at,
-        "_tl_raised": tl_raised, "_tl_ran": tl_ran, "_tl_mark": tl_mark, "_tl_torch": torch,
+        "_tl_raised": tl_raised, "_tl_thunk": tl_thunk, "_tl_ran": tl_ran, "_tl_mark": tl_mark, "_tl_torch": torch,
     }
     _seed()
     error: Optional[BaseException] = None
@@ -468,6 +482,78 @@ def _judge_tl704(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
     return None
 
 
+def _copies(fn: Callable[[], Any]) -> int:
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    return sum(1 for e in prof.events() if e.name == "aten::_to_copy")
+
+
+@_ran("the conversion")
+def _judge_tl203(facts: dict, rec: Record, runs: list[dict[str, Any]]) -> Optional[Result]:
+    copies = _copies(rec["thunk"])
+    if copies >= 2:
+        return "confirmed", f"the chained conversion ran {copies} copy kernels (aten::_to_copy); one .to() runs one"
+    return ("not-reproduced", f"the chained conversion ran {copies} copy kernel{'s' if copies != 1 else ''} here: "
+                              "one of its steps was a no-op on this device or dtype")
+
+
+def _flat(value: Any, out: list[float], limit: int = 16) -> list[float]:
+    """The numbers in a sample (tensors, arrays, scalars, nested tuples/lists/dicts)."""
+    stack = [value]
+    while stack and len(out) < limit:
+        v = stack.pop(0)
+        if isinstance(v, torch.Tensor):
+            out.extend(float(x) for x in v.detach().flatten()[:limit].tolist())
+        elif isinstance(v, (int, float, bool)):
+            out.append(float(v))
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif hasattr(v, "dtype") and hasattr(v, "tolist"):  # numpy arrays and scalars
+            stack.append(torch.as_tensor(v))
+    return [round(x, 8) for x in out[:limit]]
+
+
+class _Tagged(torch.utils.data.Dataset):
+    def __init__(self, dataset: Any, size: int) -> None:
+        self.dataset, self.size = dataset, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> tuple[int, list[float]]:
+        info = torch.utils.data.get_worker_info()
+        return (info.id if info is not None else -1), _flat(self.dataset[index], [])
+
+
+@_ran("creating the DataLoader")
+def _judge_tl301(facts: dict, rec: Record, runs: list[dict[str, Any]]) -> Optional[Result]:
+    loader = rec.get("value")
+    if not isinstance(loader, torch.utils.data.DataLoader) or isinstance(
+            loader.dataset, torch.utils.data.IterableDataset):
+        return None
+    workers = loader.num_workers
+    if workers < 2:
+        return "not-reproduced", f"num_workers={workers}: no second worker to repeat the stream"
+    size = min(len(loader.dataset), 4 * workers)
+    # The user's dataset and worker_init_fn; one sample per index, in order, so worker k
+    # draws indices k, k + workers, ...
+    tagged = torch.utils.data.DataLoader(_Tagged(loader.dataset, size), batch_size=None, num_workers=workers,
+                                         worker_init_fn=loader.worker_init_fn,
+                                         multiprocessing_context="fork" if sys.platform.startswith("linux") else None)
+    streams: dict[int, list[list[float]]] = {}
+    for worker, sample in tagged:
+        streams.setdefault(int(worker), []).append(sample)
+    values = [streams[k] for k in sorted(streams)]
+    if len(values) >= 2 and all(v == values[0] for v in values[1:]) and values[0]:
+        return ("confirmed", f"the {len(values)} workers of this DataLoader produced identical samples: "
+                             f"{values[0][0][:3]}, ... from different indices")
+    return "not-reproduced", f"the {len(values)} workers produced different samples: " + ", ".join(
+        str(v[0][:2]) for v in values[:3])
+
+
 JUDGES: dict[str, Callable[[dict, list[dict[str, Any]]], Optional[Result]]] = {
     "TL101": _expect_raise(_says("does not require grad"), "the call", _tl101_fine),
     "TL102": _judge_tl102,
@@ -488,6 +574,8 @@ JUDGES: dict[str, Callable[[dict, list[dict[str, Any]]], Optional[Result]]] = {
                            lambda rec: "the object worked as a context manager"),
     "TL109": _judge_tl109,
     "TL201": _judge_tl201,
+    "TL203": _judge_tl203,
+    "TL301": _judge_tl301,
     "TL202": _judge_tl202,
     "TL204": _judge_tl204,
     "TL205": _judge_tl205,
