@@ -250,8 +250,10 @@ class _Units:
         return found
 
 
-def _select(units: _Units, seeds: list[ast.stmt], needed: set[str]) -> tuple[set[int], set[str], set[str]]:
-    """Backward dependency pass. Returns (kept statement ids, names still needed, names bound)."""
+def _select(units: _Units, seeds: list[ast.stmt], needed: set[str],
+            upto: Optional[int] = None) -> tuple[set[int], set[str], set[str]]:
+    """Backward dependency pass over the statements before index `upto` (default: up to
+    the last seed, or all). Returns (kept statement ids, names still needed, names bound)."""
     kept: set[int] = set()
     bound: set[str] = set()
 
@@ -263,7 +265,7 @@ def _select(units: _Units, seeds: list[ast.stmt], needed: set[str]) -> tuple[set
                 bound.update(b)
                 needed.update(r)
 
-    last = max((units.index[id(s)] for s in seeds), default=len(units.order) - 1)
+    last = max((units.index[id(s)] for s in seeds), default=len(units.order) - 1 if upto is None else upto - 1)
     for s in seeds:
         keep(s)
     changed = True
@@ -393,23 +395,44 @@ def build(text: str, row: int, col: int, end_row: int, end_col: int,
     if function is not None:
         units = info.units(function, function.body)
         kept, needed, bound = _select(units, seed_stmts, needed)
-        params = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
-        params |= {a.arg for a in (function.args.vararg, function.args.kwarg) if a is not None}
-        unknown = sorted((needed - bound) & params)
+        params = _parameters(function)
+        unknown = sorted((needed - bound) & set(params))
+        bindings: list[ast.stmt] = []
+        call_site: Optional[ast.stmt] = None
+        caller: Optional[ast.FunctionDef] = None
         if unknown:
-            raise NotSelfContained(f"it needs `{unknown[0]}`, a parameter of `{function.name}()` with no value "
-                                   "in the file")
+            # Arguments come from the first call of the function in module-level code or
+            # in a module-level function without parameters (`main()`).
+            caller, call_site, bindings = _bind_arguments(info, function, params, unknown)
+            bound |= set(unknown)
         inner = _inline_returns(_prune(function.body, kept))
-        needed = needed - bound
-        # Module-level names the function reads: definitions before it, and imports,
-        # functions and classes anywhere (they only bind names).
-        at = tree.body.index(function)
-        candidates = [s for i, s in enumerate(tree.body) if s is not function and (
-            i < at or isinstance(s, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)))]
-        module_units = info.units(function.args, candidates)
-        mkept, needed, mbound = _select(module_units, [], needed)
+        # The arguments are read where the call is: `model = model` needs the caller's model.
+        needed = (needed - bound) | names_of(bindings)[1]
+        if caller is not None:
+            caller_units = info.units(caller, caller.body)
+            ckept, needed, cbound = _select(caller_units, [], needed, upto=caller_units.index[id(call_site)])
+            inner = _inline_returns(_prune(caller.body, ckept)) + bindings + inner
+            bindings = []
+            needed -= cbound
+            bound |= cbound
+            call_site = None
+            function = caller  # module-level names are resolved around the caller
+        if call_site is None:
+            # Module-level names the function reads: definitions before it, and imports,
+            # functions and classes anywhere (they only bind names).
+            at = tree.body.index(function)
+            candidates = [s for i, s in enumerate(tree.body) if s is not function and (
+                i < at or isinstance(s, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)))]
+            module_units = info.units(function.args, candidates)
+            mkept, needed, mbound = _select(module_units, [], needed)
+        else:
+            # What runs at module level before the call (inside `if __name__ == ...` too).
+            module_units = info.units(tree, module_body)
+            upto = module_units.index[id(call_site)]
+            candidates = module_body
+            mkept, needed, mbound = _select(module_units, [], needed, upto=upto)
         outer = _prune(candidates, mkept)
-        body = outer + inner
+        body = outer + bindings + inner
         bound |= mbound
     else:
         units = info.units(tree, module_body)
@@ -419,6 +442,61 @@ def build(text: str, row: int, col: int, end_row: int, end_col: int,
     if missing:
         raise NotSelfContained(f"`{missing[0]}` has no value in the file")
     return _finish(body, node)
+
+
+def _parameters(function: ast.FunctionDef) -> list[str]:
+    args = function.args
+    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    return names + [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+
+
+def _bind_arguments(info: "_FileAnalysis", function: ast.FunctionDef, params: list[str],
+                    unknown: list[str]) -> tuple[Optional[ast.FunctionDef], ast.stmt, list[ast.stmt]]:
+    """(caller, call statement, `param = argument` for each parameter) from the first call
+    `function(...)` in module-level code, or else in a module-level function that takes no
+    arguments; defaults fill the rest. caller is None for a module-level call."""
+    scopes: list[tuple[Optional[ast.FunctionDef], _Units]] = [
+        (None, info.units(info.tree, [s for s in info.tree.body if s is not function]))]
+    scopes += [(s, info.units(s, s.body)) for s in info.tree.body if isinstance(s, ast.FunctionDef)
+               and s is not function and not _parameters(s)]
+    for caller, units in scopes:
+        for stmt in units.order:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            parts = _header_nodes(stmt) if _is_compound(stmt) else [stmt]
+            for node in (n for part in parts for n in ast.walk(part)):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == function.name:
+                    values = _argument_values(function, node)
+                    if values is None:
+                        break
+                    missing = [p for p in unknown if p not in values]
+                    if missing:
+                        raise NotSelfContained(f"the call of `{function.name}()` gives no value for `{missing[0]}`")
+                    bindings: list[ast.stmt] = [
+                        ast.Assign(targets=[ast.Name(p, ast.Store())], value=copy.deepcopy(values[p]))
+                        for p in params if p in values]
+                    return caller, stmt, bindings
+    raise NotSelfContained(f"it needs `{unknown[0]}`, a parameter of `{function.name}()`, and no module-level "
+                           f"call of `{function.name}()` gives it a value")
+
+
+def _argument_values(function: ast.FunctionDef, call: ast.Call) -> Optional[dict[str, ast.expr]]:
+    args = function.args
+    if args.vararg or args.kwarg or any(isinstance(a, ast.Starred) for a in call.args) or any(
+            k.arg is None for k in call.keywords):
+        return None  # *args / **kwargs: not worth guessing
+    positional = [*args.posonlyargs, *args.args]
+    if len(call.args) > len(positional):
+        return None
+    values: dict[str, ast.expr] = {p.arg: v for p, v in zip(positional, call.args)}
+    for k in call.keywords:
+        values[k.arg] = k.value  # type: ignore[index]
+    for p, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
+        values.setdefault(p.arg, default)
+    for p, default in zip(args.kwonlyargs, args.kw_defaults):
+        if default is not None:
+            values.setdefault(p.arg, default)
+    return values
 
 
 def _class_slice(info: _FileAnalysis, node: ast.AST) -> Slice:
