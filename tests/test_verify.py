@@ -377,6 +377,14 @@ def test_committed_or_outside_verdict_cache_is_refused(tmp_path, run_cli):
     assert "lies outside the project" in err
 
 
+def test_a_slice_that_never_reaches_the_flagged_line_leaves_time_for_the_probe():
+    source = "import torch\nn = 0\nwhile n >= 0:\n    n += 1\nt = torch.tensor([1, 2, n], requires_grad=True)\n"
+    finding = _finding_at("TL106", source, "torch.tensor([1, 2, n], requires_grad=True)", "slow.py")
+    runner.verify_findings([finding], device="cpu", timeout=9, sources=lambda p: source)
+    run = finding.verify["runs"][0]
+    assert run["verdict"] == "demonstrated" and "ran past 3s" in run["evidence"], run
+
+
 def test_time_budget_skips_what_is_left(tmp_path):
     source = "import torch\nt = torch.FloatTensor(3)\n"
     finding = _finding("TL205", 2, 5, 2, 25)

@@ -22,7 +22,8 @@ def answer(request: dict) -> tuple:
     spec = request.get("slice")
     if spec and device == "cpu":
         result, why_not = slices.run_slice(code, {**facts, **(spec.get("observe") or {})}, spec["variants"],
-                                           spec.get("stop", "flag"), bool(spec.get("grads")))
+                                           spec.get("stop", "flag"), bool(spec.get("grads")),
+                                           float(request.get("slice_seconds") or 0))
         if result is not None:
             return result[0], result[1], "slice"
     if code not in probes.PROBES:

@@ -408,7 +408,10 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                         result = {"verdict": "skipped", "evidence": f"the --verify time budget of {budget:g}s ran out"}
                     else:
                         try:
-                            result = get_worker().run(dict(request.as_json(), device=dev), timeout=left)
+                            # A slice gets a third of the time: a slow one still leaves the
+                            # fact probe time to answer.
+                            payload = dict(request.as_json(), device=dev, slice_seconds=min(timeout, left) / 3)
+                            result = get_worker().run(payload, timeout=left)
                         except RuntimeError as exc:  # the worker could not even start
                             result = {"verdict": "error", "evidence": str(exc)}
                         if result["verdict"] == "error" and "timed out" in result["evidence"] and left < timeout:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import random
+import signal
 import sys
 import warnings
 from typing import Any, Callable, Optional
@@ -28,6 +29,10 @@ _KEEP = 3  # records kept per tag
 
 class _Stop(BaseException):
     """Ends a slice run at the observed point (not an Exception: user `except` cannot catch it)."""
+
+
+class _OutOfTime(BaseException):
+    """The slice ran past its share of the request's time."""
 
 
 class Record(dict):
@@ -51,7 +56,7 @@ def _snapshot(value: Any) -> Any:
     return None
 
 
-def run_variant(source: str, stop: str, want_grads: bool = False) -> dict[str, Any]:
+def run_variant(source: str, stop: str, want_grads: bool = False, seconds: float = 0.0) -> dict[str, Any]:
     obs: dict[str, list[Record]] = {}
     seen: set[str] = set()
 
@@ -131,12 +136,23 @@ def run_variant(source: str, stop: str, want_grads: bool = False) -> dict[str, A
     _seed()
     error: Optional[BaseException] = None
     stopped = False
+    alarm = seconds > 0 and hasattr(signal, "setitimer")
+    if alarm:
+        def out_of_time(signum: int, frame: Any) -> None:
+            raise _OutOfTime()
+        signal.signal(signal.SIGALRM, out_of_time)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         exec(compile(source, "<slice>", "exec"), namespace)  # noqa: S102 - allow-listed by the parent
     except _Stop:
         stopped = True
+    except _OutOfTime:
+        error = TimeoutError(f"the slice ran past {seconds:g}s before the flagged line")
     except Exception as exc:  # noqa: BLE001 - it never reached the flagged line
         error = exc
+    finally:
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
     return {"obs": obs, "stopped": stopped, "error": error, "namespace": namespace}
 
 
@@ -586,10 +602,11 @@ JUDGES: dict[str, Callable[[dict, list[dict[str, Any]]], Optional[Result]]] = {
 }
 
 
-def run_slice(code: str, facts: dict, variants: list[str], stop: str,
-              want_grads: bool = False) -> tuple[Optional[Result], str]:
-    """(result, why-not): result None when the slice did not reach the flagged line."""
-    runs = [run_variant(v, stop, want_grads) for v in variants]
+def run_slice(code: str, facts: dict, variants: list[str], stop: str, want_grads: bool = False,
+              seconds: float = 0.0) -> tuple[Optional[Result], str]:
+    """(result, why-not): result None when the slice did not reach the flagged line.
+    `seconds` bounds each run, leaving the rest of the request's time to the fact probe."""
+    runs = [run_variant(v, stop, want_grads, seconds) for v in variants]
     judge = JUDGES.get(code)
     result = judge(facts, runs) if judge is not None else None
     if result is not None:
