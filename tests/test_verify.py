@@ -454,8 +454,22 @@ def test_cli_verify_json_sarif_statistics(tmp_path, run_cli):
     assert kept and all(f["verify"]["verdict"] == "confirmed" for f in kept)
     assert {f["code"] for f in kept} == {"TL101", "TL106"}
 
+    code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", "--select", "TL106",
+                           "--output-format", "github")
+    assert "[verify: confirmed on torch 2." in out
+
     code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", "--select", "TL101")
     assert "verify: confirmed on torch 2." in out and "(cpu): the call raised RuntimeError: element 0" in out
+
+
+def test_evidence_is_escaped_in_text_output():
+    from torchlint.output.text import verify_line
+
+    finding = _finding("TL106", 1, 1, 1, 2)
+    finding.verify = {"verdict": "error", "runs": [{"device": "cpu", "torch": "2", "verdict": "error",
+                                                     "evidence": "ValueError: '\x1b]52;c;aGk=\x07\x1b[2J'"}]}
+    line = verify_line(finding)
+    assert "\x1b" not in line and "\x07" not in line and "\\x1b" in line
 
 
 def test_identical_requests_run_once_and_verdicts_are_cached(tmp_path, monkeypatch, run_cli):

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
+from torchlint.output.text import verify_line
 from torchlint.safe_io import printable
 from torchlint.project_root import relative_to_root
 
@@ -45,6 +46,8 @@ def render(findings: list[Finding], sources: Any = None, *, cwd: Optional[Path] 
             # The flagged line only (as in SARIF): a pull-request annotation shows when that
             # line is in the diff, not only when the whole span is.
             props = f"file={_escape_property(path)},line={f.row},col={f.col}"
+        if f.verify:  # the verdict kind and its evidence, as in the text formats
+            message += f" [{verify_line(f)}]"
         text = _escape_data(message)
         help_line = getattr(f, "help", None)
         if help_line:

@@ -21,7 +21,9 @@ def headline(f: Finding, palette: Palette = PLAIN) -> str:
     return f"{palette.path(printable(location(f)))}: {palette.code(f.code, f.severity)} {printable(f.message)}"
 
 
-def _verify_line(f: Finding) -> Optional[str]:
+def verify_line(f: Finding) -> Optional[str]:
+    """`verify: <verdict> on torch X (device): evidence; ...`, control characters escaped
+    (evidence can quote an exception raised by the user's code)."""
     v = f.verify
     if not v:
         return None
@@ -29,7 +31,7 @@ def _verify_line(f: Finding) -> Optional[str]:
     for run in v.get("runs", []):
         evidence = f": {run['evidence']}" if run.get("evidence") else ""
         parts.append(f"{run['verdict']} on torch {run.get('torch') or '?'} ({run['device']}){evidence}")
-    return "verify: " + "; ".join(parts) if parts else None
+    return printable("verify: " + "; ".join(parts)) if parts else None
 
 
 def _frame(f: Finding, source: Optional[SourceFile], palette: Palette) -> list[str]:
@@ -72,7 +74,7 @@ def render_full(findings: list[Finding], sources: dict[str, SourceFile], *, quie
         out.append(headline(f, palette))
         out.extend(_frame(f, sources.get(f.path), palette))
         out.append(f"  {palette.help('help:')} run `torchlint rule {f.code}` for details and fixes")
-        verified = _verify_line(f)
+        verified = verify_line(f)
         if verified:
             out.append(f"  {verified}")
         out.append("")
@@ -84,7 +86,7 @@ def render_full(findings: list[Finding], sources: dict[str, SourceFile], *, quie
 
 def render_concise(findings: list[Finding], sources: dict[str, SourceFile], *, quiet: bool = False,
                    palette: Palette = PLAIN, **_: object) -> str:
-    out = [headline(f, palette) + (f" [{_verify_line(f)}]" if f.verify else "") for f in findings]
+    out = [headline(f, palette) + (f" [{verify_line(f)}]" if f.verify else "") for f in findings]
     if not quiet:
         out.append(palette.summary(summary(findings), clean=not findings))
     if not out:
