@@ -1,9 +1,15 @@
-"""The Finding record every rule produces and every output format consumes."""
+"""The Finding record every rule produces and every output format consumes, and TL000,
+which the checker itself produces (a file that cannot be read, decoded or parsed)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Optional
+
+
+SYNTAX_ERROR_CODE = "TL000"
+SYNTAX_ERROR_NAME = "syntax-error"
+SYNTAX_ERROR_SEVERITY = "error"
 
 
 @dataclass
@@ -17,6 +23,8 @@ class Finding:
     end_col: int  # 1-based, exclusive
     severity: str = "warning"  # "error" | "warning" | "info"
     name: str = ""
+    # What to do about it, one short sentence (ruff's fix title); the message says what is wrong.
+    help: Optional[str] = None
     fix: Optional[dict[str, Any]] = None
     verify: Optional[dict[str, Any]] = None
     # Values a `--verify` probe needs (dtype of a cast, loss class, ...), taken from
@@ -32,9 +40,16 @@ class Finding:
         return {
             "code": self.code, "message": self.message, "row": self.row, "col": self.col,
             "end_row": self.end_row, "end_col": self.end_col, "severity": self.severity,
-            "name": self.name, "fix": self.fix, "probe_params": self.probe_params, "cell": self.cell,
+            "name": self.name, "help": self.help, "fix": self.fix, "probe_params": self.probe_params,
+            "cell": self.cell,
         }
 
     @classmethod
     def from_cache(cls, path: str, data: dict[str, Any]) -> "Finding":
         return cls(path=path, **data)
+
+
+def syntax_error_finding(path: str, message: str, row: int, col: int) -> Finding:
+    return Finding(code=SYNTAX_ERROR_CODE, name=SYNTAX_ERROR_NAME, message=message, path=path,
+                   row=max(row, 1), col=max(col, 1), end_row=max(row, 1), end_col=max(col, 1) + 1,
+                   severity=SYNTAX_ERROR_SEVERITY)

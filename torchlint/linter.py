@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchlint.cache import content_hash, settings_key
-from torchlint.checker import check_source
+from torchlint.checker import RuleError, check_source
 from torchlint.diagnostics import Finding
 from torchlint import notebook
 from torchlint.rules.registry import RULES_BY_CODE, SYNTAX_ERROR
@@ -55,8 +55,13 @@ def lint_bytes(task: FileTask, data: bytes) -> FileResult:
     try:
         classes = rule_classes_for(task.codes)
         options = {code: dict(values) for code, values in task.options}
+        rule_errors: list[RuleError] = []
         lint = notebook.lint_notebook if notebook.is_notebook(task.display) else check_source
-        findings = lint(task.display, data, classes, options=options, parse_all=SYNTAX_ERROR.code in task.codes)
+        findings = lint(task.display, data, classes, options=options, parse_all=SYNTAX_ERROR.code in task.codes,
+                        rule_errors=rule_errors)
+        if rule_errors:
+            # One line per failing rule; the file's other findings are kept.
+            result.internal_error = "\nerror: ".join(e.describe() for e in rule_errors)
         for f in findings:
             if f.code == SYNTAX_ERROR.code:
                 result.parse_error = f

@@ -200,17 +200,17 @@ def load_source(path: str, data: bytes) -> Optional[NotebookSource]:
 
 
 def lint_notebook(path: str, data: bytes, rule_classes: list[type], parse_all: bool = True,
-                  options: Optional[dict[str, dict]] = None) -> list[Finding]:
+                  options: Optional[dict[str, dict]] = None, rule_errors: Optional[list] = None) -> list[Finding]:
     """Findings for a notebook, positioned by cell; TL000 when it cannot be read as one."""
     try:
         notebook = parse_notebook(path, data)
     except NotebookError as exc:
         return [syntax_error_finding(path, exc.message, exc.row, exc.col)]
-    return lint_cells(notebook, rule_classes, parse_all=parse_all, options=options)
+    return lint_cells(notebook, rule_classes, parse_all=parse_all, options=options, rule_errors=rule_errors)
 
 
 def lint_cells(notebook: Notebook, rule_classes: list[type], parse_all: bool = True,
-               options: Optional[dict[str, dict]] = None) -> list[Finding]:
+               options: Optional[dict[str, dict]] = None, rule_errors: Optional[list] = None) -> list[Finding]:
     """Findings for a notebook's code cells (from a file, or an editor's open notebook)."""
     path = notebook.path
     text, rows = notebook.program()
@@ -229,7 +229,8 @@ def lint_cells(notebook: Notebook, rule_classes: list[type], parse_all: bool = T
     suppressor = SourceFile(path, text)
     findings = [f for f in findings if not suppressor.is_suppressed(f.code, f.row)]
     findings += [f for f in check_source(path, program.encode("utf-8"), rule_classes, parse_all=parse_all,
-                                         options=options) if f.code != "TL000" or not findings]
+                                         options=options, rule_errors=rule_errors)
+                 if f.code != "TL000" or not findings]
     return sorted((_in_cell(f, rows) for f in findings), key=Finding.sort_key)
 
 

@@ -52,6 +52,15 @@ def canonical(name: str) -> str:
     return name
 
 
+def is_module_class_name(qualname: str) -> bool:
+    """`torch.nn.Linear`, `torch.nn.parallel.DistributedDataParallel`: nn.Module classes by
+    torch's naming; not parameters, nor helper types under torch.nn.utils (PackedSequence)."""
+    if not qualname.startswith("torch.nn.") or qualname.startswith(("torch.nn.utils.", "torch.nn.functional.")):
+        return False
+    last = qualname.rsplit(".", 1)[1]
+    return last[:1].isupper() and not last.endswith("Parameter")
+
+
 class ImportTable:
     """Maps names bound by import statements to the qualified names they stand for."""
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
+from torchlint.analysis.imports import is_module_class_name
+
 if TYPE_CHECKING:
     from torchlint.analysis.scopes import Binding
-    from torchlint.checker import FileContext
+    from torchlint.analysis.semantic import SemanticModel
 
 TENSOR = "tensor"
 PARAMETER = "parameter"  # a tensor that is an nn.Parameter (a leaf requiring grad)
@@ -49,16 +51,7 @@ _PARAM_ANNOTATIONS = frozenset({"torch.nn.Parameter"})
 _PARAM_ITERATORS = frozenset({"parameters", "named_parameters"})
 
 
-def is_module_class_name(qualname: str) -> bool:
-    """`torch.nn.Linear`, `torch.nn.parallel.DistributedDataParallel`: nn.Module classes by
-    torch's naming; not parameters, nor helper types under torch.nn.utils (PackedSequence)."""
-    if not qualname.startswith("torch.nn.") or qualname.startswith(("torch.nn.utils.", "torch.nn.functional.")):
-        return False
-    last = qualname.rsplit(".", 1)[1]
-    return last[:1].isupper() and not last.endswith("Parameter")
-
-
-def _loader_like(expr: ast.AST, ctx: "FileContext") -> bool:
+def _loader_like(expr: ast.AST, ctx: "SemanticModel") -> bool:
     if isinstance(expr, ast.Call) and ctx.call_name(expr) == "torch.utils.data.DataLoader":
         return True
     if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("enumerate", "tqdm") and expr.args:
@@ -79,7 +72,7 @@ def iterates_parameters(expr: ast.AST) -> Optional[str]:
     return None
 
 
-def kind_of_annotation(annotation: Optional[ast.AST], ctx: "FileContext") -> Optional[str]:
+def kind_of_annotation(annotation: Optional[ast.AST], ctx: "SemanticModel") -> Optional[str]:
     if annotation is None:
         return None
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
@@ -97,24 +90,14 @@ def kind_of_annotation(annotation: Optional[ast.AST], ctx: "FileContext") -> Opt
     return None
 
 
-def kind_of(expr: ast.AST, ctx: "FileContext", depth: int = 0) -> Optional[str]:
+def kind_of(expr: ast.AST, ctx: "SemanticModel", depth: int = 0) -> Optional[str]:
     """TENSOR, PARAMETER, MODULE or None (unknown) for an expression in the current scope."""
     if depth > 4:
         return None
     if isinstance(expr, ast.Call):
         name = ctx.call_name(expr)
         if name is not None:
-            if name == "torch.nn.Parameter":
-                return PARAMETER
-            if is_module_class_name(name):
-                return MODULE
-            if name.startswith("torch.") and not name.startswith(_NON_TENSOR_TORCH_NAMESPACES):
-                last = name.rsplit(".", 1)[1]
-                if name.count(".") == 1 and (last in TENSOR_FACTORIES or last[:1].islower()):
-                    return TENSOR
-            if name.startswith("torch.nn.functional."):
-                return TENSOR
-            return None
+            return kind_of_qualname(name)
         func = expr.func
         if isinstance(func, ast.Name) and ctx.is_module_class_name(func.id):
             return MODULE
@@ -133,7 +116,7 @@ def kind_of(expr: ast.AST, ctx: "FileContext", depth: int = 0) -> Optional[str]:
         if expr.attr == "data" and kind_of(expr.value, ctx, depth + 1) in (TENSOR, PARAMETER):
             return TENSOR
         if isinstance(expr.value, ast.Name) and expr.value.id == "self":
-            return ctx.self_attribute_kind(expr.attr)
+            return self_attribute_kind(expr.attr, ctx)
         return None
     if isinstance(expr, ast.Name):
         if expr.id == "self" and ctx.enclosing_module_class() is not None:
@@ -142,20 +125,43 @@ def kind_of(expr: ast.AST, ctx: "FileContext", depth: int = 0) -> Optional[str]:
     return None
 
 
-def name_kind(name: str, lineno: int, ctx: "FileContext", depth: int = 0) -> Optional[str]:
+def self_attribute_kind(attr: str, ctx: "SemanticModel") -> Optional[str]:
+    """Kind of `self.<attr>` from the one `self.<attr> = <call>` of the enclosing class."""
+    if not ctx.classes:
+        return None
+    key = ("self-kind", id(ctx.classes[-1]), attr)
+    if key in ctx.memo:
+        return ctx.memo[key]  # type: ignore[return-value]
+    ctx.memo[key] = None  # `self.a = self.a.float()` asks about itself
+    value = ctx.self_attribute_value(attr)
+    kind = kind_of(value, ctx, 3) if isinstance(value, ast.Call) else None
+    if value is None and ctx.self_attribute_constructor(attr) is not None:
+        kind = kind_of_qualname(ctx.self_attribute_constructor(attr))  # several agreeing assignments
+    ctx.memo[key] = kind
+    return kind
+
+
+def kind_of_qualname(name: Optional[str]) -> Optional[str]:
+    """The kind of what calling the torch callable `name` returns, when known."""
+    if name is None:
+        return None
+    if name == "torch.nn.Parameter":
+        return PARAMETER
+    if is_module_class_name(name):
+        return MODULE
+    if name.startswith("torch.") and not name.startswith(_NON_TENSOR_TORCH_NAMESPACES):
+        last = name.rsplit(".", 1)[1]
+        if name.count(".") == 1 and (last in TENSOR_FACTORIES or last[:1].islower()):
+            return TENSOR
+    if name.startswith("torch.nn.functional."):
+        return TENSOR
+    return None
+
+
+def name_kind(name: str, lineno: int, ctx: "SemanticModel", depth: int = 0) -> Optional[str]:
     """tensor / parameter / module / None for a local name (bindings above `lineno`) or a
     module-level one; None when its bindings disagree."""
-    kinds = set()
-    scopes: list = [ctx.scope]
-    if ctx.scope is not ctx.tree:
-        scopes.append(ctx.tree)
-    for scope in scopes:
-        bindings = [b for b in ctx.assignments(scope).get(name) if b.lineno <= lineno or scope is not ctx.scope]
-        if not bindings:
-            continue
-        for b in bindings:
-            kinds.add(binding_kind(b, ctx, depth))
-        break
+    kinds = {binding_kind(b, ctx, depth) for b in ctx.bindings_reaching(name, lineno)}
     if len(kinds) == 1:
         return kinds.pop()
     if kinds == {TENSOR, PARAMETER}:
@@ -163,7 +169,7 @@ def name_kind(name: str, lineno: int, ctx: "FileContext", depth: int = 0) -> Opt
     return None
 
 
-def binding_kind(b: "Binding", ctx: "FileContext", depth: int = 0) -> Optional[str]:
+def binding_kind(b: "Binding", ctx: "SemanticModel", depth: int = 0) -> Optional[str]:
     """The kind a binding gives its name: from an annotation, a loop's iterable, or the value."""
     node = b.node
     if isinstance(node, ast.arg):

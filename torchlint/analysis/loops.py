@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from torchlint.analysis.scopes import iter_scope
 
 if TYPE_CHECKING:
-    from torchlint.checker import FileContext
+    from torchlint.analysis.semantic import SemanticModel
 
 
 
@@ -22,7 +22,7 @@ def method_name(call: ast.Call) -> Optional[str]:
     return call.func.attr if isinstance(call.func, ast.Attribute) else None
 
 
-def is_backward(call: ast.Call, ctx: "FileContext") -> bool:
+def is_backward(call: ast.Call, ctx: "SemanticModel") -> bool:
     """`loss.backward()`, `accelerator.backward(loss)`, `torch.autograd.backward(...)`."""
     if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
         return True

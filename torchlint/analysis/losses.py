@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from torchlint.checker import FileContext
+from torchlint.analysis.semantic import SemanticModel
 
 
 class LossCalls:
@@ -21,7 +21,7 @@ class LossCalls:
         self._local_names: set[str] = set()  # names ever bound to a loss object
         self._attributes: dict[tuple[int, str], str] = {}  # (id(class), attr) -> loss class
 
-    def record(self, node: ast.Assign, ctx: FileContext) -> None:
+    def record(self, node: ast.Assign, ctx: SemanticModel) -> None:
         name = ctx.call_name(node.value)
         if name not in self.classes:
             return
@@ -32,7 +32,7 @@ class LossCalls:
                     and target.value.id == "self" and ctx.classes:
                 self._attributes[(id(ctx.classes[-1]), target.attr)] = name  # type: ignore[assignment]
 
-    def match(self, node: ast.Call, ctx: FileContext) -> Optional[str]:
+    def match(self, node: ast.Call, ctx: SemanticModel) -> Optional[str]:
         """The qualified loss (class or function) that `node` calls, or None."""
         func = node.func
         if isinstance(func, ast.Name):
@@ -44,11 +44,9 @@ class LossCalls:
         name = ctx.call_name(node)
         return name if name in self.functions else None
 
-    def _resolve_local(self, name: str, lineno: int, ctx: FileContext) -> Optional[str]:
+    def _resolve_local(self, name: str, lineno: int, ctx: SemanticModel) -> Optional[str]:
         # The same name is often a different loss in another function: use this scope's binding.
-        binding = ctx.assignments().last_before(name, lineno)
-        if binding is None and ctx.scope is not ctx.tree:
-            binding = ctx.assignments(ctx.tree).last_before(name, 10**9)
+        binding = ctx.binding_before(name, lineno, module_fallback=True)
         if binding is None or binding.index is not None or binding.value is None:
             return None
         loss = ctx.call_name(binding.value)

@@ -103,6 +103,7 @@ class Assignments:
     def __init__(self, scope: Scope) -> None:
         self.scope = scope
         self.by_name: dict[str, list[Binding]] = {}
+        self.declared_outside: set[str] = set()  # `global` / `nonlocal` names
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             args = scope.args
             for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
@@ -132,9 +133,21 @@ class Assignments:
                 self._add(Binding(node.target.id, node, node.value))
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self._add(Binding(node.name, node, None))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    if alias.name != "*":
+                        self._add(Binding(alias.asname or alias.name.split(".", 1)[0], node, None))
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self._add(Binding(node.name, node, None))
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                self.declared_outside.update(node.names)
 
     def _add(self, binding: Binding) -> None:
         self.by_name.setdefault(binding.name, []).append(binding)
+
+    def local_names(self) -> frozenset[str]:
+        """Names local to this scope (what Python's compiler would make local)."""
+        return frozenset(self.by_name).difference(self.declared_outside)
 
     def get(self, name: str) -> list[Binding]:
         return self.by_name.get(name, [])

@@ -6,7 +6,7 @@ import ast
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
-    from torchlint.checker import FileContext
+    from torchlint.analysis.semantic import SemanticModel
 
 FLOAT_DTYPES = {
     "torch.float": "torch.float32", "torch.float32": "torch.float32",
@@ -62,7 +62,7 @@ DATALOADER = "torch.utils.data.DataLoader"
 DDP = "torch.nn.parallel.DistributedDataParallel"
 
 
-def dtype_name(node: Optional[ast.AST], ctx: "FileContext") -> Optional[str]:
+def dtype_name(node: Optional[ast.AST], ctx: "SemanticModel") -> Optional[str]:
     """Canonical float dtype named by `node` (`torch.float`, `T.half`, "float32")."""
     if node is None:
         return None
@@ -75,7 +75,7 @@ def dtype_name(node: Optional[ast.AST], ctx: "FileContext") -> Optional[str]:
     return FLOAT_DTYPES.get(name) or FLOAT_TENSOR_TYPES.get(name)
 
 
-def is_int_dtype(node: Optional[ast.AST], ctx: "FileContext") -> bool:
+def is_int_dtype(node: Optional[ast.AST], ctx: "SemanticModel") -> bool:
     if node is None:
         return False
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -83,7 +83,7 @@ def is_int_dtype(node: Optional[ast.AST], ctx: "FileContext") -> bool:
     return ctx.qualname(node) in INT_DTYPES
 
 
-def float_cast(node: ast.AST, ctx: "FileContext") -> Optional[str]:
+def float_cast(node: ast.AST, ctx: "SemanticModel") -> Optional[str]:
     """The float dtype when `node` casts a tensor to floating point: `.float()`,
     `.to(torch.float16)`, `.to(dtype=...)`, `.type(torch.FloatTensor)`,
     `torch.tensor(x, dtype=torch.float32)`."""
@@ -124,7 +124,7 @@ def receiver_chain(node: ast.AST) -> list[ast.AST]:
 _DEVICE_STRINGS = ("cuda", "cpu", "mps", "xpu", "meta")
 
 
-def conversion_target(arg: ast.AST, ctx: "FileContext", keyword_name: Optional[str] = None) -> Optional[str]:
+def conversion_target(arg: ast.AST, ctx: "SemanticModel", keyword_name: Optional[str] = None) -> Optional[str]:
     """'dtype' or 'device' for the argument of `.to(...)`; None when it cannot be told."""
     if keyword_name in ("dtype", "device"):
         return keyword_name

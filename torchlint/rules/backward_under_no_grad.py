@@ -54,10 +54,9 @@ class BackwardUnderNoGrad(Rule):
         if isinstance(target, ast.Name):
             start = region.body[0].lineno  # type: ignore[attr-defined]
             end = region.end_lineno or lineno  # type: ignore[attr-defined]
-            bindings = [b for b in ctx.assignments().get(target.id) if b.lineno <= lineno]
-            if not bindings:
+            last = ctx.binding_before(target.id, lineno)
+            if last is None:
                 return False
-            last = bindings[-1]
             if isinstance(last.node, ast.arg) or not (start <= last.lineno <= end):
                 return False
             # A leaf created with requires_grad=True inside the region still has grad.

@@ -1,7 +1,8 @@
 """The Rule base class. A rule is a small class: metadata (code, name, summary,
 severity, default) plus `visit_<NodeType>(node, ctx)` handlers that the single
-traversal in `torchlint.checker` calls, and an optional `end_file(ctx)` for rules
-that need the whole file before deciding."""
+traversal in `torchlint.checker` calls before a node's children, `leave_<NodeType>`
+handlers it calls after them, `setup(ctx)` for per-file state, and `end_file(ctx)` for
+rules that decide on the whole file."""
 
 from __future__ import annotations
 
@@ -48,24 +49,26 @@ class Rule:
     # before the walk, so a rule costs nothing in files it cannot apply to). Empty: always run.
     requires_text: ClassVar[tuple[str, ...]] = ()
 
+    # What to do about a finding, one short sentence; a report may pass its own.
+    help: ClassVar[Optional[str]] = None
+
     _handler_names: ClassVar[tuple[tuple[type, str], ...]] = ()
+    _leave_names: ClassVar[tuple[tuple[type, str], ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        names = []
-        for attr in dir(cls):
-            if attr.startswith("visit_"):
-                node_type = getattr(ast, attr[len("visit_"):], None)
-                if not isinstance(node_type, type):
-                    raise TypeError(f"{cls.__name__}.{attr}: ast has no node type {attr[6:]!r}")
-                names.append((node_type, attr))
-        cls._handler_names = tuple(names)
+        cls._handler_names = _handler_table(cls, "visit_")
+        cls._leave_names = _handler_table(cls, "leave_")
 
     def __init__(self, ctx: "FileContext", settings: Optional[dict[str, Any]] = None) -> None:
         self.ctx = ctx
         self.settings = {k: o.default for k, o in self.options.items()}
         if settings:
             self.settings.update(settings)
+        self.setup(ctx)
+
+    def setup(self, ctx: "FileContext") -> None:
+        """Called once per file before the walk: per-file state goes here."""
 
     @classmethod
     def applies_to(cls, text: str) -> bool:
@@ -75,8 +78,23 @@ class Rule:
         for node_type, attr in self._handler_names:
             yield node_type, getattr(self, attr)
 
+    def leave_handlers(self) -> Iterator[tuple[type, Callable[[ast.AST, "FileContext"], None]]]:
+        for node_type, attr in self._leave_names:
+            yield node_type, getattr(self, attr)
+
     def end_file(self, ctx: "FileContext") -> None:
         """Called once after the walk, for rules that decide on the whole file."""
 
     def report(self, node: ast.AST, message: str, **kwargs: Any) -> None:
         self.ctx.report(self, node, message, **kwargs)
+
+
+def _handler_table(cls: type, prefix: str) -> tuple[tuple[type, str], ...]:
+    names = []
+    for attr in dir(cls):
+        if attr.startswith(prefix) and attr[len(prefix):][:1].isupper():
+            node_type = getattr(ast, attr[len(prefix):], None)
+            if not isinstance(node_type, type):
+                raise TypeError(f"{cls.__name__}.{attr}: ast has no node type {attr[len(prefix):]!r}")
+            names.append((node_type, attr))
+    return tuple(names)

@@ -22,10 +22,6 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     tags = ("correctness", "distributed", "data-loading")
     requires_text = ('DistributedSampler',)
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
-        self.reported: set[int] = set()
-
     def _shuffling_sampler(self, node: Optional[ast.AST], lineno: int, ctx: FileContext) -> bool:
         if isinstance(node, ast.Name):
             node = ctx.value_before(node, lineno, module_fallback=True)
@@ -48,11 +44,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         if it is None or not self._loader_with_sampler(it, node.lineno, ctx):
             return
         epoch_loop = ctx.loops[0]
-        if id(epoch_loop) in self.reported:
-            return
         if any(method_name(c) == "set_epoch" for c in ctx.body_calls(epoch_loop)):
             return
-        self.reported.add(id(epoch_loop))
         self.report(
             epoch_loop,
             "this epoch loop iterates a DataLoader with a shuffling `DistributedSampler` but never calls "

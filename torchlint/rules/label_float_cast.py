@@ -23,8 +23,7 @@ class LabelFloatCast(Rule):
     tags = ("correctness", "dtype", "loss")
     requires_text = ('cross_entropy', 'nll_loss', 'CrossEntropyLoss', 'NLLLoss')
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
+    def setup(self, ctx: FileContext) -> None:
         self.losses = LossCalls(CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_LOSS_FUNCTIONS)
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:

@@ -26,11 +26,8 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
         if not isinstance(node, ast.Name):
             return False
         # `w -= ...` rebinds the name to the same tensor: look through augmented assignments.
-        bindings = [b for b in ctx.assignments().get(node.id)
-                    if b.lineno <= node.lineno and not isinstance(b.node, ast.AugAssign)]
-        if not bindings:
-            return False
-        return self._binding_is_leaf(bindings[-1], ctx)
+        binding = ctx.binding_before(node.id, node.lineno, through_augmented=True)
+        return binding is not None and self._binding_is_leaf(binding, ctx)
 
     def _binding_is_leaf(self, b: Binding, ctx: FileContext) -> bool:
         if isinstance(b.node, (ast.For, ast.AsyncFor)):

@@ -30,10 +30,6 @@ class LossAccumulatedWithGraph(Rule):
     tags = ("performance", "memory", "training-loop")
     requires_text = ('backward',)
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
-        self.reported: set[int] = set()
-
     def _check(self, loop: ast.AST, ctx: FileContext) -> None:
         body = loop.body  # type: ignore[attr-defined]
         losses: set[str] = set()
@@ -51,12 +47,11 @@ class LossAccumulatedWithGraph(Rule):
                         losses.discard(t.id)
         for node in iter_scope(body):
             found = self._accumulation(node, losses)
-            if found is None or id(node) in self.reported:
+            if found is None:
                 continue
             acc, loss = found
             if acc in losses:
                 continue  # the accumulator itself is backpropagated: keeping its graph is the point
-            self.reported.add(id(node))
             self.report(
                 node,
                 f"`{acc}` accumulates `{loss}`, which `backward()` is called on in this loop: each "

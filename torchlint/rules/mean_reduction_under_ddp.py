@@ -20,8 +20,7 @@ class MeanReductionUnderDdp(Rule):
     requires_text = ('DistributedDataParallel',)
     precision = "medium"
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
+    def setup(self, ctx: FileContext) -> None:
         self.ddp_scopes: set[int] = set()
         self.candidates: list[tuple[int, ast.Call, str, bool]] = []  # scope, call, loss, explicit
 

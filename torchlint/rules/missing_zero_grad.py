@@ -18,10 +18,6 @@ class MissingZeroGrad(Rule):
     tags = ("correctness", "training-loop")
     requires_text = ('backward',)
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
-        self.reported: set[int] = set()
-
     def _check(self, node: ast.AST, ctx: FileContext) -> None:
         backward = None
         stepped = False
@@ -30,11 +26,10 @@ class MissingZeroGrad(Rule):
                 backward = call
             elif is_optimizer_step(call):
                 stepped = True
-        if backward is None or not stepped or id(backward) in self.reported:
+        if backward is None or not stepped:
             return
         if any(is_zero_grad(n) for n in iter_scope(node.body)):  # type: ignore[attr-defined]
             return
-        self.reported.add(id(backward))
         self.report(
             backward,
             f"`{dotted(backward.func)}()` and an optimizer `step()` run in this loop, but gradients "

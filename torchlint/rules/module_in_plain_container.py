@@ -51,8 +51,7 @@ class ModuleInPlainContainer(Rule):
             return kind
         return None
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
+    def setup(self, ctx: FileContext) -> None:
         self._manual: dict[int, bool] = {}
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:

@@ -20,8 +20,7 @@ class NoGradInCollateFn(Rule):
     requires_text = ('collate_fn',)
     verify_note = 'the pattern has no effect to observe; it is flagged as noise, not a wrong result'
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
+    def setup(self, ctx: FileContext) -> None:
         self.collate_names: set[str] = set()
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:

@@ -53,8 +53,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
     tags = ("correctness", "loss")
     requires_text = ('softmax', 'sigmoid')
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
+    def setup(self, ctx: FileContext) -> None:
         self.losses = LossCalls(frozenset(k for k in _FORBIDDEN if not k.startswith("torch.nn.functional.")),
                                 frozenset(k for k in _FORBIDDEN if k.startswith("torch.nn.functional.")))
 

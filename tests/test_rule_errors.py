@@ -1,0 +1,77 @@
+"""A rule that raises costs one internal-error report for that rule and file; the file's
+other findings are kept (TorchFix loses the whole file)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.checker import check_file
+from torchlint.linter import FileTask, lint_bytes
+from torchlint.rules.base import Rule
+from torchlint.rules.registry import RULES_BY_CODE
+
+SOURCE = b"""import torch
+
+state = torch.load("model.pt")
+with torch.no_grad:
+    pass
+"""
+
+
+class BrokenRule(Rule):
+    code = "TL999"
+    name = "broken-on-purpose"
+    summary = "raises on every call"
+
+    def visit_Call(self, node: ast.Call, ctx) -> None:
+        raise ValueError("deliberately broken")
+
+
+class BrokenAtEnd(Rule):
+    code = "TL998"
+    name = "broken-at-end"
+    summary = "raises after the walk"
+
+    def end_file(self, ctx) -> None:
+        raise KeyError("late")
+
+
+class BrokenSetup(Rule):
+    code = "TL997"
+    name = "broken-setup"
+    summary = "raises before the walk"
+
+    def setup(self, ctx) -> None:
+        raise RuntimeError("early")
+
+
+def test_a_raising_rule_keeps_the_other_rules_findings():
+    rules = [BrokenRule, BrokenAtEnd, BrokenSetup, RULES_BY_CODE["TL601"], RULES_BY_CODE["TL108"]]
+    result = check_file("x.py", SOURCE, rules)
+    assert sorted(f.code for f in result.findings) == ["TL108", "TL601"]
+    assert [e.code for e in result.rule_errors] == ["TL997", "TL998", "TL999"]
+    broken = result.rule_errors[2]
+    assert "ValueError: deliberately broken" in broken.error and "x.py" in broken.describe()
+
+
+def test_the_linter_reports_the_rule_error_and_keeps_findings(monkeypatch):
+    import torchlint.linter as linter
+
+    monkeypatch.setattr(linter, "rule_classes_for", lambda codes: [BrokenRule, RULES_BY_CODE["TL601"]])
+    result = lint_bytes(FileTask(path="x.py", display="x.py", codes=frozenset({"TL601", "TL999"})), SOURCE)
+    assert [f.code for f in result.findings] == ["TL601"]
+    assert result.internal_error is not None and "rule TL999" in result.internal_error
+
+
+def test_a_second_report_on_the_same_node_is_dropped():
+    class Twice(Rule):
+        code = "TL996"
+        name = "twice"
+        summary = "reports each call twice"
+
+        def visit_Call(self, node: ast.Call, ctx) -> None:
+            self.report(node, "first")
+            self.report(node, "second")
+
+    findings = check_file("x.py", b"import torch\ntorch.f()\n", [Twice]).findings
+    assert [f.message for f in findings] == ["first"]

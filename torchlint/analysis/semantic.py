@@ -1,0 +1,341 @@
+"""The semantic model under the walk: scopes with their own import tables and bindings,
+qualified names, where the walk is (function, class, loops, grad-mode regions), and
+module-class inference. Every rule asks about names through this one model.
+
+The walker (`torchlint.checker`) keeps the position current by calling the `enter_*` /
+`leave_*` methods; everything else is computed lazily and cached per scope."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Optional, Union
+
+from torchlint.analysis.imports import ImportTable, canonical, is_module_class_name
+from torchlint.analysis.scopes import (FUNCTION_TYPES, Assignments, Binding, GradRegion, Scope,
+                                       grad_mode_of, iter_scope)
+
+_FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+_PLAIN_ASSIGNMENTS = (ast.Assign, ast.AnnAssign, ast.NamedExpr)
+
+
+class ScopeInfo:
+    """One function (or the module): the imports made in it and, lazily, its bindings."""
+
+    __slots__ = ("node", "parent", "imports", "_assignments", "_bound")
+
+    def __init__(self, node: Scope, parent: Optional["ScopeInfo"]) -> None:
+        self.node = node
+        self.parent = parent
+        self.imports = ImportTable()
+        self._assignments: Optional[Assignments] = None
+        self._bound: Optional[frozenset[str]] = None
+
+    @property
+    def assignments(self) -> Assignments:
+        if self._assignments is None:
+            self._assignments = Assignments(self.node)
+        return self._assignments
+
+    def binds(self, name: str) -> bool:
+        """Is `name` local to this function (a parameter, an assignment, a def...)?"""
+        if self._bound is None:
+            self._bound = self.assignments.local_names()
+        return name in self._bound
+
+
+class _ScopedImports:
+    """The import table as seen from the current scope (duck-types ImportTable.qualname)."""
+
+    __slots__ = ("model",)
+
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
+
+    def qualname(self, node: ast.AST) -> Optional[str]:
+        return self.model.qualname(node)
+
+    def call_name(self, node: ast.AST) -> Optional[str]:
+        return self.model.call_name(node)
+
+
+class SemanticModel:
+    """Names, bindings and position for one parsed module."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.module_scope = ScopeInfo(tree, None)
+        self.module_scope.imports.collect_module_level(tree)
+        self._module_aliases = self.module_scope.imports.aliases
+        self.imports = _ScopedImports(self)
+        self.parents: list[ast.AST] = []  # ancestors of the node being visited
+        self.functions: list[ast.AST] = []
+        self.scopes: list[ScopeInfo] = []  # one per entry of `functions`
+        self.classes: list[ast.ClassDef] = []
+        self.loops: list[ast.AST] = []  # loops of the innermost function only
+        self.grad_regions: list[GradRegion] = []  # likewise
+        self._scope_info: dict[int, ScopeInfo] = {id(tree): self.module_scope}
+        self._module_classes: dict[str, ast.ClassDef] = {
+            n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        self._module_functions: dict[str, _FunctionNode] = {
+            n.name: n for n in tree.body if isinstance(n, FUNCTION_TYPES)}
+        self._module_class_memo: dict[str, bool] = {}
+        self._self_attrs: dict[int, dict[str, tuple[Optional[str], Optional[ast.AST]]]] = {}
+        self.memo: dict[tuple, object] = {}  # per-file caches of analyses built on the model
+        self._body_calls: dict[int, list[ast.Call]] = {}
+        self._saved: list[tuple[list[ast.AST], list[GradRegion]]] = []
+
+    # -- position (kept current by the walker) ---------------------------------
+    def enter_function(self, node: ast.AST) -> None:
+        parent = self.scopes[-1] if self.scopes else self.module_scope
+        info = ScopeInfo(node, parent)  # type: ignore[arg-type]
+        self._scope_info[id(node)] = info
+        self._saved.append((self.loops, self.grad_regions))
+        self.loops, self.grad_regions = [], []
+        for deco in node.decorator_list:  # type: ignore[attr-defined]
+            mode = grad_mode_of(deco, self.imports)
+            if mode is not None:
+                self.grad_regions.append(GradRegion(node, mode[0], mode[1]))
+        self.functions.append(node)
+        self.scopes.append(info)
+
+    def leave_function(self) -> None:
+        self.functions.pop()
+        self.scopes.pop()
+        self.loops, self.grad_regions = self._saved.pop()
+
+    def enter_with(self, node: ast.AST) -> int:
+        pushed = 0
+        for item in node.items:  # type: ignore[attr-defined]
+            mode = grad_mode_of(item.context_expr, self.imports)
+            if mode is not None:
+                self.grad_regions.append(GradRegion(node, mode[0], mode[1]))
+                pushed += 1
+        return pushed
+
+    def leave_with(self, pushed: int) -> None:
+        if pushed:
+            del self.grad_regions[len(self.grad_regions) - pushed:]
+
+    def add_import(self, node: ast.AST) -> None:
+        """A function-level import binds its names in that function only."""
+        if self.scopes:
+            self.scopes[-1].imports.add(node)
+
+    @property
+    def parent(self) -> Optional[ast.AST]:
+        return self.parents[-1] if self.parents else None
+
+    @property
+    def function(self) -> Optional[ast.AST]:
+        return self.functions[-1] if self.functions else None
+
+    @property
+    def scope(self) -> Scope:
+        return self.functions[-1] if self.functions else self.tree  # type: ignore[return-value]
+
+    @property
+    def grad_region(self) -> Optional[GradRegion]:
+        return self.grad_regions[-1] if self.grad_regions else None
+
+    def grad_disabled(self) -> bool:
+        region = self.grad_region
+        return region is not None and region.disabled
+
+    # -- names ------------------------------------------------------------------
+    def resolve_import(self, name: str) -> Optional[str]:
+        """What an imported base name stands for here: the innermost function-level import
+        wins; a parameter or local variable of the same name hides imports further out."""
+        module_alias = self._module_aliases.get(name)
+        for info in reversed(self.scopes):
+            local = info.imports.aliases.get(name)
+            if local is not None:
+                return local
+            if module_alias is not None or info.parent is not self.module_scope:
+                if info.binds(name):
+                    return None
+        return module_alias
+
+    def qualname(self, node: ast.AST) -> Optional[str]:
+        """`F.cross_entropy` -> `torch.nn.functional.cross_entropy`; None when the base
+        name is not an import visible here (a local variable, an attribute of `self`...)."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        base = self._module_aliases.get(node.id) if not self.scopes else self.resolve_import(node.id)
+        if base is None:
+            return None
+        if parts:
+            parts.reverse()
+            return canonical(base + "." + ".".join(parts))
+        return canonical(base)
+
+    def call_name(self, node: ast.AST) -> Optional[str]:
+        return self.qualname(node.func) if isinstance(node, ast.Call) else None
+
+    # -- bindings ------------------------------------------------------------------
+    def scope_info(self, scope: Optional[Scope] = None) -> ScopeInfo:
+        scope = scope if scope is not None else self.scope
+        info = self._scope_info.get(id(scope))
+        if info is None:  # a function the walk has not entered (asked about from elsewhere)
+            info = self._scope_info[id(scope)] = ScopeInfo(scope, self.module_scope)
+        return info
+
+    def assignments(self, scope: Optional[Scope] = None) -> Assignments:
+        return self.scope_info(scope).assignments
+
+    def binding_before(self, name: str, lineno: int, module_fallback: bool = False,
+                       through_augmented: bool = False) -> Optional[Binding]:
+        """The binding of `name` that reaches line `lineno` in straight-line code in this
+        scope; with `module_fallback`, the module's last binding when the name is not local;
+        with `through_augmented`, `x += ...` counts as the same object (not a new binding)."""
+        info = self.scope_info()
+        if through_augmented:
+            found = None
+            for b in info.assignments.get(name):
+                if b.lineno <= lineno and not isinstance(b.node, ast.AugAssign):
+                    found = b
+        else:
+            found = info.assignments.last_before(name, lineno)
+        if found is None and module_fallback and info is not self.module_scope and not info.binds(name):
+            found = self.module_scope.assignments.last_before(name, 10**9)
+        return found
+
+    def value_before(self, name: ast.Name, lineno: int, module_fallback: bool = False) -> Optional[ast.AST]:
+        """The value that the plain assignment (`=`, annotated, walrus) reaching `lineno`
+        gave `name`. None for unpacking, loop targets, parameters and unknown names."""
+        binding = self.binding_before(name.id, lineno, module_fallback)
+        if binding is None or binding.index is not None or not isinstance(binding.node, _PLAIN_ASSIGNMENTS):
+            return None
+        return binding.value
+
+    def bindings_reaching(self, name: str, lineno: int) -> list[Binding]:
+        """This scope's bindings of `name` above `lineno`; when it has none, every binding
+        of the module-level name (a function runs after the module body)."""
+        info = self.scope_info()
+        local = [b for b in info.assignments.get(name) if b.lineno <= lineno]
+        if local or info is self.module_scope or info.binds(name):
+            return local
+        return list(self.module_scope.assignments.get(name))
+
+    # -- calls and same-file functions ----------------------------------------------
+    def body_calls(self, node: ast.AST) -> list[ast.Call]:
+        """The calls in a loop's (or function's) body, outside nested functions; several
+        rules ask this about the same loop."""
+        found = self._body_calls.get(id(node))
+        if found is None:
+            body = node.body if isinstance(node.body, list) else [node.body]  # type: ignore[attr-defined]
+            found = self._body_calls[id(node)] = [n for n in iter_scope(body) if isinstance(n, ast.Call)]
+        return found
+
+    def called_function(self, call: ast.Call) -> Optional[_FunctionNode]:
+        """The function of this file that `call` runs: `helper()` for a module-level def
+        (not shadowed here) or `self.helper()` for a method of the enclosing class."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            fn = self._module_functions.get(func.id)
+            if fn is None or any(info.binds(func.id) for info in self.scopes):
+                return None
+            return fn
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+                and self.classes:
+            for stmt in self.classes[-1].body:
+                if isinstance(stmt, FUNCTION_TYPES) and stmt.name == func.attr:
+                    return stmt
+        return None
+
+    def followed_calls(self, node: ast.AST) -> list[ast.Call]:
+        """`body_calls(node)` plus the calls in the bodies of same-file functions called
+        there, one level deep: `reset_grad()` counts as the `zero_grad()` it makes."""
+        key = -id(node)
+        found = self._body_calls.get(key)
+        if found is None:
+            found = list(self.body_calls(node))
+            seen: set[int] = {id(node)}
+            for call in list(found):
+                fn = self.called_function(call)
+                if fn is not None and id(fn) not in seen:
+                    seen.add(id(fn))
+                    found.extend(self.body_calls(fn))
+            self._body_calls[key] = found
+        return found
+
+    def followed_nodes(self, node: ast.AST) -> Iterator[ast.AST]:
+        """Every node of `node`'s body and of the same-file functions it calls (one level)."""
+        body = node.body  # type: ignore[attr-defined]
+        yield from iter_scope(body)
+        seen: set[int] = set()
+        for call in self.body_calls(node):
+            fn = self.called_function(call)
+            if fn is not None and id(fn) not in seen:
+                seen.add(id(fn))
+                yield from iter_scope(fn.body)
+
+    # -- classes ------------------------------------------------------------------
+    def module_class(self, name: str) -> Optional[ast.ClassDef]:
+        return self._module_classes.get(name)
+
+    def module_function(self, name: str) -> Optional[_FunctionNode]:
+        return self._module_functions.get(name)
+
+    def is_module_class(self, cls: ast.ClassDef) -> bool:
+        return self.is_module_class_name(cls.name) if self._module_classes.get(cls.name) is cls \
+            else any(self._base_is_module(b, 0) for b in cls.bases)
+
+    def is_module_class_name(self, name: str, depth: int = 0) -> bool:
+        """True for a class defined in this file that derives (directly or through other
+        classes of this file) from torch.nn.Module or a torch.nn layer."""
+        memo = self._module_class_memo.get(name)
+        if memo is not None:
+            return memo
+        cls = self._module_classes.get(name)
+        self._module_class_memo[name] = False  # a cycle of bases is not a module
+        result = cls is not None and depth < 20 and any(self._base_is_module(b, depth) for b in cls.bases)
+        self._module_class_memo[name] = result
+        return result
+
+    def _base_is_module(self, base: ast.AST, depth: int) -> bool:
+        qn = self.module_scope.imports.qualname(base)  # bases resolve at module level
+        if qn is not None:
+            return is_module_class_name(qn)
+        return isinstance(base, ast.Name) and self.is_module_class_name(base.id, depth + 1)
+
+    def enclosing_module_class(self) -> Optional[ast.ClassDef]:
+        """The nn.Module subclass whose method we are in, if any."""
+        if not self.classes or not self.functions:
+            return None
+        cls = self.classes[-1]
+        return cls if self.is_module_class(cls) else None
+
+    def self_attribute_constructor(self, attr: str, cls: Optional[ast.ClassDef] = None) -> Optional[str]:
+        """Qualified name of what `self.<attr>` is constructed from (`torch.nn.ModuleList`)."""
+        found = self._self_attributes(cls).get(attr)
+        return found[0] if found else None
+
+    def self_attribute_value(self, attr: str, cls: Optional[ast.ClassDef] = None) -> Optional[ast.AST]:
+        """The value of `self.<attr> = <value>` in the class's methods (None when it is
+        assigned more than once)."""
+        found = self._self_attributes(cls).get(attr)
+        return found[1] if found else None
+
+    def _self_attributes(self, cls: Optional[ast.ClassDef] = None) -> dict[str, tuple[Optional[str], Optional[ast.AST]]]:
+        if cls is None:
+            if not self.classes:
+                return {}
+            cls = self.classes[-1]
+        attrs = self._self_attrs.get(id(cls))
+        if attrs is None:
+            attrs = self._self_attrs[id(cls)] = {}
+            for stmt in ast.walk(cls):
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                    t = stmt.targets[0]
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        ctor = self.module_scope.imports.call_name(stmt.value)
+                        if t.attr in attrs:
+                            # Assigned in several places: the constructor only if they agree.
+                            attrs[t.attr] = (ctor if attrs[t.attr][0] == ctor else None, None)
+                        else:
+                            attrs[t.attr] = (ctor, stmt.value)
+        return attrs
