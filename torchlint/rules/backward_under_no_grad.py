@@ -39,14 +39,9 @@ class BackwardUnderNoGrad(Rule):
         if target is None or not self._computed_in_region(target, region.node, node.lineno, ctx):
             return
         mode = region.kind.rsplit(".", 1)[1]
-        self.report(
-            node,
-            f"`{what}` differentiates a tensor computed inside `{mode}`: it has no grad_fn, so "
-            "torch raises `RuntimeError: element 0 of tensors does not require grad and does not "
-            "have a grad_fn`. Compute the loss outside the grad-disabled region, or wrap that "
-            "part in `torch.enable_grad()`",
-            params={"mode": region.kind, "call": call},
-        )
+        self.report(node, f"`{what}` raises: its input was computed under `{mode}` and has no grad_fn",
+                    help="Compute the loss outside the grad-disabled block, or wrap it in `torch.enable_grad()`",
+                    params={"mode": region.kind, "call": call})
 
     def _computed_in_region(self, target: ast.AST, region: ast.AST, lineno: int, ctx: FileContext) -> bool:
         if isinstance(target, (ast.Tuple, ast.List)):

@@ -48,10 +48,7 @@ class ChainedConversion(Rule):
         receiver = inner_call.func.value
         if inference.kind_of(receiver, ctx) == inference.MODULE:
             return
-        self.report(
-            node,
-            f"`{dotted(node)}` converts {inner} then {outer} in two steps, copying the tensor twice; "
-            "one `.to(device, dtype)` (or `.to(device=..., dtype=...)`) converts with a single copy",
-        )
+        self.report(node, f"`{dotted(node)}` converts {inner} and {outer} in two steps (up to two copies)",
+                    help="Convert once with `.to(device, dtype)`")
 
 

@@ -39,13 +39,9 @@ class ConflictingSamplerOptions(Rule):
             if drop_last is not None and literal(drop_last) is True:
                 conflicts.append("drop_last=True")
             if conflicts:
-                self.report(node, f"`batch_sampler` together with {', '.join(f'`{c}`' for c in conflicts)}: "
-                                  "torch raises `ValueError: batch_sampler option is mutually exclusive with "
-                                  "batch_size, shuffle, sampler, and drop_last`. Configure batching in the "
-                                  "batch sampler only", params={"conflict": "batch_sampler"})
+                self.report(node, f"`DataLoader` raises: `batch_sampler` with {', '.join(f'`{c}`' for c in conflicts)}",
+                            help="Configure batching in the batch sampler only", params={"conflict": "batch_sampler"})
                 return
         if given(sampler) and shuffle is not None and literal(shuffle) is True:
-            self.report(node, "`shuffle=True` together with `sampler=`: torch raises `ValueError: sampler "
-                              "option is mutually exclusive with shuffle`. Shuffle in the sampler "
-                              "(e.g. `DistributedSampler(shuffle=True)`) and drop `shuffle`",
-                        params={"conflict": "sampler"})
+            self.report(node, "`DataLoader` raises: `shuffle=True` together with `sampler=`",
+                        help="Shuffle in the sampler and drop `shuffle`", params={"conflict": "sampler"})

@@ -37,6 +37,5 @@ class CreateThenMove(Rule):
                 conversion_target(k.value, ctx, k.arg) for k in node.keywords if k.arg in ("device", "dtype")]
             if "device" not in targets:
                 return  # a dtype change, or not known to be a move
-        short = factory
-        self.report(node, f"`{short}(...)` allocates on the CPU and `.{func.attr}(...)` then copies it to the "
-                          f"device: two allocations and a host-to-device copy. Pass `device=` to `{short}`")
+        self.report(node, f"`{factory}(...)` is allocated on the CPU, then copied to the device",
+                    help=f"Pass `device=` to `{factory}`")

@@ -13,6 +13,10 @@ _NOT_TENSORS = ("self", "cls")
 # Weight set-up code (initialisation, checkpoint conversion and loading, deploy-time fusion)
 # runs before any autograd graph exists, so `.data` writes there cannot corrupt a gradient.
 _SETUP_NAME_PARTS = ("init", "reset_parameters", "convert", "load", "fuse")
+# In-place methods that change only shape or strides, never values a backward could read.
+_METADATA_ONLY = frozenset({"unsqueeze_", "squeeze_", "resize_", "resize_as_", "t_", "transpose_",
+                            "swapdims_", "swapaxes_", "as_strided_", "requires_grad_", "share_memory_",
+                            "detach_", "retain_grad"})
 _AUG_OPS = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.Pow: "**=",
             ast.FloorDiv: "//=", ast.Mod: "%=", ast.BitAnd: "&=", ast.BitOr: "|=", ast.MatMult: "@="}
 
@@ -49,22 +53,24 @@ class DataAttributeMutation(Rule):
                 return True
         return False
 
-    def _message(self, data: ast.Attribute, write: str) -> str:
-        owner = dotted(data.value)
-        return (
-            f"`{write}` writes through `.data`, which autograd does not track: if `{owner}` was "
-            "saved for backward, the gradient is silently wrong (the same in-place write under "
-            "`torch.no_grad()` bumps the version counter, so torch raises instead). Use "
-            f"`with torch.no_grad(): {owner}.<op>_(...)` or `torch.nn.init.*`"
-        )
+    help = "Write under `with torch.no_grad():` so autograd can detect a conflicting backward"
+
+    def _message(self, data: ast.Attribute) -> str:
+        return f"In-place write through `{dotted(data)}` is invisible to autograd's version check"
 
     def _known_tensor(self, receiver: ast.AST, ctx: FileContext) -> bool:
+        """Only tensors whose `.data` is Tensor.data: not `p.grad` (never saved for
+        backward), and not an object that merely has a `data` field (a namedtuple)."""
+        if isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
+            return False
+        if isinstance(receiver, ast.Name) and receiver.id in _NOT_TENSORS:
+            return False
         return inference.kind_of(receiver, ctx) in (inference.TENSOR, inference.PARAMETER)
 
     def _check_store(self, target: ast.AST, ctx: FileContext, op: str) -> None:
         data = _data_receiver(target)
         if data is not None and self._known_tensor(data.value, ctx) and not self._in_initializer(ctx):
-            self.report(data, self._message(data, f"{dotted(target)} {op} ..."), params={"op": op})
+            self.report(data, self._message(data), params={"op": op})
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         for target in node.targets:
@@ -79,14 +85,9 @@ class DataAttributeMutation(Rule):
         if not isinstance(func, ast.Attribute):
             return
         method = func.attr
-        if not method.endswith("_") or method.startswith("_"):
+        if not method.endswith("_") or method.startswith("_") or method in _METADATA_ONLY:
             return
         data = _data_receiver(func.value)
-        if data is None:
+        if data is None or not self._known_tensor(data.value, ctx) or self._in_initializer(ctx):
             return
-        owner = data.value
-        if isinstance(owner, ast.Name) and owner.id in _NOT_TENSORS:
-            return  # `self.data` is an ordinary attribute, not Tensor.data
-        if inference.kind_of(owner, ctx) == inference.MODULE or self._in_initializer(ctx):
-            return
-        self.report(data, self._message(data, f"{dotted(data)}.{method}(...)"), params={"op": method})
+        self.report(data, self._message(data), params={"op": method})

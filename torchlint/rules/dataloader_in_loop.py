@@ -39,10 +39,6 @@ class DataloaderInLoop(Rule):
         if used & varying:
             return
         persistent = keyword(node, "persistent_workers")
-        extra = " and `persistent_workers=True` is defeated" if persistent is not None and literal(persistent.value) is True else ""
-        self.report(
-            node,
-            f"`DataLoader(num_workers={workers})` is constructed inside a loop from loop-invariant "
-            f"arguments: its worker processes are started again on every iteration{extra}. "
-            "Build it once before the loop",
-        )
+        extra = " (defeating persistent_workers)" if persistent is not None and literal(persistent.value) is True else ""
+        self.report(node, f"`DataLoader(num_workers={workers})` in a loop restarts its workers every iteration{extra}",
+                    help="Build it once before the loop")

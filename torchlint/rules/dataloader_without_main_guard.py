@@ -40,7 +40,7 @@ class DataloaderWithoutMainGuard(Rule):
                 if it is not None and self._is_worker_loader(it, loaders, ctx):
                     # A comprehension's `for` clause has no position of its own: point at its iterable.
                     self._report(it if isinstance(node, ast.comprehension) else node,
-                                 "iterates a DataLoader with worker processes")
+                                 "starts DataLoader workers")
                     break
         spawning = self._spawning_functions(functions, ctx)
         for stmt in module_stmts:
@@ -48,17 +48,13 @@ class DataloaderWithoutMainGuard(Rule):
                 continue
             for node in iter_scope([stmt]):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in spawning:
-                    self._report(node, f"calls `{node.func.id}()`, which iterates a DataLoader with worker processes,")
+                    self._report(node, f"calls `{node.func.id}()`, which starts DataLoader workers")
                     break
 
+    help = 'Move it under `if __name__ == "__main__":`'
+
     def _report(self, node: ast.AST, what: str) -> None:
-        self.report(
-            node,
-            f"module-level code {what} outside `if __name__ == \"__main__\":`. With the spawn start "
-            "method (the default on Windows and macOS) each worker re-imports this module and torch "
-            "raises `An attempt has been made to start a new process before the current process has "
-            "finished its bootstrapping phase`. Move it under the guard",
-        )
+        self.report(node, f"Module-level code {what}: fails under the spawn start method")
 
     def _worker_loaders(self, stmts: list[ast.stmt], ctx: FileContext) -> set[str]:
         names = set()

@@ -42,10 +42,5 @@ class DiscardedConversion(Rule):
         if method == "type" and not call.args:
             return  # x.type() returns the type string; not a conversion
         target = dotted(receiver)
-        self.report(
-            node,
-            f"`{dotted(call)}` returns a new tensor and the result is discarded: tensor "
-            f"conversions are not in place (unlike `nn.Module.{'to' if method in _SHARED_WITH_MODULE else method}`), "
-            f"so `{target}` is unchanged. Assign it: `{target} = {dotted(call)}`",
-            params={"method": method},
-        )
+        self.report(node, f"`{dotted(call)}` result is discarded: tensor conversions are not in place",
+                    help=f"Assign it: `{target} = {dotted(call)}`", params={"method": method})

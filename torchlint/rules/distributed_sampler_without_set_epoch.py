@@ -46,9 +46,5 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         epoch_loop = ctx.loops[0]
         if any(method_name(c) == "set_epoch" for c in ctx.body_calls(epoch_loop)):
             return
-        self.report(
-            epoch_loop,
-            "this epoch loop iterates a DataLoader with a shuffling `DistributedSampler` but never calls "
-            "`sampler.set_epoch(epoch)`: the sampler seeds its shuffle with the epoch, so every epoch "
-            "sees the same order. Call `sampler.set_epoch(epoch)` at the start of each epoch",
-        )
+        self.report(epoch_loop, "`DistributedSampler.set_epoch()` is never called: every epoch has the same order",
+                    help="Call `sampler.set_epoch(epoch)` at the start of each epoch")

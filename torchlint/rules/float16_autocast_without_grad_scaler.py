@@ -64,11 +64,9 @@ class Float16AutocastWithoutGradScaler(Rule):
                 continue
             receiver = call.func.value
             if call.lineno <= end or (isinstance(receiver, ast.Name) and receiver.id in computed):
-                self.report(call, f"`{dotted(call.func)}()` on a loss computed under `{what}` without a "
-                                  "`GradScaler`: float16 gradients below ~6e-8 underflow to zero and "
-                                  "training silently stalls. Use `scaler = torch.amp.GradScaler()`, "
-                                  "`scaler.scale(loss).backward()`, `scaler.step(opt)`, `scaler.update()`, "
-                                  "or autocast to bfloat16")
+                self.report(call, "float16 autocast backward without a `GradScaler`: small gradients underflow",
+                            help="Use `torch.amp.GradScaler` (`scaler.scale(loss).backward()`), or bfloat16",
+                            )
                 return
 
     visit_AsyncWith = visit_With  # type: ignore[assignment]

@@ -70,10 +70,6 @@ class Float64FromNumpy(Rule):
                     dtype_name(a, ctx) not in (None, "torch.float64") for a in [*grand.args, *(k.value for k in grand.keywords)]):
                 return
         short = source.replace("numpy.", "np.")
-        self.report(
-            node,
-            f"`{short}(...)` makes a float64 array, so `{name}` gives a float64 tensor: twice the "
-            "memory, and `RuntimeError: expected scalar type Float but found Double` (or a mat1/mat2 "
-            "dtype mismatch) against float32 weights. Pass `dtype=torch.float32` or add `.float()`",
-            params={"source": short, "converter": name},
-        )
+        self.report(node, f"`{name}` of a float64 `{short}` array gives a float64 tensor",
+                    help="Pass `dtype=torch.float32` or add `.float()`",
+                    params={"source": short, "converter": name})

@@ -31,6 +31,5 @@ class ForwardCalledDirectly(Rule):
         # `type(m).forward(m, x)` is an unbound call of a class's implementation.
         if inference.kind_of(receiver, ctx) != inference.MODULE:
             return
-        self.report(node, f"`{dotted(func)}(...)` calls forward directly: forward/backward hooks (and "
-                          "things built on them: DDP, FSDP, quantization observers, profilers) are skipped. "
-                          f"Call the module: `{dotted(receiver)}(...)`")
+        self.report(node, f"`{dotted(func)}(...)` skips the module's hooks",
+                    help=f"Call the module: `{dotted(receiver)}(...)`")

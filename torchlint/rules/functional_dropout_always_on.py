@@ -11,6 +11,10 @@ _DROPOUTS = frozenset(f"torch.nn.functional.{n}" for n in (
     "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"))
 
 
+def _tests_training(test: ast.AST) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "training" for n in ast.walk(test))
+
+
 class FunctionalDropoutAlwaysOn(Rule):
     code = "TL402"
     name = "functional-dropout-always-on"
@@ -25,7 +29,8 @@ class FunctionalDropoutAlwaysOn(Rule):
             return
         if has_star_kwargs(node) or arg_or_keyword(node, 2, "training") is not None:
             return
+        if any(isinstance(p, (ast.If, ast.IfExp)) and _tests_training(p.test) for p in ctx.parents):
+            return  # `if self.training:` already limits it to training
         short = name.rsplit(".", 1)[1]  # type: ignore[union-attr]
-        self.report(node, f"`F.{short}` defaults to `training=True`, so dropout stays on after "
-                          "`model.eval()` and evaluation is noisy. Pass `training=self.training` or "
-                          "use an `nn.Dropout` layer")
+        self.report(node, f"`F.{short}` without `training=` stays on after `model.eval()`",
+                    help="Pass `training=self.training`, or use an `nn.Dropout` layer")

@@ -26,10 +26,8 @@ class GradModeNotCalled(Rule):
                 name = ctx.qualname(expr)
                 if name in _MODES:
                     short = name.rsplit(".", 1)[1]
-                    self.report(expr, f"`with {ast.unparse(expr)}:` uses the class itself, not an instance: "
-                                      "torch raises `TypeError: 'type' object does not support the context "
-                                      f"manager protocol`. Write `with {ast.unparse(expr)}():`",
-                                params={"mode": short})
+                    self.report(expr, f"`with {ast.unparse(expr)[:40]}:` raises: the class is not a context manager",
+                                help=f"Call it: `with {ast.unparse(expr)[:40]}():`", params={"mode": short})
 
     visit_With = _check
     visit_AsyncWith = _check

@@ -49,7 +49,5 @@ class HardcodedCuda(Rule):
             if ctx.call_name(node) == "torch.device" and node.args and _is_cuda_literal(node.args[0]):
                 hit = node
         if hit is not None and not self._guarded(ctx):
-            self.report(hit, "hard-coded CUDA device: this fails on machines without a GPU "
-                             "(`AssertionError: Torch not compiled with CUDA enabled` or no device). "
-                             "Pick the device once, e.g. `device = torch.device('cuda' if "
-                             "torch.cuda.is_available() else 'cpu')`, and use `.to(device)`")
+            self.report(hit, "Hard-coded CUDA device fails on machines without a GPU",
+                        help="Pick the device once (`'cuda' if torch.cuda.is_available() else 'cpu'`)")

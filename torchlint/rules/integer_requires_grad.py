@@ -40,25 +40,24 @@ class IntegerRequiresGrad(Rule):
         dtype_kw = keyword(node, "dtype")
         why = self._integer_reason(name, node, dtype_kw, ctx)
         if why:
-            self.report(node, f"{why} and `requires_grad=True`: torch raises `RuntimeError: Only "
-                              "Tensors of floating point and complex dtype can require gradients`. "
-                              "Use a float dtype (e.g. `dtype=torch.float32` or float literals)")
+            self.report(node, f"`requires_grad=True` on an integer tensor raises: {why}",
+                        help="Use a float dtype (`dtype=torch.float32`, or float literals)")
 
     def _integer_reason(self, name: str, node: ast.Call, dtype_kw: Optional[ast.keyword],
                         ctx: FileContext) -> Optional[str]:
         if dtype_kw is not None:
             if is_int_dtype(dtype_kw.value, ctx):
-                return f"`{name}(...)` is created with the integer dtype `{ast.unparse(dtype_kw.value)}`"
+                return f"dtype is `{ast.unparse(dtype_kw.value)[:30]}`"
             return None
         if name in ("torch.tensor", "torch.as_tensor") and node.args and _all_ints(literal(node.args[0])):
-            return f"`{name}({ast.unparse(node.args[0])[:40]})` infers int64 from integer data"
+            return "integer data gives int64"
         if name == "torch.arange" and node.args and all(_all_ints(literal(a)) for a in node.args):
-            return "`torch.arange` with integer arguments returns int64"
+            return "integer arguments give int64"
         if name in _INT_DEFAULT_FACTORIES:
-            return f"`{name}` returns int64 by default"
+            return f"`{name}` returns int64"
         if name in ("torch.full",) and len(node.args) >= 2 and _all_ints(literal(node.args[1])) \
                 and not isinstance(literal(node.args[1]), bool):
-            return "`torch.full` with an integer fill value infers int64"
+            return "an integer fill value gives int64"
         return None
 
 

@@ -43,15 +43,8 @@ class LabelFloatCast(Rule):
     def _report(self, qualified_loss: str, found: tuple[ast.Call, str]) -> None:
         cast, dtype = found
         loss = qualified_loss.replace("torch.nn.functional.", "F.").replace("torch.nn.", "nn.")
-        self.report(
-            cast,
-            f"target of `{loss}` is cast to {dtype}: class-index targets must stay integer (int64). "
-            "With shape (N,) torch raises `RuntimeError: expected target dtype to be Long or Byte, "
-            "but got Float`; a float target of shape "
-            "(N, C) is silently read as class probabilities; labels above 2**24 also lose "
-            "precision in float32. Pass the labels as `.long()`",
-            params={"dtype": dtype, "loss": loss},
-        )
+        self.report(cast, f"Target of `{loss}` is cast to {dtype}; class indices must stay int64",
+                    help="Pass the labels as `.long()`", params={"dtype": dtype, "loss": loss})
 
     def _float_cast_of(self, target: ast.AST, lineno: int, ctx: FileContext) -> Optional[tuple[ast.Call, str]]:
         if isinstance(target, ast.Name):

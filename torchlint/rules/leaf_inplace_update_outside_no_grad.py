@@ -46,10 +46,10 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
         return isinstance(value.func, ast.Attribute) and value.func.attr == "requires_grad_" \
             and not value.args and inference.kind_of(value.func.value, ctx) == inference.TENSOR
 
+    help = "Wrap the update in `with torch.no_grad():`"
+
     def _message(self, name: str, how: str) -> str:
-        return (f"`{how}` updates the leaf tensor `{name}` (requires_grad=True) in place outside "
-                "`torch.no_grad()`: torch raises `RuntimeError: a leaf Variable that requires grad "
-                "is being used in an in-place operation`. Wrap the update in `with torch.no_grad():`")
+        return f"`{how}` raises: in-place update of leaf `{name}`, which requires grad"
 
     def visit_AugAssign(self, node: ast.AugAssign, ctx: FileContext) -> None:
         if not ctx.grad_disabled() and self._requires_grad_leaf(node.target, ctx):

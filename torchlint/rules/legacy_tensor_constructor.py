@@ -21,11 +21,10 @@ class LegacyTensorConstructor(Rule):
         if name not in LEGACY_CONSTRUCTORS:
             return
         first = node.args[0] if node.args else None
+        short = name.replace("torch.", "", 1)  # type: ignore[union-attr]
         if isinstance(first, ast.Constant) and isinstance(first.value, int) and not isinstance(first.value, bool):
-            detail = (f"`{ast.unparse(node)[:50]}` is an *uninitialised* tensor of size {first.value}, "
-                      f"not a tensor holding the value {first.value}")
+            message = f"`{short}({first.value})` is an uninitialised tensor of size {first.value}, not the value"
         else:
-            detail = (f"`{name}(...)` is a legacy constructor: an integer argument means a size "
-                      "(uninitialised memory), a sequence means data, and it ignores `device=`/`dtype=` rules")
-        self.report(node, f"{detail}. Use `torch.tensor(data)` for values or `torch.empty(size)` / "
-                          "`torch.zeros(size)` for shapes", params={"constructor": name})
+            message = f"Legacy constructor `{short}`: an int means a size, a sequence means data"
+        self.report(node, message, help="Use `torch.tensor(data)` for values, `torch.zeros(size)` for shapes",
+                    params={"constructor": name})

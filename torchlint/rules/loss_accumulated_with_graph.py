@@ -52,12 +52,8 @@ class LossAccumulatedWithGraph(Rule):
             acc, loss = found
             if acc in losses:
                 continue  # the accumulator itself is backpropagated: keeping its graph is the point
-            self.report(
-                node,
-                f"`{acc}` accumulates `{loss}`, which `backward()` is called on in this loop: each "
-                f"iteration's autograd graph stays alive through `{acc}`, so memory grows every step. "
-                f"Accumulate `{loss}.item()` (or `{loss}.detach()`)",
-            )
+            self.report(node, f"`{acc}` accumulates `{loss}` with its graph: memory grows every step",
+                        help=f"Accumulate `{loss}.item()` (or `{loss}.detach()`)")
 
     @staticmethod
     def _accumulation(node: ast.AST, losses: set[str]) -> Optional[tuple[str, str]]:

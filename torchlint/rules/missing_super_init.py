@@ -43,6 +43,5 @@ class MissingSuperInit(Rule):
                         and _calls_base_init(s)}
         if _calls_self_method(init, initializers):
             return
-        self.report(init, f"`{node.name}.__init__` never calls `super().__init__()`: the first "
-                          "submodule or parameter assignment raises `AttributeError: cannot assign "
-                          "module before Module.__init__() call`. Call `super().__init__()` first")
+        self.report(init, f"`{node.name}.__init__` never calls `super().__init__()`",
+                    help="Call `super().__init__()` first")

@@ -30,13 +30,8 @@ class MissingZeroGrad(Rule):
             return
         if any(is_zero_grad(n) for n in iter_scope(node.body)):  # type: ignore[attr-defined]
             return
-        self.report(
-            backward,
-            f"`{dotted(backward.func)}()` and an optimizer `step()` run in this loop, but gradients "
-            "are never reset in it: `.grad` accumulates across iterations, so every step applies "
-            "the sum of all past gradients. Call `optimizer.zero_grad()` each iteration (with "
-            "gradient accumulation, next to the conditional `step()`)",
-        )
+        self.report(backward, "Gradients are never reset in this loop: each step applies the sum of all past ones",
+                    help="Call `optimizer.zero_grad()` every iteration (next to `step()` when accumulating)")
 
     visit_For = _check
     visit_AsyncFor = _check

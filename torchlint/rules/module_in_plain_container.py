@@ -70,6 +70,5 @@ class ModuleInPlainContainer(Rule):
         for target in node.targets:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                 holder = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
-                self.report(target, f"`self.{target.attr}` holds modules in a plain {kind}: their parameters are "
-                                    "not registered, so `parameters()`, the optimizer, `.to()`/`.cuda()` and "
-                                    f"`state_dict()` never see them. Use `{holder}(...)`")
+                self.report(target, f"Modules in plain {kind} `self.{target.attr}` are not registered",
+                            help=f"Use `{holder}(...)`")

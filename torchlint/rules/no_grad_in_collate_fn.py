@@ -37,6 +37,4 @@ class NoGradInCollateFn(Rule):
             sites += [item.context_expr for n in iter_scope(fn.body) if isinstance(n, (ast.With, ast.AsyncWith))
                       for item in n.items if (grad_mode_of(item.context_expr, ctx.imports) or (False,))[0]]
             for site in sites:
-                self.report(site, f"`torch.no_grad()` in collate_fn `{fn.name}` has no effect: collation "
-                                  "builds batches from dataset samples, which carry no autograd graph, and "
-                                  "grad mode is thread-local to the worker. Remove it")
+                self.report(site, f"`torch.no_grad()` in collate_fn `{fn.name}` has no effect", help="Remove it")

@@ -51,9 +51,8 @@ class PreferInferenceMode(Rule):
                     site = item.context_expr
         if site is None or _needs_autograd_later(fn):
             return
-        self.report(site, "this function runs entirely under `torch.no_grad()` and its results never "
-                          "meet autograd again: `torch.inference_mode()` skips view and version-counter "
-                          "tracking too and is faster")
+        self.report(site, "`torch.no_grad()` where `torch.inference_mode()` would be faster",
+                    help="Use `torch.inference_mode()`")
 
     visit_FunctionDef = _check
     visit_AsyncFunctionDef = _check

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Rule, dotted
 
 _TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "requiresgrad", "requires_gradient"})
 
@@ -22,15 +22,13 @@ class RequiresGradTypo(Rule):
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         for target in node.targets:
             if isinstance(target, ast.Attribute) and target.attr in _TYPOS:
-                self.report(target, f"`{ast.unparse(target)} = ...` sets a new, unused Python attribute: "
-                                    "the tensor's `requires_grad` is unchanged and no gradient is "
-                                    "computed, silently. Write `.requires_grad`")
+                self.report(target, f"`{dotted(target)}` is a typo: `requires_grad` stays unchanged",
+                            help="Write `.requires_grad`")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         for kw in node.keywords:
             if kw.arg in _TYPOS:
                 name = ctx.call_name(node)
                 if name is not None and name.startswith("torch."):
-                    self.report(kw, f"`{kw.arg}=` is not a parameter of `{name}`: torch raises "
-                                          f"`TypeError: unexpected keyword argument '{kw.arg}'`. "
-                                          "Write `requires_grad=`")
+                    self.report(kw, f"`{name}` raises on `{kw.arg}=`: no such parameter",
+                                help="Write `requires_grad=`")

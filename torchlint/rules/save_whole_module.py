@@ -23,6 +23,5 @@ class SaveWholeModule(Rule):
         obj = arg_or_keyword(node, 0, "obj")
         if obj is None or inference.kind_of(obj, ctx) != inference.MODULE:
             return
-        self.report(node, f"`torch.save({dotted(obj)}, ...)` pickles the module object: classes are stored "
-                          "by import path, so renaming or moving code breaks loading, and loading needs "
-                          f"`weights_only=False` (unsafe). Save `{dotted(obj)}.state_dict()` instead")
+        self.report(node, f"`torch.save({dotted(obj)})` pickles the whole module: fragile and unsafe to load",
+                    help=f"Save `{dotted(obj)}.state_dict()` instead")

@@ -18,6 +18,12 @@ _FORBIDDEN = {
     "torch.nn.NLLLoss": ("softmax",),
     "torch.nn.functional.nll_loss": ("softmax",),
 }
+_WHAT = {
+    "softmax": "softmax outputs but applies log_softmax itself",
+    "log_softmax": "log_softmax outputs but applies log_softmax itself",
+    "sigmoid": "sigmoid outputs but applies sigmoid itself",
+    "softmax-nll": "softmax probabilities, not log-probabilities",
+}
 _WHY = {
     "softmax": "CrossEntropyLoss applies log_softmax itself: softmax first squashes the logits, the loss "
                "is wrong and gradients shrink",
@@ -77,8 +83,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
         arg, act = found
         if act not in _FORBIDDEN[loss]:
             return
-        why = _WHY["softmax-nll" if loss.endswith(("NLLLoss", "nll_loss")) else act]
         short = loss.replace("torch.nn.functional.", "F.").replace("torch.nn.", "nn.")
-        fix = "pass the raw logits" if act != "softmax" or "nll" not in loss.lower() else "use log_softmax"
-        self.report(arg, f"`{dotted(arg)}` feeds `{short}`: {why}. {fix[0].upper() + fix[1:]}",
-                    params={"loss": short, "activation": act})
+        fix = "Pass the raw logits" if act != "softmax" or "nll" not in loss.lower() else "Use `log_softmax`"
+        self.report(arg, f"`{short}` gets {_WHAT[act] if 'nll' not in loss.lower() else _WHAT['softmax-nll']}",
+                    help=fix, params={"loss": short, "activation": act})

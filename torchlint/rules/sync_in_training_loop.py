@@ -48,6 +48,5 @@ class SyncInTrainingLoop(Rule):
             if not any(inference.kind_of(a, ctx) in (inference.TENSOR, inference.PARAMETER)
                        or (isinstance(a, ast.Name) and a.id in losses) for a in node.args):
                 return
-        self.report(node, f"{what} on every training step waits for the GPU to finish (a device "
-                          "synchronisation), stalling the pipeline. Accumulate on the device and sync "
-                          "every N steps")
+        self.report(node, f"{what} on every training step waits for the device", 
+                    help="Accumulate on the device and sync every N steps")

@@ -32,8 +32,6 @@ class TrainModeNotRestored(Rule):
                 continue
             if any(_is_train_call(c) for c in calls):
                 return
-            self.report(node, f"`{dotted(node.func)}()` runs inside a training loop that never calls "
-                              f"`.train()`: from the next iteration on, dropout is off and batch norm uses "
-                              "running statistics while training. Call `model.train()` at the start of "
-                              "each epoch")
+            self.report(node, f"`{dotted(node.func)}()` in a training loop that never calls `.train()`",
+                        help="Call `model.train()` at the start of each epoch")
             return

@@ -31,10 +31,5 @@ class UnregisteredTensorAttribute(Rule):
             return
         for target in node.targets:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                self.report(
-                    target,
-                    f"`self.{target.attr} = {name}(...)` stores a plain tensor on the module: "
-                    "`.to()`/`.cuda()` do not move it and `state_dict()` does not save it, the classic "
-                    "`Expected all tensors to be on the same device`. Use "
-                    f"`self.register_buffer('{target.attr}', ...)` or `nn.Parameter(...)`",
-                )
+                self.report(target, f"Plain tensor `self.{target.attr}` is not moved by `.to()` nor saved",
+                            help=f"Use `self.register_buffer('{target.attr}', ...)` or `nn.Parameter(...)`")

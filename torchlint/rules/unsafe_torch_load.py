@@ -33,14 +33,11 @@ class UnsafeTorchLoad(Rule):
         if kw is not None:
             value = literal(kw.value)
             if value is False:
-                self.report(node, "`torch.load(..., weights_only=False)` unpickles arbitrary objects: a "
-                                  "malicious checkpoint runs code on load. Load only files you trust, or "
-                                  "save a `state_dict()` and load it with `weights_only=True`",
+                self.report(node, "`torch.load(weights_only=False)` runs code from a malicious checkpoint",
+                            help="Load only trusted files, or save a `state_dict()` and use `weights_only=True`",
                             severity="error", params={"explicit_false": True})
             return
         if _in_type_error_fallback(ctx):
             return  # the fallback for torch versions without weights_only
-        self.report(node, "`torch.load` without `weights_only=`: before torch 2.6 the default (False) "
-                          "unpickles arbitrary objects, so a malicious file runs code; since 2.6 the "
-                          "default is True and full-object checkpoints fail to load. Pass "
-                          "`weights_only=True` (load a `state_dict()`)", params={"explicit_false": False})
+        self.report(node, "`torch.load` without `weights_only=` unpickles arbitrary code before torch 2.6",
+                    help="Pass `weights_only=True` and load a `state_dict()`", params={"explicit_false": False})

@@ -40,15 +40,9 @@ class WorkerRngDuplication(Rule):
         if found is None:
             return
         attr, kind = found
-        self.report(
-            node,
-            f"`DataLoader` with num_workers={workers} copies `{cls.name}`'s RNG object `self.{attr}` "
-            f"({kind}) into every worker, so all workers draw identical random streams. torch "
-            "re-seeds only the global `random`, `torch` and legacy `np.random` state per worker "
-            "(since 1.9). Seed the object per worker in a `worker_init_fn`, e.g. from "
-            "`torch.utils.data.get_worker_info().seed`",
-            params={"rng": kind, "num_workers": workers if isinstance(workers, int) else 2},
-        )
+        self.report(node, f"Every worker gets a copy of `{cls.name}.{attr}` ({kind}): identical random streams",
+                    help="Re-seed it per worker in a `worker_init_fn` (from `get_worker_info().seed`)",
+                    params={"rng": kind, "num_workers": workers if isinstance(workers, int) else 2})
 
     def _dataset_class(self, dataset: ast.AST, lineno: int, ctx: FileContext) -> Optional[ast.ClassDef]:
         if isinstance(dataset, ast.Name):

@@ -39,13 +39,9 @@ class ZeroGradBetweenBackwardAndStep(Rule):
             elif state == 1 and method_name(call) == "zero_grad":
                 state, zero_grad = 2, call
             elif state == 2 and is_optimizer_step(call) and zero_grad is not None:
-                self.report(
-                    zero_grad,
-                    f"`{dotted(zero_grad.func)}()` runs after `backward()` and before "
-                    f"`{dotted(call.func)}()`: the step sees zero (or None) gradients and the "
-                    "parameters do not learn. Call `zero_grad()` before the forward pass or "
-                    "after `step()`",
-                )
+                self.report(zero_grad, f"`{dotted(zero_grad.func)}()` between `backward()` and "
+                                       f"`{dotted(call.func)}()`: the step sees no gradients",
+                            help="Call `zero_grad()` before the forward pass or after `step()`")
                 state, zero_grad = 0, None
 
     def _visit_block(self, node: ast.AST, ctx: FileContext) -> None:
