@@ -8,18 +8,34 @@ import pytest
 from torchlint.linter import FileTask, lint_task
 
 FIXTURES = Path(__file__).parent / "fixtures"
-EXPECT_RE = re.compile(r"#\s*expect:\s*((?:TL\d{3}[,\s]*)+)")
+EXPECT_RE = re.compile(r"#\s*expect:\s*((?:TL\d{3}(?::\d+)?[,\s]*)+)")
+CODE_RE = re.compile(r"(TL\d{3})(?::(\d+))?")
+
+
+def _expectations(path: Path) -> list[tuple[int, str, int | None]]:
+    """(line, code, column or None) from `# expect: TL101` / `# expect: TL101:9` comments."""
+    out = []
+    for row, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        m = EXPECT_RE.search(line)
+        if m:
+            for code, col in CODE_RE.findall(m.group(1)):
+                out.append((row, code, int(col) if col else None))
+    return out
 
 
 def expected_findings(path: Path) -> set[tuple[int, str]]:
     """(line, code) pairs from `# expect: TL101` comments, bugbear-style."""
-    out = set()
-    for row, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        m = EXPECT_RE.search(line)
-        if m:
-            for code in re.findall(r"TL\d{3}", m.group(1)):
-                out.add((row, code))
-    return out
+    return {(row, code) for row, code, _ in _expectations(path)}
+
+
+def expected_columns(path: Path) -> set[tuple[int, int, str]]:
+    """(line, column, code) for the expectations that name a column (`# expect: TL101:9`)."""
+    return {(row, col, code) for row, code, col in _expectations(path) if col is not None}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--snapshot-update", action="store_true", default=False,
+                     help="rewrite the expected-output (.snap) files of the rule fixtures")
 
 
 def lint_file(path: Path, codes: set[str]):

@@ -52,7 +52,16 @@ def test_full_format_has_code_frame_and_help(tmp_path, run_cli):
     write(tmp_path, "bad.py", BAD)
     out = run_cli("check", "bad.py", "--select", "TL101")[1]
     assert "5 |     loss.backward()\n  |     ^^^^^^^^^^^^^^^" in out
-    assert "help: run `torchlint rule TL101`" in out
+    assert "\n  help: Compute the loss outside the grad-disabled block" in out
+    assert "note: `torchlint rule TL101` explains why" in out
+
+
+def test_json_carries_the_help_line(tmp_path, run_cli):
+    import json
+
+    write(tmp_path, "bad.py", BAD)
+    rows = json.loads(run_cli("check", "bad.py", "--select", "TL101", "--output-format", "json")[1])
+    assert rows[0]["help"].startswith("Compute the loss outside") and len(rows[0]["message"]) <= 90
 
 
 def test_unknown_selector_exits_2_naming_it(tmp_path, run_cli):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import FIXTURES, expected_findings, lint_file
+from conftest import FIXTURES, expected_columns, expected_findings, lint_file
 from torchlint.rules.registry import ALL_RULES
 
 FIXTURE_FILES = sorted(FIXTURES.glob("TL*/*.py"))
@@ -14,10 +14,13 @@ FIXTURE_FILES = sorted(FIXTURES.glob("TL*/*.py"))
 def test_fixture(path):
     code = path.parent.name
     expected = expected_findings(path)
-    actual = {(f.row, f.code) for f in lint_file(path, {code})}
+    findings = lint_file(path, {code})
+    actual = {(f.row, f.code) for f in findings}
     missing = sorted(expected - actual)
     unexpected = sorted(actual - expected)
     assert not missing and not unexpected, f"missed: {missing}; false positives: {unexpected}"
+    wrong_column = expected_columns(path) - {(f.row, f.col, f.code) for f in findings}
+    assert not wrong_column, f"no finding at (row, column, code) {sorted(wrong_column)}"
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)

@@ -32,7 +32,7 @@ from torchlint.diagnostics import Finding
 from torchlint.safe_io import RefusedFile, is_within, read_regular_file
 
 CACHE_DIR_NAME = ".torchlint_cache"
-_FORMAT = 4  # 4: findings carry a notebook cell; .ipynb files are linted as notebooks
+_FORMAT = 5  # 5: findings carry `help`; 4: a notebook cell
 _RACY_SECONDS = 2.0
 MAX_INDEX_BYTES = 256 * 1024 * 1024
 _MAX_TEXT = 20_000  # characters in one cached string

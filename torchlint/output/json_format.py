@@ -16,6 +16,7 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "code": f.code,
         "name": f.name,
         "message": f.message,
+        "help": f.help,
         "severity": f.severity,
         "filename": os.path.abspath(f.path),
         "location": {"row": f.row, "column": f.col},

@@ -73,7 +73,9 @@ def render_full(findings: list[Finding], sources: dict[str, SourceFile], *, quie
     for f in findings:
         out.append(headline(f, palette))
         out.extend(_frame(f, sources.get(f.path), palette))
-        out.append(f"  {palette.help('help:')} run `torchlint rule {f.code}` for details and fixes")
+        if f.help:
+            out.append(f"  {palette.help('help:')} {printable(f.help)}")
+        out.append(f"  note: `torchlint rule {f.code}` explains why")
         verified = verify_line(f)
         if verified:
             out.append(f"  {verified}")

@@ -39,7 +39,7 @@ class BackwardUnderNoGrad(Rule):
         if target is None or not self._computed_in_region(target, region.node, node.lineno, ctx):
             return
         mode = region.kind.rsplit(".", 1)[1]
-        self.report(node, f"`{what}` raises: its input was computed under `{mode}` and has no grad_fn",
+        self.report(node, f"`{what}` raises: its input, computed under `{mode}`, has no grad_fn",
                     help="Compute the loss outside the grad-disabled block, or wrap it in `torch.enable_grad()`",
                     params={"mode": region.kind, "call": call})
 

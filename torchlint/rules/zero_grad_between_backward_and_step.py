@@ -39,8 +39,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
             elif state == 1 and method_name(call) == "zero_grad":
                 state, zero_grad = 2, call
             elif state == 2 and is_optimizer_step(call) and zero_grad is not None:
-                self.report(zero_grad, f"`{dotted(zero_grad.func)}()` between `backward()` and "
-                                       f"`{dotted(call.func)}()`: the step sees no gradients",
+                self.report(zero_grad, f"`{dotted(zero_grad.func)}()` between `backward()` and `step()`: "
+                                       "the step sees no gradients",
                             help="Call `zero_grad()` before the forward pass or after `step()`")
                 state, zero_grad = 0, None
 
