@@ -60,6 +60,19 @@ def _loader_like(expr: ast.AST, ctx: "SemanticModel") -> bool:
     return "loader" in name.lower()
 
 
+def _default_collate(loader: ast.AST, lineno: int, ctx: "SemanticModel") -> bool:
+    """Is `loader` a DataLoader built here without `collate_fn` (so a batch is a tensor)?"""
+    if isinstance(loader, ast.Call) and isinstance(loader.func, ast.Name) and loader.func.id in ("enumerate", "tqdm") \
+            and loader.args:
+        loader = loader.args[0]
+    if isinstance(loader, ast.Name):
+        loader = ctx.value_before(loader, lineno, module_fallback=True)  # type: ignore[assignment]
+    if not isinstance(loader, ast.Call) or ctx.call_name(loader) != "torch.utils.data.DataLoader":
+        return False
+    return not any(k.arg is None or k.arg == "collate_fn" for k in loader.keywords) \
+        and len(loader.args) < 9  # collate_fn is the 9th positional parameter
+
+
 def iterates_parameters(expr: ast.AST) -> Optional[str]:
     """'parameters' / 'named_parameters' when `expr` is `<x>.parameters()` (possibly
     wrapped in list()/enumerate())."""
@@ -176,19 +189,24 @@ def binding_kind(b: "Binding", ctx: "SemanticModel", depth: int = 0) -> Optional
         return kind_of_annotation(b.annotation, ctx)
     if isinstance(node, (ast.For, ast.AsyncFor)):
         it = node.iter
+        index = b.index  # position in what one iteration yields
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
-            if b.index == 0:
-                return None
-            it = it.args[0]
+            if index != 1:
+                return None  # the counter, or the (counter, item) pair
+            it, index = it.args[0], None
         if isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == "self" \
-                and b.index is None and ctx.self_attribute_constructor(it.attr) in MODULE_SEQUENCES:
+                and index is None and ctx.self_attribute_constructor(it.attr) in MODULE_SEQUENCES:
             return MODULE
         which = iterates_parameters(it)
-        if which == "parameters" and b.index is None:
+        if which == "parameters" and index is None:
             return PARAMETER
-        if which == "named_parameters" and b.index == 1:
+        if which == "named_parameters" and index == 1:
             return PARAMETER
         if which is None and _loader_like(it, ctx):
+            # A whole batch is a tensor only under the default collate; a custom `collate_fn`
+            # may return a dict or a transformers BatchEncoding (whose `.to()` is in place).
+            if index is None and not _default_collate(it, b.lineno, ctx):
+                return None
             return TENSOR
         return None
     if b.annotation is not None:

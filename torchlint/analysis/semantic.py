@@ -186,6 +186,10 @@ class SemanticModel:
     def assignments(self, scope: Optional[Scope] = None) -> Assignments:
         return self.scope_info(scope).assignments
 
+    def is_local(self, name: str, scope: Optional[Scope] = None) -> bool:
+        """Is `name` bound in this function (so a module-level name of that name is hidden)?"""
+        return self.scope_info(scope).binds(name)
+
     def binding_before(self, name: str, lineno: int, module_fallback: bool = False,
                        through_augmented: bool = False) -> Optional[Binding]:
         """The binding of `name` that reaches line `lineno` in straight-line code in this

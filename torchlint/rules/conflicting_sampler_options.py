@@ -27,7 +27,8 @@ class ConflictingSamplerOptions(Rule):
         sampler = arg_or_keyword(node, 3, "sampler")
         batch_sampler = arg_or_keyword(node, 4, "batch_sampler")
         drop_last = arg_or_keyword(node, 9, "drop_last")
-        given = lambda n: n is not None and literal(n) is not None  # noqa: E731
+        # `sampler=s if batch_sampler is None else None` may be None: not known to be given.
+        given = lambda n: n is not None and not isinstance(n, ast.IfExp) and literal(n) is not None  # noqa: E731
         if given(batch_sampler):
             conflicts = []
             if batch_size is not None and literal(batch_size) != 1:

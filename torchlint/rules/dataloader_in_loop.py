@@ -32,12 +32,18 @@ class DataloaderInLoop(Rule):
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             varying.update(n for n, _ in assigned_names(loop.target))
         for n in iter_scope(loop.body):  # type: ignore[attr-defined]
-            if isinstance(n, ast.Assign) and n.lineno < node.lineno:
+            # Anywhere in the body: a value changed after the construction is seen next time round.
+            if isinstance(n, ast.Assign):
                 for t in n.targets:
                     varying.update(name for name, _ in assigned_names(t))
+            elif isinstance(n, (ast.AugAssign, ast.AnnAssign)) and isinstance(n.target, ast.Name):
+                varying.add(n.target.id)
         used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
         if used & varying:
             return
+        inside = ctx.parents[ctx.parents.index(loop) + 1:] if loop in ctx.parents else []
+        if any(isinstance(p, (ast.If, ast.IfExp)) for p in inside):
+            return  # rebuilt on a schedule (`if epoch % k == 0:`), not every iteration
         persistent = keyword(node, "persistent_workers")
         extra = " (defeating persistent_workers)" if persistent is not None and literal(persistent.value) is True else ""
         self.report(node, f"`DataLoader(num_workers={workers})` in a loop restarts its workers every iteration{extra}",

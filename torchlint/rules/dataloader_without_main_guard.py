@@ -42,7 +42,7 @@ class DataloaderWithoutMainGuard(Rule):
                     self._report(it if isinstance(node, ast.comprehension) else node,
                                  "starts DataLoader workers")
                     break
-        spawning = self._spawning_functions(functions, ctx)
+        spawning = self._spawning_functions(functions, loaders, ctx)
         for stmt in module_stmts:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
@@ -69,12 +69,15 @@ class DataloaderWithoutMainGuard(Rule):
             return it.id in loaders
         return isinstance(it, ast.Call) and ctx.call_name(it) == DATALOADER and nonzero_workers(it) is not None
 
-    def _spawning_functions(self, functions: dict[str, ast.AST], ctx: FileContext) -> set[str]:
+    def _spawning_functions(self, functions: dict[str, ast.AST], module_loaders: set[str],
+                            ctx: FileContext) -> set[str]:
         direct = set()
         calls: dict[str, set[str]] = {}
         for name, fn in functions.items():
             body = fn.body  # type: ignore[attr-defined]
-            loaders = self._worker_loaders(body, ctx)
+            # Its own loaders, and module-level ones it reads without rebinding the name.
+            loaders = self._worker_loaders(body, ctx) | {n for n in module_loaders
+                                                         if not ctx.is_local(n, fn)}  # type: ignore[arg-type]
             callees = set()
             for node in iter_scope(body):
                 it = iterated(node)

@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.analysis.loops import method_name
+from torchlint.analysis.scopes import assigned_names
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.analysis.dataloader import iterated
 from torchlint.checker import FileContext
@@ -43,8 +44,18 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         it = iterated(node)
         if it is None or not self._loader_with_sampler(it, node.lineno, ctx):
             return
+        self._check_set_epoch_argument(node, ctx)
         epoch_loop = ctx.loops[0]
-        if any(method_name(c) == "set_epoch" for c in ctx.body_calls(epoch_loop)):
-            return
+        if any(method_name(c) == "set_epoch" for c in ctx.followed_calls(epoch_loop)):
+            return  # called here, or in a same-file helper the epoch loop calls
         self.report(epoch_loop, "`DistributedSampler.set_epoch()` is never called: every epoch has the same order",
                     help="Call `sampler.set_epoch(epoch)` at the start of each epoch")
+
+    def _check_set_epoch_argument(self, batch_loop: ast.For, ctx: FileContext) -> None:
+        """`sampler.set_epoch(i)` inside the batch loop, with that loop's own counter."""
+        counters = {n for n, _ in assigned_names(batch_loop.target)}
+        for call in ctx.body_calls(batch_loop):
+            if method_name(call) == "set_epoch" and call.args and isinstance(call.args[0], ast.Name) \
+                    and call.args[0].id in counters:
+                self.report(call, f"`set_epoch({call.args[0].id})` gets the batch loop's counter, not the epoch",
+                            help="Call `sampler.set_epoch(epoch)` once per epoch, before the batch loop")

@@ -45,6 +45,8 @@ class LossAccumulatedWithGraph(Rule):
                 for t in node.targets:
                     if isinstance(t, ast.Name):
                         losses.discard(t.id)
+        reset = {dotted(t) for node in iter_scope(body) if isinstance(node, ast.Assign)
+                 and not self._accumulation(node, losses) for t in node.targets}
         for node in iter_scope(body):
             found = self._accumulation(node, losses)
             if found is None:
@@ -52,6 +54,8 @@ class LossAccumulatedWithGraph(Rule):
             acc, loss = found
             if acc in losses:
                 continue  # the accumulator itself is backpropagated: keeping its graph is the point
+            if acc in reset:
+                continue  # re-assigned in the loop (reset after each step): the graph lives one step
             self.report(node, f"`{acc}` accumulates `{loss}` with its graph: memory grows every step",
                         help=f"Accumulate `{loss}.item()` (or `{loss}.detach()`)")
 

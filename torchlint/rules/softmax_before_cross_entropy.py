@@ -24,15 +24,6 @@ _WHAT = {
     "sigmoid": "sigmoid outputs but applies sigmoid itself",
     "softmax-nll": "softmax probabilities, not log-probabilities",
 }
-_WHY = {
-    "softmax": "CrossEntropyLoss applies log_softmax itself: softmax first squashes the logits, the loss "
-               "is wrong and gradients shrink",
-    "log_softmax": "CrossEntropyLoss applies log_softmax itself; doing it twice is harmless numerically but "
-                   "signals NLLLoss was meant",
-    "sigmoid": "BCEWithLogitsLoss applies sigmoid itself: sigmoid twice squashes outputs into "
-               "(0.5, 0.73) and gradients vanish",
-    "softmax-nll": "NLLLoss expects log-probabilities: with softmax probabilities the loss is wrong",
-}
 _ACTIVATION_FUNCS = {
     "torch.softmax": "softmax", "torch.nn.functional.softmax": "softmax",
     "torch.log_softmax": "log_softmax", "torch.nn.functional.log_softmax": "log_softmax",
@@ -49,6 +40,71 @@ def _activation(node: ast.AST, ctx: FileContext) -> Optional[str]:
     if name is None and isinstance(node.func, ast.Attribute) and node.func.attr in ("softmax", "log_softmax", "sigmoid"):
         return node.func.attr
     return None
+
+
+_ACTIVATION_MODULES = {"torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "log_softmax",
+                       "torch.nn.Sigmoid": "sigmoid"}
+
+
+def _layer_activation(layer: Optional[ast.AST], ctx: FileContext) -> Optional[str]:
+    """The activation a layer ends with: `nn.Softmax()`, or `nn.Sequential(..., nn.Softmax())`."""
+    name = ctx.module_scope.imports.call_name(layer) if layer is not None else None
+    if name in _ACTIVATION_MODULES:
+        return _ACTIVATION_MODULES[name]  # type: ignore[index]
+    if name == "torch.nn.Sequential" and layer.args and not isinstance(layer.args[-1], ast.Starred):  # type: ignore[union-attr]
+        return _layer_activation(layer.args[-1], ctx)  # type: ignore[union-attr]
+    return None
+
+
+def module_output_activation(call: ast.Call, index: Optional[int], ctx: FileContext) -> Optional[str]:
+    """The activation that ends the output of calling a module of this file, followed one
+    level: `self.head(x)` with `self.head = nn.Sequential(..., nn.Softmax())`, or `net(x)`
+    with `net = Net()` whose `forward` returns such a head's output (`index` picks one
+    element when the caller unpacks a returned tuple)."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        return _layer_activation(ctx.self_attribute_value(func.attr), ctx) if index is None else None
+    if not isinstance(func, ast.Name):
+        return None
+    built = ctx.value_before(func, call.lineno, module_fallback=True)
+    if not isinstance(built, ast.Call):
+        return None
+    if index is None and _layer_activation(built, ctx) is not None:
+        return _layer_activation(built, ctx)
+    cls = ctx.module_class(built.func.id) if isinstance(built.func, ast.Name) else None
+    if cls is None or not ctx.is_module_class(cls):
+        return None
+    forward = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+    if forward is None:
+        return None
+    found = set()
+    for ret in (n for n in ast.walk(forward) if isinstance(n, ast.Return) and n.value is not None):
+        value = ret.value
+        if isinstance(value, ast.Tuple):
+            if index is None or index >= len(value.elts):
+                return None
+            value = value.elts[index]
+        elif index is not None:
+            return None
+        found.add(_forward_value_activation(value, forward, cls, ctx))
+    return found.pop() if len(found) == 1 else None
+
+
+def _forward_value_activation(value: ast.AST, forward: ast.FunctionDef, cls: ast.ClassDef,
+                              ctx: FileContext) -> Optional[str]:
+    if isinstance(value, ast.Name):  # `label = self.aux(out)` ... `return validity, label`
+        assigned = [n.value for n in ast.walk(forward) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                    and isinstance(n.targets[0], ast.Name) and n.targets[0].id == value.id]
+        if len(assigned) != 1:
+            return None
+        value = assigned[0]
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        return _layer_activation(ctx.self_attribute_value(func.attr, cls), ctx)
+    name = ctx.module_scope.imports.call_name(value)
+    return _ACTIVATION_FUNCS.get(name) if name is not None else None
 
 
 class SoftmaxBeforeCrossEntropy(Rule):
@@ -72,10 +128,18 @@ class SoftmaxBeforeCrossEntropy(Rule):
         loss = self.losses.match(node, ctx)
         if loss is None:
             return
-        arg = arg_or_keyword(node, 0, "input")
+        arg = given = arg_or_keyword(node, 0, "input")
+        index = None
         if isinstance(arg, ast.Name):
-            arg = ctx.value_before(arg, node.lineno)
-        act = _activation(arg, ctx) if arg is not None else None
+            binding = ctx.binding_before(arg.id, node.lineno)
+            plain = binding is not None and isinstance(binding.node, (ast.Assign, ast.AnnAssign, ast.NamedExpr))
+            arg, index = (binding.value, binding.index) if plain else (None, None)  # type: ignore[union-attr]
+        if arg is None:
+            return
+        act = _activation(arg, ctx) if index is None else None
+        if act is None and isinstance(arg, ast.Call):
+            act = module_output_activation(arg, index, ctx)
+            arg = given  # point at what the loss is given: the activation is in another method
         if act is not None:
             self._check(loss, (arg, act))  # type: ignore[arg-type]
 

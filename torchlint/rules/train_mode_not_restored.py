@@ -23,15 +23,26 @@ class TrainModeNotRestored(Rule):
     tags = ("correctness", "training-loop")
     requires_text = ('.eval(',)
 
+    help = "Call `model.train()` at the start of each epoch"
+
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
-        if method_name(node) != "eval" or node.args or not ctx.loops:
+        if not ctx.loops:
             return
+        if method_name(node) == "eval" and not node.args:
+            what = f"`{dotted(node.func)}()`"
+        else:
+            helper = ctx.called_function(node)
+            if helper is None:
+                return
+            calls = ctx.body_calls(helper)
+            if not any(method_name(c) == "eval" and not c.args for c in calls) or any(_is_train_call(c) for c in calls):
+                return
+            what = f"`{dotted(node.func)}()`, which calls `.eval()`,"
         for loop in reversed(ctx.loops):
-            calls = ctx.body_calls(loop)
+            calls = ctx.followed_calls(loop)
             if not any(is_backward(c, ctx) for c in calls):
                 continue
             if any(_is_train_call(c) for c in calls):
                 return
-            self.report(node, f"`{dotted(node.func)}()` in a training loop that never calls `.train()`",
-                        help="Call `model.train()` at the start of each epoch")
+            self.report(node, f"{what} runs in a training loop that never calls `.train()`")
             return
