@@ -6,4 +6,7 @@ set -euo pipefail
 python -m pip install -q --upgrade pip
 python -m pip install -q "torch==2.13.0"
 python -m pip install -q -e ".[dev,verify]"
+# Static checks first: they take seconds and name the line.
+python -m ruff check torchlint
+python -m mypy
 python -m pytest -q "$@"

@@ -68,9 +68,14 @@ class FileContext(SemanticModel):
 class RuleInstance(Protocol):
     """What the walk needs of a rule (torchlint.rules.base.Rule implements it)."""
 
-    code: str
-    name: str
-    severity: str
+    @property
+    def code(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def severity(self) -> str: ...
 
     def handlers(self) -> Iterable[tuple[type, "Handler"]]: ...
 
@@ -80,7 +85,8 @@ class RuleInstance(Protocol):
 
 
 class RuleClass(Protocol):
-    code: str
+    @property
+    def code(self) -> str: ...
 
     def applies_to(self, text: str) -> bool: ...
 
@@ -278,10 +284,12 @@ def parse_source(path: str, data: bytes) -> tuple[Optional[SourceFile], Optional
 
 
 def check_file(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_all: bool = True,
-               options: Optional[dict[str, dict]] = None, prefilter: bool = True) -> CheckResult:
+               options: Optional[dict[str, dict]] = None, prefilter: bool = True,
+               deep: bool = False) -> CheckResult:
     """Lint one file's bytes with the given rule classes. A file that never mentions torch
     can hold no rule finding; it is parsed only when `parse_all` (TL000 is selected).
-    `prefilter=False` runs every rule whatever the text (the property tests compare)."""
+    `prefilter=False` runs every rule whatever the text, and `deep=True` uses only the
+    iterative walker (the property tests compare both with the defaults)."""
     if not parse_all and b"torch" not in data:
         return CheckResult()
     source, tree, error = parse_source(path, data)
@@ -298,7 +306,7 @@ def check_file(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_
     if not classes:
         return CheckResult()
     options = options or {}
-    walker_types: tuple[type[Walker], ...] = (Walker, DeepWalker)
+    walker_types: tuple[type[Walker], ...] = (DeepWalker,) if deep else (Walker, DeepWalker)
     for walker_type in walker_types:
         ctx = FileContext(source, tree)
         walker = walker_type(ctx, {}, {})

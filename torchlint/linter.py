@@ -15,6 +15,7 @@ from torchlint.cache import content_hash, settings_key
 from torchlint.checker import RuleError, check_source
 from torchlint.diagnostics import Finding
 from torchlint import notebook
+from torchlint.rules.base import Rule
 from torchlint.rules.registry import RULES_BY_CODE, SYNTAX_ERROR
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
 from torchlint.source import DecodeFailure, SourceFile, decode_source
@@ -46,7 +47,7 @@ class FileResult:
 
 
 @lru_cache(maxsize=64)
-def rule_classes_for(codes: frozenset[str]) -> list[type]:
+def rule_classes_for(codes: frozenset[str]) -> list[type[Rule]]:
     return [RULES_BY_CODE[c] for c in sorted(codes) if c != SYNTAX_ERROR.code]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Optional, Protocol
 
 # Public re-exports that real code spells both ways; normalise to one name so
 # rules match a single qualified name.
@@ -59,6 +59,12 @@ def is_module_class_name(qualname: str) -> bool:
         return False
     last = qualname.rsplit(".", 1)[1]
     return last[:1].isupper() and not last.endswith("Parameter")
+
+
+class QualnameResolver(Protocol):
+    """Anything that turns `T.nn.Linear` into `torch.nn.Linear` (a table, or a scoped view)."""
+
+    def qualname(self, node: ast.AST) -> Optional[str]: ...
 
 
 class ImportTable:

@@ -57,8 +57,8 @@ def is_zero_grad(node: ast.AST) -> bool:
         name = method_name(node)
         if name == "zero_grad":
             return True
-        if name in ("zero_", "detach_") and isinstance(node.func.value, ast.Attribute) \
-                and node.func.value.attr == "grad":  # type: ignore[attr-defined]
+        receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+        if name in ("zero_", "detach_") and isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
             return True
     if isinstance(node, ast.Assign):
         return any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in node.targets)

@@ -21,7 +21,7 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 def node_fields(cls: type) -> tuple[str, ...]:
     fields = _FIELDS.get(cls)
     if fields is None:
-        fields = () if cls in _LEAF_TYPES else tuple(f for f in cls._fields if f not in _PRIMITIVE_FIELDS)
+        fields = () if cls in _LEAF_TYPES else tuple(f for f in getattr(cls, "_fields", ()) if f not in _PRIMITIVE_FIELDS)
         _FIELDS[cls] = fields
     return fields
 

@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator, Optional, Union
 
-from torchlint.analysis.imports import ImportTable
+from torchlint.analysis.imports import QualnameResolver
 from torchlint.analysis.nodes import iter_children
 
 Scope = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
@@ -33,7 +33,7 @@ def _literal_bool(node: Optional[ast.AST]) -> Optional[bool]:
     return None
 
 
-def grad_mode_of(expr: ast.AST, imports: ImportTable) -> Optional[tuple[bool, str]]:
+def grad_mode_of(expr: ast.AST, imports: QualnameResolver) -> Optional[tuple[bool, str]]:
     """(disabled?, name) when `expr` is a grad-mode context manager or decorator:
     `torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`,
     `torch.enable_grad()`; None when it is something else or not statically known."""
@@ -108,10 +108,10 @@ class Assignments:
             args = scope.args
             for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
                 self._add(Binding(a.arg, a, None, annotation=a.annotation))
-            for a in (args.vararg, args.kwarg):
-                if a is not None:
-                    self._add(Binding(a.arg, a, None))
-        body = scope.body if isinstance(scope.body, list) else [ast.Expr(scope.body)]
+            for extra in (args.vararg, args.kwarg):
+                if extra is not None:
+                    self._add(Binding(extra.arg, extra, None))
+        body: list[ast.stmt] = scope.body if isinstance(scope.body, list) else [ast.Expr(scope.body)]
         for node in iter_scope(body):
             if isinstance(node, ast.Assign):
                 for target in node.targets:

@@ -25,10 +25,10 @@ SEVERITIES = ("error", "warning", "info")
 class Option:
     """A per-rule setting, configured under `[tool.torchlint.options.<rule-name>]`."""
 
-    type: type
+    type: Any  # the Python type of the value: bool, int, str, list
     default: Any
     help: str
-    item_type: Optional[type] = None  # for list options
+    item_type: Any = None  # for list options: the type of the items
 
 
 class Rule:

@@ -28,7 +28,7 @@ class DataloaderInLoop(Rule):
         loop = ctx.loops[-1]
         # A loader built from what the loop changes (k-fold splits, curriculum stages) has
         # to be rebuilt; one built from loop-invariant arguments does not.
-        varying = set()
+        varying: set[str] = set()
         if isinstance(loop, (ast.For, ast.AsyncFor)):
             varying.update(n for n, _ in assigned_names(loop.target))
         for n in iter_scope(loop.body):  # type: ignore[attr-defined]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Mapping
 
 from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import DATALOADER
@@ -57,7 +58,7 @@ class DataloaderWithoutMainGuard(Rule):
         self.report(node, f"Module-level code {what}: fails under the spawn start method")
 
     def _worker_loaders(self, stmts: list[ast.stmt], ctx: FileContext) -> set[str]:
-        names = set()
+        names: set[str] = set()
         for node in iter_scope(stmts):
             if isinstance(node, ast.Assign) and ctx.call_name(node.value) == DATALOADER \
                     and nonzero_workers(node.value) is not None:  # type: ignore[arg-type]
@@ -69,7 +70,7 @@ class DataloaderWithoutMainGuard(Rule):
             return it.id in loaders
         return isinstance(it, ast.Call) and ctx.call_name(it) == DATALOADER and nonzero_workers(it) is not None
 
-    def _spawning_functions(self, functions: dict[str, ast.AST], module_loaders: set[str],
+    def _spawning_functions(self, functions: Mapping[str, ast.AST], module_loaders: set[str],
                             ctx: FileContext) -> set[str]:
         direct = set()
         calls: dict[str, set[str]] = {}

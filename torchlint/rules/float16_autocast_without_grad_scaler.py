@@ -9,7 +9,7 @@ from torchlint.analysis.loops import is_backward, method_name
 from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import dtype_name
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword, dotted, literal
+from torchlint.rules.base import Rule, arg_or_keyword, literal
 
 _SCALERS = ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule
@@ -37,7 +38,7 @@ class HardcodedCuda(Rule):
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func
-        hit = None
+        hit: Optional[ast.AST] = None
         if isinstance(func, ast.Attribute) and func.attr == "cuda" and not node.args \
                 and ctx.qualname(func) is None:
             hit = node

@@ -8,7 +8,7 @@ from typing import Optional
 from torchlint.analysis import inference
 from torchlint.analysis.scopes import Binding
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, keyword, literal
+from torchlint.rules.base import Rule, dotted, keyword, literal
 
 # In-place methods that do not modify the tensor's values.
 _NOT_VALUE_WRITES = frozenset({"requires_grad_", "retain_grad", "share_memory_", "detach_", "record_stream"})
@@ -53,7 +53,7 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
 
     def visit_AugAssign(self, node: ast.AugAssign, ctx: FileContext) -> None:
         if not ctx.grad_disabled() and self._requires_grad_leaf(node.target, ctx):
-            name = node.target.id  # type: ignore[attr-defined]
+            name = dotted(node.target)
             self.report(node, self._message(name, f"{name} {_op(node.op)}= ..."))
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:

@@ -7,7 +7,7 @@ import ast
 from torchlint.analysis.loops import is_backward, is_optimizer_step, is_zero_grad
 from torchlint.analysis.scopes import iter_scope
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, dotted
+from torchlint.rules.base import Rule
 
 
 def _per_context_gradients(loop: ast.AST, backward: ast.Call, ctx: FileContext) -> bool:

@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword, dotted
+from torchlint.rules.base import Rule, arg_or_keyword
 
 # loss (class or function) -> activations that must not precede it
 _FORBIDDEN = {
@@ -86,7 +86,8 @@ def module_output_activation(call: ast.Call, index: Optional[int], ctx: FileCont
             value = value.elts[index]
         elif index is not None:
             return None
-        found.add(_forward_value_activation(value, forward, cls, ctx))
+        if value is not None:
+            found.add(_forward_value_activation(value, forward, cls, ctx))
     return found.pop() if len(found) == 1 else None
 
 

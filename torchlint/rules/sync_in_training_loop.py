@@ -48,5 +48,5 @@ class SyncInTrainingLoop(Rule):
             if not any(inference.kind_of(a, ctx) in (inference.TENSOR, inference.PARAMETER)
                        or (isinstance(a, ast.Name) and a.id in losses) for a in node.args):
                 return
-        self.report(node, f"{what} on every training step waits for the device", 
+        self.report(node, f"{what} on every training step waits for the device",
                     help="Accumulate on the device and sync every N steps")

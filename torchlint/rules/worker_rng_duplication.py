@@ -76,7 +76,8 @@ class WorkerRngDuplication(Rule):
             method = methods.get(method_name)
             if method is None:
                 continue
-            used, reassigned = set(), set()
+            used: set[str] = set()
+            reassigned: set[str] = set()
             for node in ast.walk(method):
                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
                         and node.value.id == "self" and node.attr in rngs:
