@@ -33,6 +33,7 @@ TENSOR_METHODS = frozenset({
     "type", "pin_memory", "abs", "exp", "log", "sqrt", "pow", "matmul", "mm", "bmm", "t",
     "softmax", "log_softmax", "sigmoid", "relu", "tanh", "clamp", "masked_fill", "argmax",
     "max", "min", "std", "var", "norm", "mul", "add", "sub", "div", "requires_grad_",
+    "gather", "index_select", "masked_select", "narrow", "select", "neg", "log1p", "expm1",
 })
 _NON_TENSOR_TORCH_NAMESPACES = ("torch.nn.", "torch.optim", "torch.utils", "torch.distributed",
                                 "torch.cuda", "torch.backends", "torch.jit", "torch.hub",
@@ -48,7 +49,7 @@ _MODULE_ANNOTATIONS = frozenset({"torch.nn.Module"})
 MODULE_SEQUENCES = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential"})
 _TENSOR_ANNOTATIONS = frozenset({"torch.Tensor", "torch.FloatTensor", "torch.LongTensor"})
 _PARAM_ANNOTATIONS = frozenset({"torch.nn.Parameter"})
-_PARAM_ITERATORS = frozenset({"parameters", "named_parameters"})
+_PARAM_ITERATORS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers"})
 
 
 def _loader_like(expr: ast.AST, ctx: "SemanticModel") -> bool:
@@ -105,7 +106,7 @@ def kind_of_annotation(annotation: Optional[ast.AST], ctx: "SemanticModel") -> O
 
 def kind_of(expr: ast.AST, ctx: "SemanticModel", depth: int = 0) -> Optional[str]:
     """TENSOR, PARAMETER, MODULE or None (unknown) for an expression in the current scope."""
-    if depth > 4:
+    if depth > 6:
         return None
     if isinstance(expr, ast.Call):
         name = ctx.call_name(expr)
@@ -114,6 +115,8 @@ def kind_of(expr: ast.AST, ctx: "SemanticModel", depth: int = 0) -> Optional[str
         func = expr.func
         if isinstance(func, ast.Name) and ctx.is_module_class_name(func.id):
             return MODULE
+        if isinstance(func, (ast.Name, ast.Attribute)) and kind_of(func, ctx, depth + 1) == MODULE:
+            return TENSOR  # calling a module runs its forward: `dist = model(x)`
         if isinstance(func, ast.Attribute):
             base = kind_of(func.value, ctx, depth + 1)
             if base in (TENSOR, PARAMETER) and func.attr in TENSOR_METHODS:
@@ -197,11 +200,21 @@ def binding_kind(b: "Binding", ctx: "SemanticModel", depth: int = 0) -> Optional
         if isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == "self" \
                 and index is None and ctx.self_attribute_constructor(it.attr) in MODULE_SEQUENCES:
             return MODULE
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "zip" and index is not None \
+                and index < len(it.args) and not isinstance(it.args[index], ast.Starred):
+            it, index = it.args[index], None  # `for p, q in zip(a.parameters(), b.parameters())`
         which = iterates_parameters(it)
         if which == "parameters" and index is None:
             return PARAMETER
         if which == "named_parameters" and index == 1:
             return PARAMETER
+        if which == "buffers" and index is None:
+            return TENSOR
+        if which == "named_buffers" and index == 1:
+            return TENSOR
+        if isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Constant) and it.slice.value == "params" \
+                and index is None:
+            return PARAMETER  # `for p in group["params"]`: an optimizer's parameter group
         if which is None and _loader_like(it, ctx):
             # A whole batch is a tensor only under the default collate; a custom `collate_fn`
             # may return a dict or a transformers BatchEncoding (whose `.to()` is in place).

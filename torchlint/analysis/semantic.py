@@ -219,7 +219,9 @@ class SemanticModel:
         """This scope's bindings of `name` above `lineno`; when it has none, every binding
         of the module-level name (a function runs after the module body)."""
         info = self.scope_info()
-        local = [b for b in info.assignments.get(name) if b.lineno <= lineno]
+        # `x = f(x)` reads the earlier x: an assignment on the asking line does not reach it.
+        local = [b for b in info.assignments.get(name) if b.lineno < lineno
+                 or (b.lineno == lineno and not isinstance(b.node, (ast.Assign, ast.AugAssign, ast.AnnAssign)))]
         if local or info is self.module_scope or info.binds(name):
             return local
         return list(self.module_scope.assignments.get(name))

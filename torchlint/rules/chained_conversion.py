@@ -30,11 +30,41 @@ def _conversion_kind(call: ast.AST, ctx: FileContext) -> Optional[str]:
     return conversion_target(call.keywords[0].value, ctx, call.keywords[0].arg)
 
 
+_FLOAT32_FACTORIES = frozenset(f"torch.{n}" for n in (
+    "ones", "zeros", "empty", "full", "rand", "randn", "linspace", "logspace", "eye", "ones_like",
+    "zeros_like", "rand_like", "randn_like", "FloatTensor"))
+
+
+def _already_float32(call: ast.Call, ctx: FileContext) -> bool:
+    """`X.float()` where X is known to be float32 already: a factory's default dtype, or a
+    name last assigned a `.float()` result."""
+    if not isinstance(call.func, ast.Attribute) or call.func.attr != "float":
+        return False
+    receiver = call.func.value
+    while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) \
+            and receiver.func.attr in _DEVICE_METHODS | {"to"} and ctx.call_name(receiver) is None:
+        if receiver.func.attr == "to" and any(conversion_target(a, ctx) == "dtype" for a in receiver.args):
+            return False
+        receiver = receiver.func.value
+    if isinstance(receiver, ast.Name):
+        receiver = ctx.value_before(receiver, call.lineno)  # type: ignore[assignment]
+    if not isinstance(receiver, ast.Call):
+        return False
+    name = ctx.call_name(receiver)
+    if name in _FLOAT32_FACTORIES:
+        return not any(k.arg == "dtype" for k in receiver.keywords) and not (
+            name == "torch.full" and len(receiver.args) > 1 and not isinstance(getattr(receiver.args[1], "value", 0.0), float))
+    return isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "float" and not receiver.args
+
+
 class ChainedConversion(Rule):
     code = "TL203"
     name = "chained-conversion"
     summary = "Chained device and dtype conversions copy twice; use one .to(device, dtype)"
     severity = "info"
+    # Off by default: in the training-code triage under half of the findings were sure to copy
+    # twice; the tensor's dtype (and so whether `.float()` copies at all) is rarely known statically.
+    default_enabled = False
     tags = ("performance", "dtype", "device")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
@@ -46,8 +76,10 @@ class ChainedConversion(Rule):
         if inner is None or inner == outer:
             return
         receiver = inner_call.func.value
-        if inference.kind_of(receiver, ctx) == inference.MODULE:
-            return
+        if isinstance(receiver, ast.BoolOp) or inference.kind_of(receiver, ctx) == inference.MODULE:
+            return  # `(ckpt.get("ema") or ckpt["model"]).to(d).float()`: often a module, moved in place
+        if _already_float32(inner_call, ctx) or _already_float32(node, ctx):
+            return  # `.float()` on a float32 tensor returns it unchanged: one copy, not two
         self.report(node, f"`{dotted(node)}` converts {inner} and {outer} in two steps (up to two copies)",
                     help="Convert once with `.to(device, dtype)`")
 

@@ -29,7 +29,10 @@ class DataloaderWithoutMainGuard(Rule):
     requires_text = ('DataLoader',)
 
     def end_file(self, ctx: FileContext) -> None:
+        if ctx.source.path.endswith(".ipynb"):
+            return  # a kernel's __main__ is never re-imported by spawned workers
         module_stmts = [s for s in ctx.tree.body if not is_main_guard(s)]
+        reported: set[int] = set()  # one finding per unguarded statement
         functions = {s.name: s for s in ctx.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
         # Names bound at module level to a multi-worker DataLoader.
         loaders = self._worker_loaders(module_stmts, ctx)
@@ -42,10 +45,11 @@ class DataloaderWithoutMainGuard(Rule):
                     # A comprehension's `for` clause has no position of its own: point at its iterable.
                     self._report(it if isinstance(node, ast.comprehension) else node,
                                  "starts DataLoader workers")
+                    reported.add(id(stmt))
                     break
         spawning = self._spawning_functions(functions, loaders, ctx)
         for stmt in module_stmts:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or id(stmt) in reported:
                 continue
             for node in iter_scope([stmt]):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in spawning:

@@ -10,6 +10,36 @@ from torchlint.checker import FileContext
 from torchlint.rules.base import Rule
 
 
+def _scalar(arg: ast.AST) -> bool:
+    if isinstance(arg, ast.UnaryOp):
+        arg = arg.operand
+    if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id in ("float", "int", "bool"):
+        return True
+    return isinstance(arg, ast.Constant) and isinstance(arg.value, (int, float, bool))
+
+
+def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
+    """The class moves it itself at every use (`self.bins.to(x.device)`), or another method
+    replaces it before use (a setter): either way `.to()` on the module is not needed."""
+    reads: list[ast.Attribute] = []
+    moved = 0
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(method):
+            if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name) \
+                    and node.value.id == "self":
+                if isinstance(node.ctx, ast.Store) and method.name != "__init__":
+                    return True
+                if isinstance(node.ctx, ast.Load):
+                    reads.append(node)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda") \
+                    and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == attr \
+                    and isinstance(node.func.value.value, ast.Name) and node.func.value.value.id == "self":
+                moved += 1
+    return bool(reads) and moved == len(reads)
+
+
 class UnregisteredTensorAttribute(Rule):
     code = "TL206"
     name = "unregistered-tensor-attribute"
@@ -29,7 +59,11 @@ class UnregisteredTensorAttribute(Rule):
             return
         if name.rsplit(".", 1)[1] not in TENSOR_FACTORIES or name in LEGACY_CONSTRUCTORS:
             return
+        if name == "torch.tensor" and node.value.args and _scalar(node.value.args[0]):  # type: ignore[attr-defined]
+            return  # a 0-dim CPU tensor combines with tensors on any device
+        cls = ctx.classes[-1]
         for target in node.targets:
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self" \
+                    and not _handled_elsewhere(cls, target.attr):
                 self.report(target, f"Plain tensor `self.{target.attr}` is not moved by `.to()` nor saved",
                             help=f"Use `self.register_buffer('{target.attr}', ...)` or `nn.Parameter(...)`")
