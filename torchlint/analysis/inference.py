@@ -174,10 +174,21 @@ def kind_of_qualname(name: Optional[str]) -> Optional[str]:
     return None
 
 
+_KIND_PRESERVING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval"})
+
+
+def _same_kind_update(b: "Binding") -> bool:
+    """`model = model.cuda()`, `x = x.to(device)`: the name keeps the kind its other bindings give."""
+    value = b.value
+    return isinstance(b.node, ast.Assign) and b.index is None and isinstance(value, ast.Call) \
+        and isinstance(value.func, ast.Attribute) and value.func.attr in _KIND_PRESERVING \
+        and isinstance(value.func.value, ast.Name) and value.func.value.id == b.name
+
+
 def name_kind(name: str, lineno: int, ctx: "SemanticModel", depth: int = 0) -> Optional[str]:
     """tensor / parameter / module / None for a local name (bindings above `lineno`) or a
     module-level one; None when its bindings disagree."""
-    kinds = {binding_kind(b, ctx, depth) for b in ctx.bindings_reaching(name, lineno)}
+    kinds = {binding_kind(b, ctx, depth) for b in ctx.bindings_reaching(name, lineno) if not _same_kind_update(b)}
     if len(kinds) == 1:
         return kinds.pop()
     if kinds == {TENSOR, PARAMETER}:

@@ -55,7 +55,9 @@ class DataAttributeMutation(Rule):
 
     help = "Write under `with torch.no_grad():` so autograd can detect a conflicting backward"
 
-    def _message(self, data: ast.Attribute) -> str:
+    def _message(self, data: ast.Attribute, target: Optional[ast.AST] = None) -> str:
+        if isinstance(target, ast.Attribute):  # `p.data = value` swaps the data, not a write into it
+            return f"`{dotted(data)} = ...` swaps the tensor's data without autograd noticing"
         return f"In-place write through `{dotted(data)}` is invisible to autograd's version check"
 
     def _known_tensor(self, receiver: ast.AST, ctx: FileContext) -> bool:
@@ -70,7 +72,7 @@ class DataAttributeMutation(Rule):
     def _check_store(self, target: ast.AST, ctx: FileContext, op: str) -> None:
         data = _data_receiver(target)
         if data is not None and self._known_tensor(data.value, ctx) and not self._in_initializer(ctx):
-            self.report(data, self._message(data), params={"op": op})
+            self.report(data, self._message(data, target if op == "=" else None), params={"op": op})
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         for target in node.targets:

@@ -10,14 +10,6 @@ from torchlint.checker import FileContext
 from torchlint.rules.base import Rule
 
 
-def _scalar(arg: ast.AST) -> bool:
-    if isinstance(arg, ast.UnaryOp):
-        arg = arg.operand
-    if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id in ("float", "int", "bool"):
-        return True
-    return isinstance(arg, ast.Constant) and isinstance(arg.value, (int, float, bool))
-
-
 def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
     """The class moves it itself at every use (`self.bins.to(x.device)`), or another method
     replaces it before use (a setter): either way `.to()` on the module is not needed."""
@@ -59,8 +51,9 @@ class UnregisteredTensorAttribute(Rule):
             return
         if name.rsplit(".", 1)[1] not in TENSOR_FACTORIES or name in LEGACY_CONSTRUCTORS:
             return
-        if name == "torch.tensor" and node.value.args and _scalar(node.value.args[0]):  # type: ignore[attr-defined]
-            return  # a 0-dim CPU tensor combines with tensors on any device
+        if name in ("torch.tensor", "torch.as_tensor") and node.value.args \
+                and not isinstance(node.value.args[0], (ast.List, ast.Tuple, ast.ListComp, ast.Call)):  # type: ignore[attr-defined]
+            return  # maybe a 0-dim scalar (`torch.tensor(cfg.weight)`), which mixes with tensors on any device
         cls = ctx.classes[-1]
         for target in node.targets:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self" \
