@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Iterator, Optional, Union
+from typing import Iterator, Optional, Sequence, Union
 
 from torchlint.analysis.imports import QualnameResolver
 from torchlint.analysis.nodes import iter_children
@@ -80,6 +80,50 @@ def assigned_names(target: ast.AST) -> Iterator[tuple[str, Optional[int]]]:
                 yield elt.id, i
             elif isinstance(elt, ast.Starred) and isinstance(elt.value, ast.Name):
                 yield elt.value.id, None
+
+
+_BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def local_names(scope: Scope) -> frozenset[str]:
+    """The names a function binds (parameters, assignment and loop targets, imports, defs,
+    `with ... as`, `except ... as`), minus `global`/`nonlocal` ones. Statements only: much
+    cheaper than `Assignments` (a walrus deep in an expression is not seen)."""
+    names: set[str] = set()
+    outside: set[str] = set()
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        args = scope.args
+        names.update(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
+        names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+    if not isinstance(scope.body, list):
+        return frozenset(names)
+    stack: list[ast.AST] = list(scope.body)
+    while stack:
+        node = stack.pop()
+        targets: Sequence[ast.AST] = ()
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
+            targets = [node.target]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue  # its body is another scope
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name.split(".", 1)[0]) for a in node.names if a.name != "*")
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            outside.update(node.names)
+        for target in targets:
+            if isinstance(target, ast.Name):
+                names.add(target.id)
+            elif not isinstance(target, (ast.Attribute, ast.Subscript)):
+                names.update(sub.id for sub in ast.walk(target) if isinstance(sub, ast.Name))
+        for field in _BODY_FIELDS:
+            stack.extend(getattr(node, field, ()))
+    return frozenset(names - outside)
 
 
 @dataclass

@@ -12,10 +12,11 @@ from typing import Iterator, Optional, Union
 
 from torchlint.analysis.imports import ImportTable, canonical, is_module_class_name
 from torchlint.analysis.scopes import (FUNCTION_TYPES, Assignments, Binding, GradRegion, Scope,
-                                       grad_mode_of, iter_scope)
+                                       grad_mode_of, iter_scope, local_names)
 
 _FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 _PLAIN_ASSIGNMENTS = (ast.Assign, ast.AnnAssign, ast.NamedExpr)
+_UNSET = object()
 
 
 class ScopeInfo:
@@ -39,7 +40,7 @@ class ScopeInfo:
     def binds(self, name: str) -> bool:
         """Is `name` local to this function (a parameter, an assignment, a def...)?"""
         if self._bound is None:
-            self._bound = self.assignments.local_names()
+            self._bound = local_names(self.node)
         return name in self._bound
 
 
@@ -83,6 +84,8 @@ class SemanticModel:
         self.memo: dict[tuple, object] = {}  # per-file caches of analyses built on the model
         self._body_calls: dict[int, list[ast.Call]] = {}
         self._saved: list[tuple[list[ast.AST], list[GradRegion]]] = []
+        self._local_imports = 0  # function-level imports met so far
+        self._qualnames: dict[int, Optional[str]] = {}
 
     # -- position (kept current by the walker) ---------------------------------
     def enter_function(self, node: ast.AST) -> None:
@@ -120,6 +123,7 @@ class SemanticModel:
         """A function-level import binds its names in that function only."""
         if self.scopes:
             self.scopes[-1].imports.add(node)
+            self._local_imports += 1
 
     @property
     def parent(self) -> Optional[ast.AST]:
@@ -146,6 +150,8 @@ class SemanticModel:
         """What an imported base name stands for here: the innermost function-level import
         wins; a parameter or local variable of the same name hides imports further out."""
         module_alias = self._module_aliases.get(name)
+        if module_alias is None and not self._local_imports:
+            return None  # most names asked about: locals, `self`, builtins
         for info in reversed(self.scopes):
             local = info.imports.aliases.get(name)
             if local is not None:
@@ -157,7 +163,16 @@ class SemanticModel:
 
     def qualname(self, node: ast.AST) -> Optional[str]:
         """`F.cross_entropy` -> `torch.nn.functional.cross_entropy`; None when the base
-        name is not an import visible here (a local variable, an attribute of `self`...)."""
+        name is not an import visible here (a local variable, an attribute of `self`...).
+        Several rules ask about the same call: the answer is kept per node."""
+        key = id(node)
+        found = self._qualnames.get(key, _UNSET)
+        if found is not _UNSET:
+            return found  # type: ignore[return-value]
+        found = self._qualnames[key] = self._resolve_qualname(node)
+        return found
+
+    def _resolve_qualname(self, node: ast.AST) -> Optional[str]:
         parts: list[str] = []
         while isinstance(node, ast.Attribute):
             parts.append(node.attr)

@@ -51,8 +51,9 @@ class UnregisteredTensorAttribute(Rule):
             return
         if name.rsplit(".", 1)[1] not in TENSOR_FACTORIES or name in LEGACY_CONSTRUCTORS:
             return
-        if name in ("torch.tensor", "torch.as_tensor") and node.value.args \
-                and not isinstance(node.value.args[0], (ast.List, ast.Tuple, ast.ListComp, ast.Call)):  # type: ignore[attr-defined]
+        args = node.value.args if isinstance(node.value, ast.Call) else []
+        if name in ("torch.tensor", "torch.as_tensor") and args \
+                and not isinstance(args[0], (ast.List, ast.Tuple, ast.ListComp, ast.Call)):
             return  # maybe a 0-dim scalar (`torch.tensor(cfg.weight)`), which mixes with tensors on any device
         cls = ctx.classes[-1]
         for target in node.targets:
