@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 from typing import Optional
 
 from torchlint.analysis.loops import is_backward
-from torchlint.analysis.scopes import iter_scope
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, dotted
 
@@ -30,37 +30,72 @@ class LossAccumulatedWithGraph(Rule):
     tags = ("performance", "memory", "training-loop")
     requires_text = ('backward',)
 
-    def _check(self, loop: ast.AST, ctx: FileContext) -> None:
-        body = loop.body  # type: ignore[attr-defined]
-        losses: set[str] = set()
-        for call in ctx.body_calls(loop):
-            if is_backward(call, ctx) and isinstance(call.func, ast.Attribute) \
-                    and isinstance(call.func.value, ast.Name):
-                losses.add(call.func.value.id)
-        if not losses:
+    help = "Accumulate `loss.item()` (or `loss.detach()`)"
+
+    # The walk collects, for every enclosing loop of the current function, what its body
+    # backpropagates, detaches, re-assigns and accumulates; `leave_For` decides once.
+    def setup(self, ctx: FileContext) -> None:
+        self.loops: dict[int, _LoopFacts] = {}
+
+    def _enter(self, loop: ast.AST, ctx: FileContext) -> None:
+        self.loops[id(loop)] = _LoopFacts()
+
+    def _facts(self, ctx: FileContext) -> list["_LoopFacts"]:
+        return [self.loops[id(loop)] for loop in ctx.loops if id(loop) in self.loops]
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if ctx.loops and is_backward(node, ctx) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name):
+            for facts in self._facts(ctx):
+                facts.backpropagated.add(node.func.value.id)
+
+    def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
+        if not ctx.loops:
             return
-        # A name that is also re-bound to a detached value in the loop is not a graph.
-        for node in iter_scope(body):
-            if isinstance(node, ast.Assign) and _is_detached(node.value):
-                for t in node.targets:
-                    if isinstance(t, ast.Name):
-                        losses.discard(t.id)
-        reset = {dotted(t) for node in iter_scope(body) if isinstance(node, ast.Assign)
-                 and not self._accumulation(node, losses) for t in node.targets}
-        for node in iter_scope(body):
-            found = self._accumulation(node, losses)
-            if found is None:
-                continue
-            acc, loss = found
-            if acc in losses:
+        facts = self._facts(ctx)
+        if _is_detached(node.value):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    for f in facts:
+                        f.detached.add(target.id)
+        self._record(node, facts)
+
+    def visit_AugAssign(self, node: ast.AugAssign, ctx: FileContext) -> None:
+        if ctx.loops:
+            self._record(node, self._facts(ctx))
+
+    def _record(self, node: ast.AST, facts: list["_LoopFacts"]) -> None:
+        found = self._accumulation(node)
+        if found is not None:
+            for f in facts:
+                f.accumulations.append((node, *found))
+        elif isinstance(node, ast.Assign):
+            for f in facts:
+                f.reassigned.update(dotted(t) for t in node.targets)
+
+    def _leave(self, loop: ast.AST, ctx: FileContext) -> None:
+        facts = self.loops.pop(id(loop), None)
+        if facts is None:
+            return
+        losses = facts.backpropagated - facts.detached  # re-bound to a number: not a graph
+        for node, acc, loss in facts.accumulations:
+            if loss not in losses or acc in facts.backpropagated:
                 continue  # the accumulator itself is backpropagated: keeping its graph is the point
-            if acc in reset:
-                continue  # re-assigned in the loop (reset after each step): the graph lives one step
+            if acc in facts.reassigned:
+                continue  # reset in the loop (after each step): the graph lives one step
             self.report(node, f"`{acc}` accumulates `{loss}` with its graph: memory grows every step",
                         help=f"Accumulate `{loss}.item()` (or `{loss}.detach()`)")
 
+    visit_For = _enter
+    visit_AsyncFor = _enter
+    visit_While = _enter
+    leave_For = _leave
+    leave_AsyncFor = _leave
+    leave_While = _leave
+
     @staticmethod
-    def _accumulation(node: ast.AST, losses: set[str]) -> Optional[tuple[str, str]]:
+    def _accumulation(node: ast.AST) -> Optional[tuple[str, str]]:
+        """(accumulator, loss name) for `acc += loss`, `acc = acc + loss`, `acc += loss * n`."""
         if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
             target, value = node.target, node.value
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp) \
@@ -73,10 +108,14 @@ class LossAccumulatedWithGraph(Rule):
             return None
         if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Mult, ast.Div)):
             value = value.left if isinstance(value.left, ast.Name) else value.right
-        if isinstance(value, ast.Name) and value.id in losses:
+        if isinstance(value, ast.Name):
             return dotted(target), value.id
         return None
 
-    visit_For = _check
-    visit_AsyncFor = _check
-    visit_While = _check
+
+@dataclass
+class _LoopFacts:
+    backpropagated: set[str] = field(default_factory=set)  # names `.backward()` is called on
+    detached: set[str] = field(default_factory=set)  # names also re-bound to `.item()` etc.
+    reassigned: set[str] = field(default_factory=set)  # targets of plain assignments
+    accumulations: list[tuple[ast.AST, str, str]] = field(default_factory=list)
