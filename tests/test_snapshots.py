@@ -12,21 +12,28 @@ import pytest
 
 from conftest import FIXTURES, lint_file
 
+from torchlint.rules.registry import ALL_RULES
+
 FIXTURE_FILES = sorted(FIXTURES.glob("TL*/*.py"))
+# Notebook fixtures run every rule (they are not one rule's fixtures); rows are per cell.
+NOTEBOOKS = sorted(FIXTURES.glob("notebooks/*.ipynb"))
+ALL_CODES = {r.code for r in ALL_RULES}
 
 
 def render(path) -> str:
     lines = []
-    for f in lint_file(path, {path.parent.name}):
-        lines.append(f"{f.row}:{f.col}: {f.code} {f.message}")
+    codes = ALL_CODES if path.suffix == ".ipynb" else {path.parent.name}
+    for f in lint_file(path, codes):
+        cell = f"cell {f.cell}:" if getattr(f, "cell", None) is not None else ""
+        lines.append(f"{cell}{f.row}:{f.col}: {f.code} {f.message}")
         if f.help:
             lines.append(f"    help: {f.help}")
     return "\n".join(lines) + "\n" if lines else ""
 
 
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", FIXTURE_FILES + NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_snapshot(path, request):
-    snap = path.with_suffix(".snap")
+    snap = path.with_name(path.name + ".snap") if path.suffix == ".ipynb" else path.with_suffix(".snap")
     actual = render(path)
     if request.config.getoption("--snapshot-update"):
         if actual:
@@ -42,6 +49,8 @@ def test_snapshot(path, request):
 def test_no_orphan_snapshots():
     for snap in FIXTURES.glob("TL*/*.snap"):
         assert snap.with_suffix(".py").exists(), f"{snap} has no fixture"
+    for snap in FIXTURES.glob("notebooks/*.snap"):
+        assert snap.with_suffix("").exists(), f"{snap} has no notebook"
 
 
 def test_messages_are_short_like_ruffs():

@@ -20,9 +20,9 @@ import json
 import re
 import tokenize
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
-from torchlint.checker import check_source, syntax_error_finding
+from torchlint.checker import RuleClass, check_source, syntax_error_finding
 from torchlint.diagnostics import Finding
 from torchlint.source import SourceFile, newer_syntax_hint
 
@@ -199,7 +199,7 @@ def load_source(path: str, data: bytes) -> Optional[NotebookSource]:
     return NotebookSource(path, text, notebook)
 
 
-def lint_notebook(path: str, data: bytes, rule_classes: list[type], parse_all: bool = True,
+def lint_notebook(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_all: bool = True,
                   options: Optional[dict[str, dict]] = None, rule_errors: Optional[list] = None) -> list[Finding]:
     """Findings for a notebook, positioned by cell; TL000 when it cannot be read as one."""
     try:
@@ -209,7 +209,7 @@ def lint_notebook(path: str, data: bytes, rule_classes: list[type], parse_all: b
     return lint_cells(notebook, rule_classes, parse_all=parse_all, options=options, rule_errors=rule_errors)
 
 
-def lint_cells(notebook: Notebook, rule_classes: list[type], parse_all: bool = True,
+def lint_cells(notebook: Notebook, rule_classes: Sequence[RuleClass], parse_all: bool = True,
                options: Optional[dict[str, dict]] = None, rule_errors: Optional[list] = None) -> list[Finding]:
     """Findings for a notebook's code cells (from a file, or an editor's open notebook)."""
     path = notebook.path
