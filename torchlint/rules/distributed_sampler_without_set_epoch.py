@@ -39,12 +39,12 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         return self._shuffling_sampler(arg_or_keyword(it, 3, "sampler"), it.lineno, ctx)
 
     def visit_For(self, node: ast.For, ctx: FileContext) -> None:
-        if not ctx.loops:
-            return
         it = iterated(node)
         if it is None or not self._loader_with_sampler(it, node.lineno, ctx):
             return
         self._check_set_epoch_argument(node, ctx)
+        if not ctx.loops:
+            return  # a single pass over the data: no epochs to reorder
         epoch_loop = ctx.loops[0]
         if any(method_name(c) == "set_epoch" for c in ctx.followed_calls(epoch_loop)):
             return  # called here, or in a same-file helper the epoch loop calls

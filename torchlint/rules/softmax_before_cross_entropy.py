@@ -114,7 +114,8 @@ class SoftmaxBeforeCrossEntropy(Rule):
     summary = "softmax/sigmoid applied before a loss that already applies it"
     severity = "error"
     tags = ("correctness", "loss")
-    requires_text = ('softmax', 'sigmoid')
+    # Functions and methods are lower case; the layers (`nn.Softmax()` in a head) are not.
+    requires_text = ('softmax', 'sigmoid', 'Softmax', 'Sigmoid')
 
     def setup(self, ctx: FileContext) -> None:
         self.losses = LossCalls(frozenset(k for k in _FORBIDDEN if not k.startswith("torch.nn.functional.")),

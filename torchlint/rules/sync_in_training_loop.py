@@ -29,6 +29,9 @@ class SyncInTrainingLoop(Rule):
         func = node.func
         is_print = isinstance(func, ast.Name) and func.id == "print"
         if isinstance(func, ast.Attribute) and func.attr in _SYNCING and not node.args:
+            if len(ctx.parents) > 1 and isinstance(ctx.parents[-1], ast.Attribute) \
+                    and ctx.parents[-1].attr in _SYNCING and isinstance(ctx.parents[-2], ast.Call):
+                return  # `x.cpu().numpy()`: one sync, reported once at the outer call
             what = f"`{dotted(node)}`"
         elif is_print and node.args:
             what = "`print(<tensor>)`"
