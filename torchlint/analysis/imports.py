@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional, Protocol
+from typing import Callable, Optional, Protocol
 
 # Public re-exports that real code spells both ways; normalise to one name so
 # rules match a single qualified name.
@@ -61,6 +61,23 @@ def is_module_class_name(qualname: str) -> bool:
     return last[:1].isupper() and not last.endswith("Parameter")
 
 
+def qualify(node: ast.AST, resolve_base: Callable[[str], Optional[str]]) -> Optional[str]:
+    """`a.b.c` -> the canonical qualified name, given what the base name `a` stands for."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    base = resolve_base(node.id)
+    if base is None:
+        return None
+    if parts:
+        parts.reverse()
+        return canonical(base + "." + ".".join(parts))
+    return canonical(base)
+
+
 class QualnameResolver(Protocol):
     """Anything that turns `T.nn.Linear` into `torch.nn.Linear` (a table, or a scoped view)."""
 
@@ -111,19 +128,7 @@ class ImportTable:
     def qualname(self, node: ast.AST) -> Optional[str]:
         """`F.cross_entropy` -> `torch.nn.functional.cross_entropy`; None when the base
         name was not imported (a local variable, an attribute of `self`, ...)."""
-        parts: list[str] = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        base = self.aliases.get(node.id)
-        if base is None:
-            return None
-        if parts:
-            parts.reverse()
-            return canonical(base + "." + ".".join(parts))
-        return canonical(base)
+        return qualify(node, self.aliases.get)
 
     def call_name(self, node: ast.AST) -> Optional[str]:
         return self.qualname(node.func) if isinstance(node, ast.Call) else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional, Union
 
-from torchlint.analysis.imports import ImportTable, canonical, is_module_class_name
+from torchlint.analysis.imports import ImportTable, is_module_class_name, qualify
 from torchlint.analysis.scopes import (FUNCTION_TYPES, Assignments, Binding, GradRegion, Scope,
                                        grad_mode_of, iter_scope, local_names)
 
@@ -173,19 +173,7 @@ class SemanticModel:
         return found
 
     def _resolve_qualname(self, node: ast.AST) -> Optional[str]:
-        parts: list[str] = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return None
-        base = self._module_aliases.get(node.id) if not self.scopes else self.resolve_import(node.id)
-        if base is None:
-            return None
-        if parts:
-            parts.reverse()
-            return canonical(base + "." + ".".join(parts))
-        return canonical(base)
+        return qualify(node, self.resolve_import if self.scopes else self._module_aliases.get)
 
     def call_name(self, node: ast.AST) -> Optional[str]:
         return self.qualname(node.func) if isinstance(node, ast.Call) else None
