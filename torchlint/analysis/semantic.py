@@ -210,6 +210,10 @@ class SemanticModel:
             found = self.module_scope.assignments.last_before(name, 10**9)
         return found
 
+    def sole_value(self, name: str, scope: Scope) -> Optional[ast.AST]:
+        """The value of `name` in `scope` (any function) when one plain assignment binds it."""
+        return self.scope_info(scope).assignments.sole_value(name)
+
     def value_before(self, name: ast.Name, lineno: int, module_fallback: bool = False) -> Optional[ast.AST]:
         """The value that the plain assignment (`=`, annotated, walrus) reaching `lineno`
         gave `name`. None for unpacking, loop targets, parameters and unknown names."""

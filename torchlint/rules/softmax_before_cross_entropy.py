@@ -94,11 +94,10 @@ def module_output_activation(call: ast.Call, index: Optional[int], ctx: FileCont
 def _forward_value_activation(value: ast.AST, forward: ast.FunctionDef, cls: ast.ClassDef,
                               ctx: FileContext) -> Optional[str]:
     if isinstance(value, ast.Name):  # `label = self.aux(out)` ... `return validity, label`
-        assigned = [n.value for n in ast.walk(forward) if isinstance(n, ast.Assign) and len(n.targets) == 1
-                    and isinstance(n.targets[0], ast.Name) and n.targets[0].id == value.id]
-        if len(assigned) != 1:
+        assigned = ctx.sole_value(value.id, forward)
+        if assigned is None:
             return None
-        value = assigned[0]
+        value = assigned
     if not isinstance(value, ast.Call):
         return None
     func = value.func
