@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.analysis.scopes import grad_mode_of, iter_scope
+from torchlint.analysis.scopes import grad_mode_of
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, keyword
@@ -20,8 +20,13 @@ class NoGradInCollateFn(Rule):
     requires_text = ('collate_fn',)
     verify_note = 'the pattern has no effect to observe; it is flagged as noise, not a wrong result'
 
+    help = "Remove it"
+
+    # The walk records grad-disabling sites per module-level function and the names passed
+    # as `collate_fn=`; end_file matches the two (a collate_fn is often defined after use).
     def setup(self, ctx: FileContext) -> None:
         self.collate_names: set[str] = set()
+        self.sites: list[tuple[str, ast.AST]] = []  # (module-level function, no_grad site)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) == DATALOADER:
@@ -29,12 +34,28 @@ class NoGradInCollateFn(Rule):
             if kw is not None and isinstance(kw.value, ast.Name):
                 self.collate_names.add(kw.value.id)
 
+    def _visit_function(self, node: ast.AST, ctx: FileContext) -> None:
+        if not ctx.functions and not ctx.classes:
+            self.sites += [(node.name, d) for d in node.decorator_list  # type: ignore[attr-defined]
+                           if _disables_grad(d, ctx)]
+
+    def _visit_with(self, node: ast.AST, ctx: FileContext) -> None:
+        if len(ctx.functions) == 1 and not ctx.classes:
+            name = ctx.functions[0].name  # type: ignore[attr-defined]
+            self.sites += [(name, item.context_expr) for item in node.items  # type: ignore[attr-defined]
+                           if _disables_grad(item.context_expr, ctx)]
+
+    visit_FunctionDef = _visit_function
+    visit_AsyncFunctionDef = _visit_function
+    visit_With = _visit_with
+    visit_AsyncWith = _visit_with
+
     def end_file(self, ctx: FileContext) -> None:
-        for fn in iter_scope(ctx.tree.body):
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.name not in self.collate_names:
-                continue
-            sites = [d for d in fn.decorator_list if (grad_mode_of(d, ctx.imports) or (False,))[0]]
-            sites += [item.context_expr for n in iter_scope(fn.body) if isinstance(n, (ast.With, ast.AsyncWith))
-                      for item in n.items if (grad_mode_of(item.context_expr, ctx.imports) or (False,))[0]]
-            for site in sites:
-                self.report(site, f"`torch.no_grad()` in collate_fn `{fn.name}` has no effect", help="Remove it")
+        for name, site in self.sites:
+            if name in self.collate_names:
+                self.report(site, f"`torch.no_grad()` in collate_fn `{name}` has no effect")
+
+
+def _disables_grad(expr: ast.AST, ctx: FileContext) -> bool:
+    mode = grad_mode_of(expr, ctx.imports)
+    return mode is not None and mode[0]
