@@ -1,0 +1,99 @@
+"""The semantic model's scoping: which import a name means where it is used, and which
+binding reaches a line. Asked the way rules ask, from inside the walk."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.checker import FileContext, Walker
+from torchlint.source import SourceFile
+
+SOURCE = '''
+import torch
+import numpy as np
+
+def uses_local_import():
+    import torch.nn.functional as T
+    return T.relu(x)
+
+def parameter_named_like_it(T, torch):
+    return T.relu(x), torch.load(p)
+
+def assigns_it():
+    np = load_numpy_stub()
+    return np.zeros(3)
+
+def declares_global():
+    global np
+    return np.zeros(3)
+
+def outer():
+    import torch.nn as tnn
+    def inner():
+        return tnn.Linear(2, 2)
+    def shadowing(tnn):
+        return tnn.Linear(2, 2)
+    return inner
+
+class Model:
+    torch = None  # a class attribute does not hide the module name inside methods
+    def forward(self):
+        return torch.zeros(1)
+
+def rebinding(x):
+    x = torch.ones(2)
+    x = x.float()
+    return x
+'''
+
+
+def resolved_calls() -> dict[tuple[str, int], Optional[str]]:
+    """(enclosing function, line) -> qualified name, for every call whose function is an attribute."""
+    tree = ast.parse(SOURCE)
+    ctx = FileContext(SourceFile("m.py", SOURCE), tree)
+    seen: dict[tuple[str, int], Optional[str]] = {}
+
+    def on_call(node: ast.AST, c: FileContext) -> None:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            where = getattr(c.function, "name", "<module>")
+            seen[(where, node.lineno, node.func.attr)] = c.call_name(node)  # type: ignore[index]
+
+    Walker(ctx, {ast.Call: [on_call]}).visit(tree)
+    return seen  # type: ignore[return-value]
+
+
+def test_a_function_local_import_binds_only_in_that_function():
+    calls = resolved_calls()
+    assert calls[("uses_local_import", 7, "relu")] == "torch.nn.functional.relu"
+    assert calls[("parameter_named_like_it", 10, "relu")] is None  # the parameter T, not torch
+    assert calls[("parameter_named_like_it", 10, "load")] is None  # the parameter torch
+
+
+def test_local_assignment_hides_and_global_does_not():
+    calls = resolved_calls()
+    assert calls[("assigns_it", 14, "zeros")] is None
+    assert calls[("declares_global", 18, "zeros")] == "numpy.zeros"
+
+
+def test_nested_functions_see_enclosing_imports_unless_shadowed():
+    calls = resolved_calls()
+    assert calls[("inner", 23, "Linear")] == "torch.nn.Linear"
+    assert calls[("shadowing", 25, "Linear")] is None
+
+
+def test_class_attributes_do_not_hide_module_names_in_methods():
+    assert resolved_calls()[("forward", 31, "zeros")] == "torch.zeros"
+
+
+def test_the_binding_that_reaches_a_line():
+    tree = ast.parse(SOURCE)
+    ctx = FileContext(SourceFile("m.py", SOURCE), tree)
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "rebinding")
+    ctx.enter_function(fn)
+    # `x = x.float()` on line 35 reads the x of line 34, not itself.
+    assert [b.lineno for b in ctx.bindings_reaching("x", 35)] == [33, 34]
+    assert ctx.binding_before("x", 35).lineno == 35  # type: ignore[union-attr]
+    value = ctx.value_before(ast.Name("x"), 34)
+    assert isinstance(value, ast.Call) and ctx.call_name(value) == "torch.ones"
+    ctx.leave_function()
