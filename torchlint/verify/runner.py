@@ -433,7 +433,7 @@ def _runtime_version(worker: Optional[ProbeWorker], fallback: str) -> str:
     return str(worker.info.get("torch", fallback)) if worker is not None and worker.info else fallback
 
 
-def summarize(runs: list[dict[str, Optional[str]]]) -> str:
+def summarize(runs: list[dict[str, str]]) -> str:
     verdicts = [r["verdict"] for r in runs]
     for verdict in ("confirmed", "demonstrated", "error", "not-reproduced", "not-applicable", "skipped"):
         if verdict in verdicts:
