@@ -3,19 +3,10 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Iterator, Optional
-
-from torchlint.analysis.scopes import iter_scope
+from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
     from torchlint.analysis.semantic import SemanticModel
-
-
-
-def calls_in(stmts: list[ast.stmt]) -> Iterator[ast.Call]:
-    for node in iter_scope(stmts):
-        if isinstance(node, ast.Call):
-            yield node
 
 
 def method_name(call: ast.Call) -> Optional[str]:
