@@ -97,3 +97,15 @@ def test_the_binding_that_reaches_a_line():
     value = ctx.value_before(ast.Name("x"), 34)
     assert isinstance(value, ast.Call) and ctx.call_name(value) == "torch.ones"
     ctx.leave_function()
+
+
+def test_compatible_names_for_rules_written_against_0_1():
+    tree = ast.parse(SOURCE)
+    ctx = FileContext(SourceFile("m.py", SOURCE), tree)
+    outer = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "outer")
+    ctx.enter_function(outer)
+    ctx.add_import(outer.body[0])
+    assert ctx.imports.aliases["tnn"] == "torch.nn" and ctx.imports.aliases["np"] == "numpy"
+    ctx.leave_function()
+    assert "tnn" not in ctx.imports.aliases
+    assert ctx.self_attribute_kind("anything") is None  # outside a class

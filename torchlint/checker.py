@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 
+from torchlint.analysis import inference
 from torchlint.analysis.nodes import iter_children, node_fields
 from torchlint.analysis.semantic import SemanticModel
 from torchlint.diagnostics import Finding, syntax_error_finding
@@ -39,7 +40,8 @@ class FileContext(SemanticModel):
         self._reported: set[tuple[str, int, int, int, Optional[int]]] = set()
 
     def report(self, rule: "RuleInstance", node: ast.AST, message: str, *, end_node: Optional[ast.AST] = None,
-               params: Optional[dict] = None, severity: Optional[str] = None, help: Optional[str] = None) -> None:
+               params: Optional[dict] = None, severity: Optional[str] = None, help: Optional[str] = None,
+               fix: Optional[dict] = None) -> None:
         """Record a finding; a second report of the same rule on the same node is dropped."""
         end = end_node if end_node is not None else node
         row = node.lineno  # type: ignore[attr-defined]
@@ -61,8 +63,13 @@ class FileContext(SemanticModel):
             code=rule.code, name=rule.name, message=message, path=self.source.path,
             row=row, col=col, end_row=end_row, end_col=end_col,
             severity=severity or rule.severity, probe_params=params,
-            help=help if help is not None else getattr(rule, "help", None),
+            help=help if help is not None else getattr(rule, "help", None), fix=fix,
         ))
+
+
+    def self_attribute_kind(self, attr: str) -> Optional[str]:
+        """Kind of `self.<attr>` (kept for rules written against 0.1's FileContext)."""
+        return inference.self_attribute_kind(attr, self)
 
 
 class RuleInstance(Protocol):

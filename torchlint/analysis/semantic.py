@@ -58,6 +58,15 @@ class _ScopedImports:
     def call_name(self, node: ast.AST) -> Optional[str]:
         return self.model.call_name(node)
 
+    @property
+    def aliases(self) -> dict[str, str]:
+        """Name -> what it was imported as, here: module-level imports overlaid with those of
+        the enclosing functions (for spelling a name in a fix; parameters are not subtracted)."""
+        merged = dict(self.model.module_scope.imports.aliases)
+        for info in self.model.scopes:
+            merged.update(info.imports.aliases)
+        return merged
+
 
 class SemanticModel:
     """Names, bindings and position for one parsed module."""
