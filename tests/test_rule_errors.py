@@ -75,3 +75,16 @@ def test_a_second_report_on_the_same_node_is_dropped():
 
     findings = check_file("x.py", b"import torch\ntorch.f()\n", [Twice]).findings
     assert [f.message for f in findings] == ["first"]
+
+
+def test_editors_get_the_other_findings_and_one_line_for_the_broken_rule(tmp_path, monkeypatch):
+    """The language server and the flake8 plugin go through `lint_document`."""
+    from torchlint import integration
+
+    monkeypatch.setattr(integration, "rule_classes_for",
+                        lambda codes: [BrokenRule, RULES_BY_CODE["TL601"], RULES_BY_CODE["TL108"]])
+    findings = integration.lint_document(tmp_path / "x.py", SOURCE)
+    codes = sorted(f.code for f in findings)
+    assert codes == ["TL000", "TL108", "TL601"]
+    (error,) = [f for f in findings if f.code == "TL000"]
+    assert "internal error in rule TL999" in error.message and "deliberately broken" in error.message

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-from torchlint.checker import check_source
+from torchlint.checker import RuleError, check_source
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
 from torchlint.diagnostics import Finding
 from torchlint.linter import rule_classes_for
@@ -44,9 +44,16 @@ def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = 
         codes, options = _rules_for(path, resolver)
     except ConfigError as exc:
         return [config_error_finding(display, exc)]
+    rule_errors: list[RuleError] = []
     findings = check_source(display, data, rule_classes_for(codes), options=options,
-                            parse_all=SYNTAX_ERROR.code in codes)
-    return [f for f in findings if f.code in codes]
+                            parse_all=SYNTAX_ERROR.code in codes, rule_errors=rule_errors)
+    # A failing rule costs its own findings only: the editor shows one line saying so.
+    return [f for f in findings if f.code in codes] + [rule_error_finding(display, e) for e in rule_errors]
+
+
+def rule_error_finding(path: str, error: RuleError) -> Finding:
+    return Finding(code=SYNTAX_ERROR.code, name=SYNTAX_ERROR.name, path=path, row=1, col=1, end_row=1,
+                   end_col=2, severity="error", message=f"torchlint {error.describe()}")
 
 
 def lint_notebook_cells(path: Path, notebook: Notebook, resolver: Optional[ConfigResolver] = None) -> list[Finding]:
@@ -57,5 +64,9 @@ def lint_notebook_cells(path: Path, notebook: Notebook, resolver: Optional[Confi
     except ConfigError as exc:
         error = config_error_finding(notebook.path, exc)
         return [replace(error, cell=notebook.cells[0].number)] if notebook.cells else []
-    findings = lint_cells(notebook, rule_classes_for(codes), options=options, parse_all=SYNTAX_ERROR.code in codes)
-    return [f for f in findings if f.code in codes]
+    rule_errors: list[RuleError] = []
+    findings = lint_cells(notebook, rule_classes_for(codes), options=options, parse_all=SYNTAX_ERROR.code in codes,
+                          rule_errors=rule_errors)
+    first_cell = notebook.cells[0].number if notebook.cells else None
+    return [f for f in findings if f.code in codes] + [
+        replace(rule_error_finding(notebook.path, e), cell=first_cell) for e in rule_errors]
