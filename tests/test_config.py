@@ -60,7 +60,7 @@ def test_config_errors_exit_2(tmp_path, run_cli):
         'select = ["TL101"\n': "invalid TOML",
         'selekt = ["TL101"]\n': "unknown key `selekt`",
         'select = "TL101"\n': "`select` must be a list of strings",
-        'ignore = ["TL9"]\n': "TL9",
+        'ignore = ["TL99"]\n': "TL99",
         'respect-gitignore = "yes"\n': "respect-gitignore",
         '[options.TL101]\nfoo = 1\n': "unknown option `foo`",
         '[options.TL999]\nfoo = 1\n': "unknown rule",

@@ -31,6 +31,13 @@ def test_wheel_ships_rule_docs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("# TL301 worker-rng-duplication")
     assert (target / "torchlint" / "rules_docs" / "TL301-worker-rng-duplication.md").is_file()
+    # TL901's table is data, not code: it must ship too, and the installed rule must read it.
+    assert (target / "torchlint" / "data" / "deprecated_api.toml").is_file()
+    probe = tmp_path / "probe.py"
+    probe.write_text("import torch\nx = torch.solve(b, A)\n")
+    proc = subprocess.run([sys.executable, "-m", "torchlint", "check", "--isolated", "--no-cache", "--select",
+                           "TL901", str(probe)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 1 and "torch.linalg.solve" in proc.stdout, proc.stdout + proc.stderr
 
 
 @pytest.mark.network

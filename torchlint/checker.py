@@ -38,6 +38,7 @@ class FileContext(SemanticModel):
         self.source = source
         self.findings: list[Finding] = []
         self._reported: set[tuple[str, int, int, int, Optional[int]]] = set()
+        self.enabled_codes: frozenset[str] = frozenset()  # every rule selected for this file (TL001)
 
     def report(self, rule: "RuleInstance", node: ast.AST, message: str, *, end_node: Optional[ast.AST] = None,
                params: Optional[dict] = None, severity: Optional[str] = None, help: Optional[str] = None,
@@ -309,6 +310,7 @@ def check_file(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_
     text = source.text
     if "torch" not in text:
         return CheckResult()
+    enabled_codes = frozenset(cls.code for cls in rule_classes)
     classes = [cls for cls in rule_classes if not prefilter or cls.applies_to(text)]
     if not classes:
         return CheckResult()
@@ -316,6 +318,7 @@ def check_file(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_
     walker_types: tuple[type[Walker], ...] = (DeepWalker,) if deep else (Walker, DeepWalker)
     for walker_type in walker_types:
         ctx = FileContext(source, tree)
+        ctx.enabled_codes = enabled_codes
         walker = walker_type(ctx, {}, {})
         rules: list[RuleInstance] = []
         for cls in classes:
@@ -331,7 +334,8 @@ def check_file(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_
             if walker_type is DeepWalker:
                 raise
             continue  # start again with fresh rules and context
-        for rule in rules:
+        # Rules that judge the others' findings (TL001, unused noqa) decide last.
+        for rule in sorted(rules, key=lambda r: getattr(r, "runs_last", False)):
             if rule.code in walker.errors:
                 continue
             try:

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import click
 
 from torchlint import __version__
-from torchlint.config import CliOverrides, ConfigError, ConfigResolver
+from torchlint.config import CliOverrides, ConfigError, ConfigResolver, check_torch_version
 from torchlint.diagnostics import Finding
 from torchlint.cache import CACHE_DIR_NAME, Cache
 from torchlint.cache import refusal as cache_refusal
@@ -117,7 +117,6 @@ def main() -> None:
               help="Colour text output: auto = on a terminal, unless NO_COLOR is set (FORCE_COLOR forces it).")
 @click.option("--project-root", "project_root_option", type=click.Path(file_okay=False, exists=True, path_type=Path),
               help="Directory that SARIF URIs and GitHub annotation paths are relative to (default: the git root).")
-@click.option("--no-fix", is_flag=True, help="Do not apply fixes (accepted for editor integrations that pass it).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), help="Cache directory (default: .torchlint_cache next to the config).")
@@ -132,20 +131,37 @@ def main() -> None:
 @click.option("--verify-budget", type=float, callback=_finite_seconds, default=None,
               help="Seconds all of --verify may take; findings left then are skipped (default 900; config: verify-budget).")
 @click.option("--verified-only", is_flag=True, help="With --verify: keep only findings whose verdict is confirmed.")
+@click.option("--fix/--no-fix", "fix", default=None, help="Apply fixes (default: the `fix` config key, off).")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", "unsafe_fixes", default=None,
+              help="Also apply fixes marked unsafe (they may change behaviour; see each rule's Fix safety).")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff instead of writing them; exit 1 if there are any.")
+@click.option("--fix-only", is_flag=True, help="Apply fixes and report nothing else (exit 0 unless an error occurs).")
+@click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file and rule.")
+@click.option("--add-noqa", is_flag=True, help="Append `# noqa: TLxxx` to the line of every finding.")
+@click.option("--torch-version", help='The oldest torch the code must run on ("2.4"): decides what the TL9xx migration rules call deprecated.')
 def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional[str], ignore: Optional[str],
           output_format: str, output_file: Optional[str], statistics: bool, exit_zero: bool,
           config_path: Optional[Path], isolated: bool, exclude: Optional[str], extend_exclude: Optional[str],
           force_exclude: bool, respect_gitignore: Optional[bool], stdin_filename: Optional[str],
-          show_files: bool, quiet: bool, color: str, project_root_option: Optional[Path], no_fix: bool,
+          show_files: bool, quiet: bool, color: str, project_root_option: Optional[Path],
           jobs: Optional[int], no_cache: bool, cache_dir: Optional[Path],
           verify: bool, device: str, verify_timeout: float, verify_memory: Optional[int],
-          verify_budget: Optional[float], verified_only: bool, max_file_size: Optional[str]) -> None:
+          verify_budget: Optional[float], verified_only: bool, max_file_size: Optional[str],
+          fix: Optional[bool], unsafe_fixes: Optional[bool], diff: bool, fix_only: bool, show_fixes: bool,
+          add_noqa: bool, torch_version: Optional[str]) -> None:
     """Check PATHS (files or directories; default: .) for PyTorch pitfalls."""
     if verified_only and not verify:
         raise _fail("--verified-only needs --verify")
     if statistics and output_format not in STATISTICS_FORMATS:
         raise _fail(f"--statistics cannot be combined with --output-format {output_format}; "
                     f"use one of {', '.join(STATISTICS_FORMATS)}")
+    if add_noqa and (fix or diff or fix_only):
+        raise _fail("--add-noqa cannot be combined with --fix, --diff or --fix-only")
+    if torch_version is not None:
+        try:
+            check_torch_version(torch_version, "--torch-version")
+        except ConfigError as exc:
+            raise _fail(str(exc)) from None
     if verify:
         _require_torch()  # fail before linting, not after
     cli = CliOverrides(
@@ -155,6 +171,9 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         exclude=[p for p in exclude.split(",") if p] if exclude is not None else None,
         extend_exclude=[p for p in (extend_exclude or "").split(",") if p],
         respect_gitignore=respect_gitignore, max_file_size=max_file_size,
+        fix=True if (fix_only or diff) else fix,
+        unsafe_fixes=unsafe_fixes,
+        torch_version=torch_version,
     )
     cwd = Path.cwd().resolve()
     try:
@@ -177,6 +196,13 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
     # --verify builds probes from the findings: lint afresh rather than trust cached ones.
     cache_root = None if no_cache else _cache_root(cache_dir, resolver)
     results = _run(tasks, jobs=jobs, cache_root=cache_root, resolver=resolver, read_cache=not verify)
+    if add_noqa:
+        _add_noqa(tasks, results)
+        return
+    fix_report = _fix(tasks, results, resolver, write=not diff, show_fixes=show_fixes)
+    if diff or fix_only:
+        _finish_fix_only(tasks, results, fix_report, diff=diff)
+        return
     findings, parse_errors, internal_errors = _collect(tasks, results)
 
     if verify and findings:
@@ -202,6 +228,12 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
     # With a path missing, the run did not check everything: no "All checks passed!".
     text = _render(output_format, findings, tasks, parse_errors, cwd, statistics, quiet or bool(missing and not findings),
                    root=root, rules=enabled, palette=palette)
+    if fix_report is not None and fix_report.stdin_output is not None:
+        click.echo(fix_report.stdin_output, nl=False)  # like ruff: the fixed source on stdout,
+        click.echo(text, nl=False, err=True)  # the findings left on stderr
+        text = ""
+    elif output_format in ("full", "concise") and not quiet and not statistics:
+        text += _fix_hint(findings, resolver, fix_report)
     if output_file:
         try:
             Path(output_file).write_text(text, encoding="utf-8")
@@ -211,7 +243,7 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         click.echo(text, nl=False, color=palette.enabled or None)
 
     _report_missing(missing)
-    if internal_errors:
+    if internal_errors or (fix_report is not None and fix_report.errors):
         raise click.exceptions.Exit(EXIT_ERROR)
     if findings and not exit_zero:
         raise click.exceptions.Exit(EXIT_FINDINGS)
@@ -234,6 +266,111 @@ def _warn_empty_directories(paths: list[str], tasks: list[FileTask]) -> None:
         prefix = os.path.join(os.path.abspath(raw), "")
         if not any(p.startswith(prefix) for p in checked):
             click.echo(f"warning: no Python files found under {printable(raw)}", err=True)
+
+
+def _fix_policy(resolver: ConfigResolver):  # type: ignore[no-untyped-def]
+    from torchlint.fix.policy import FixPolicy
+
+    def policy_for(task: FileTask) -> FixPolicy:
+        settings = resolver.for_file(Path(task.display if task.path == "-" else task.path))
+        return FixPolicy(settings.fixable if settings.fix else frozenset(), settings.unsafe_fixes)
+
+    return policy_for
+
+
+def _fix(tasks: list[FileTask], results: list[FileResult], resolver: ConfigResolver, *, write: bool,
+         show_fixes: bool):  # type: ignore[no-untyped-def]
+    """Apply fixes where a file's settings ask for them (`--fix` or `fix = true`); None when
+    no file does, so LibCST is never imported for a plain lint run."""
+    policy_for = _fix_policy(resolver)
+    if not any(policy_for(t).fixable for t, r in zip(tasks, results) if any(f.fix for f in r.findings)):
+        return None
+    from torchlint.fix.files import fix_results
+
+    report = fix_results(tasks, results, policy_for, write=write)
+    for error in report.errors:
+        click.echo(f"error: {error}", err=True)
+    if show_fixes and write:
+        click.echo(_fix_summary(report), nl=False, err=report.stdin_output is not None)
+    return report
+
+
+def _fix_summary(report) -> str:  # type: ignore[no-untyped-def]
+    """ruff's `--show-fixes` listing: fixes applied per file and rule."""
+    from torchlint.rules.registry import RULES_BY_CODE
+
+    total = sum(report.applied.values())
+    if not total:
+        return "No fixes applied.\n"
+    lines = [f"Fixed {total} finding{'s' if total != 1 else ''}:"]
+    for fixed in report.files:
+        lines.append(f"- {fixed.display}:")
+        for code, count in sorted(fixed.applied.items()):
+            lines.append(f"    {count} × {code} ({RULES_BY_CODE[code].name})")
+    return "\n".join(lines) + "\n"
+
+
+def _finish_fix_only(tasks: list[FileTask], results: list[FileResult], report, *, diff: bool) -> None:  # type: ignore[no-untyped-def]
+    """`--diff` / `--fix-only` output; `report` is None when no file had anything to fix."""
+    internal = sum(1 for r in results if r.internal_error)
+    for r in results:
+        if r.internal_error:
+            click.echo(f"error: {r.internal_error}", err=True)
+    if report is None:
+        for task in tasks:
+            if task.path == "-" and task.data is not None and not diff:
+                click.echo(task.data.decode("utf-8", errors="replace"), nl=False)
+        click.echo("No fixes to apply." if not diff else "Would fix 0 findings.", err=True)
+        if internal:
+            raise click.exceptions.Exit(EXIT_ERROR)
+        return
+    total = sum(report.applied.values())
+    if diff:
+        from torchlint.fix.files import unified_diff
+
+        for fixed in report.files:
+            click.echo(unified_diff(fixed), nl=False)
+        click.echo(f"Would fix {total} finding{'s' if total != 1 else ''}.", err=True)
+    elif report.stdin_output is not None:
+        click.echo(report.stdin_output, nl=False)
+    else:
+        click.echo(f"Fixed {total} finding{'s' if total != 1 else ''}.", err=True)
+    if internal or report.errors:
+        raise click.exceptions.Exit(EXIT_ERROR)
+    if diff and report.files:
+        raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+def _fix_hint(findings: list[Finding], resolver: ConfigResolver, report) -> str:  # type: ignore[no-untyped-def]
+    """ruff's closing line: how many findings `--fix` (or `--unsafe-fixes`) would fix."""
+    lines = []
+    if report is not None and sum(report.applied.values()):
+        total = sum(report.applied.values())
+        lines.append(f"Fixed {total} finding{'s' if total != 1 else ''}.")
+    fixable = [f for f in findings if f.fix]
+    if fixable and report is None:
+        safe = sum(1 for f in fixable if f.fix["applicability"] == "safe")  # type: ignore[index]
+        unsafe = len(fixable) - safe
+        if safe:
+            lines.append(f"[*] {safe} fixable with the `--fix` option"
+                         + (f" ({unsafe} hidden fixes can be enabled with `--unsafe-fixes`)." if unsafe else "."))
+        elif unsafe:
+            lines.append(f"No fixes available ({unsafe} hidden fixes can be enabled with `--fix --unsafe-fixes`).")
+    return "".join(line + "\n" for line in lines)
+
+
+def _add_noqa(tasks: list[FileTask], results: list[FileResult]) -> None:
+    from torchlint.fix.files import add_noqa_to_files
+
+    added, errors = add_noqa_to_files(tasks, results)
+    for r in results:
+        if r.internal_error:
+            errors.append(r.internal_error)
+    for error in errors:
+        click.echo(f"error: {error}", err=True)
+    click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
+    if errors:
+        raise click.exceptions.Exit(EXIT_ERROR)
 
 
 def _require_torch() -> None:

@@ -32,9 +32,16 @@ DEFAULT_EXCLUDES = (
     "build", "dist", "node_modules", "site-packages", "venv",
 )
 
-_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
-_KNOWN_KEYS = set(_LIST_KEYS) | {"per-file-ignores", "respect-gitignore", "options", "cache-dir", "max-file-size",
-                                  "verify-memory", "verify-budget"}
+_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude",
+              "fixable", "unfixable", "extend-fixable")
+_BOOL_KEYS = ("respect-gitignore", "fix", "unsafe-fixes")
+_KNOWN_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "options", "cache-dir", "max-file-size",
+                                                   "verify-memory", "verify-budget", "torch-version"}
+
+# The torch release that `torch-version` defaults to: what migration rules (TL9xx) treat as
+# the oldest torch the code must still run on. See rules_docs/TL901-deprecated-torch-api.md.
+DEFAULT_TORCH_VERSION = "2.4"
+_TORCH_VERSION_RE = re.compile(r"^[0-9]+\.[0-9]+$")
 
 
 class ConfigError(Exception):
@@ -57,6 +64,9 @@ class Settings:
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     verify_memory: Optional[int] = None  # MiB
     verify_budget: Optional[float] = None  # seconds
+    fix: bool = False
+    unsafe_fixes: bool = False
+    fixable: frozenset[str] = frozenset()  # codes whose fixes may be applied
 
     def __post_init__(self) -> None:
         self._root = os.path.abspath(self.root)
@@ -138,6 +148,21 @@ class CliOverrides:
     extend_exclude: list[str] = field(default_factory=list)
     respect_gitignore: Optional[bool] = None
     max_file_size: Optional[str] = None
+    fix: Optional[bool] = None
+    unsafe_fixes: Optional[bool] = None
+    torch_version: Optional[str] = None
+
+
+def check_torch_version(value: Any, where: str) -> str:
+    """`"2.4"`: major.minor, as a string (a TOML float would turn 2.10 into 2.1)."""
+    if not isinstance(value, str) or not _TORCH_VERSION_RE.match(value):
+        raise ConfigError(f"{where} must be a string \"MAJOR.MINOR\" such as \"2.4\", got {value!r}")
+    return value
+
+
+def parse_torch_version(value: str) -> tuple[int, int]:
+    major, minor = value.split(".")
+    return int(major), int(minor)
 
 
 def load_toml(path: Path) -> dict[str, Any]:
@@ -231,9 +256,10 @@ def settings_from_table(path: Optional[Path], table: dict[str, Any], cli: CliOve
         except SelectionError as exc:
             raise ConfigError(f"{where}: per-file-ignores.{pattern}: {exc}") from None
 
+    for key in _BOOL_KEYS:
+        if key in table and not isinstance(table[key], bool):
+            raise ConfigError(f"{where}: `{key}` must be true or false, got {table[key]!r}")
     respect = table.get("respect-gitignore", True)
-    if not isinstance(respect, bool):
-        raise ConfigError(f"{where}: `respect-gitignore` must be true or false, got {respect!r}")
     if cli.respect_gitignore is not None:
         respect = cli.respect_gitignore
     exclude = tuple(cli.exclude if cli.exclude is not None else table.get("exclude", DEFAULT_EXCLUDES))
@@ -248,13 +274,28 @@ def settings_from_table(path: Optional[Path], table: dict[str, Any], cli: CliOve
         max_file_size = parse_size(max_file_size)
     except ValueError as exc:
         raise ConfigError(f"{where}: `max-file-size`: {exc}") from None
+    options = _validate_options(where, table.get("options", {}))
+    torch_version = cli.torch_version or (
+        check_torch_version(table["torch-version"], f"{where}: `torch-version`") if "torch-version" in table
+        else DEFAULT_TORCH_VERSION)
+    for rule in RULES_BY_CODE.values():
+        if "torch-version" in rule.options:
+            options.setdefault(rule.code, {}).setdefault("torch-version", torch_version)
+    try:
+        fixable = resolve_fixable(parse_list(table.get("fixable", ["ALL"])),
+                                  parse_list(table.get("extend-fixable", [])),
+                                  parse_list(table.get("unfixable", [])))
+    except SelectionError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     return Settings(
         root=root, config_path=path, enabled=frozenset(enabled), exclude=exclude,
         extend_exclude=extend_exclude, per_file_ignores=tuple(per_file), respect_gitignore=respect,
-        options=_validate_options(where, table.get("options", {})),
-        cache_dir=(root / cache_dir) if cache_dir else None, max_file_size=max_file_size,
+        options=options, cache_dir=(root / cache_dir) if cache_dir else None, max_file_size=max_file_size,
         verify_memory=_verify_number(where, table, "verify-memory", int, 256, "a whole number of MiB"),
         verify_budget=_verify_number(where, table, "verify-budget", float, 1.0, "a number of seconds"),
+        fix=cli.fix if cli.fix is not None else table.get("fix", False),
+        unsafe_fixes=cli.unsafe_fixes if cli.unsafe_fixes is not None else table.get("unsafe-fixes", False),
+        fixable=fixable,
     )
 
 
@@ -268,6 +309,14 @@ def _verify_number(where: Path, table: dict[str, Any], key: str, kind: type, min
     if not ok:
         raise ConfigError(f"{where}: `{key}` must be {what} (at least {minimum:g}), got {value!r}")
     return kind(value)
+
+
+def resolve_fixable(fixable: list[str], extend: list[str], unfixable: list[str]) -> frozenset[str]:
+    """Codes matched by `fixable` or `extend-fixable` and not by `unfixable`."""
+    def matches(selectors: list[str], code: str) -> bool:
+        return any(s == "ALL" or code.startswith(s) for s in selectors)
+    return frozenset(code for code in RULES_BY_CODE
+                     if matches(fixable + extend, code) and not matches(unfixable, code))
 
 
 class ConfigResolver:

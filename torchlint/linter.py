@@ -57,9 +57,13 @@ def lint_bytes(task: FileTask, data: bytes) -> FileResult:
         classes = rule_classes_for(task.codes)
         options = {code: dict(values) for code, values in task.options}
         rule_errors: list[RuleError] = []
-        lint = notebook.lint_notebook if notebook.is_notebook(task.display) else check_source
+        is_notebook = notebook.is_notebook(task.display)
+        lint = notebook.lint_notebook if is_notebook else check_source
         findings = lint(task.display, data, classes, options=options, parse_all=SYNTAX_ERROR.code in task.codes,
                         rule_errors=rule_errors)
+        if is_notebook:  # fix edits address the cells' joined source, not the notebook's JSON
+            for f in findings:
+                f.fix = None
         if rule_errors:
             # One line per failing rule; the file's other findings are kept.
             result.internal_error = "\nerror: ".join(e.describe() for e in rule_errors)

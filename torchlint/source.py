@@ -68,6 +68,8 @@ class SourceFile:
             self.lines.pop()
         self._noqa: Optional[dict[int, Optional[frozenset[str]]]] = None
         self._file_noqa: Optional[tuple[bool, frozenset[str]]] = None
+        # (row, code) of every finding a line's `# noqa: CODE` suppressed, for TL001.
+        self.noqa_hits: set[tuple[int, str]] = set()
 
     def line(self, row: int) -> str:
         return self.lines[row - 1] if 0 < row <= len(self.lines) else ""
@@ -126,8 +128,17 @@ class SourceFile:
             return True
         if row in self._noqa:
             codes = self._noqa[row]
-            return codes is ALL_CODES or code in codes  # type: ignore[operator]
+            if codes is ALL_CODES or code in codes:  # type: ignore[operator]
+                self.noqa_hits.add((row, code))
+                return True
         return False
+
+    def noqa_rows(self) -> dict[int, Optional[frozenset[str]]]:
+        """Line number -> the codes its `# noqa:` names (ALL_CODES for a bare `# noqa`)."""
+        if self._noqa is None:
+            self._scan_noqa()
+        assert self._noqa is not None
+        return self._noqa
 
 
 def _split_codes(codes: str) -> list[str]:

@@ -115,6 +115,8 @@ def render(findings: list[Finding], sources: Optional[dict] = None, *,
         }
         if related:
             result["relatedLocations"] = related
+        if f.fix:
+            result["fixes"] = [_fix(f, cwd, root)]
         properties: dict[str, Any] = {}
         if getattr(f, "cell", None) is not None:
             properties["cell"] = f.cell  # type: ignore[attr-defined]
@@ -149,6 +151,23 @@ def render(findings: list[Finding], sources: Optional[dict] = None, *,
         }],
     }
     return json.dumps({"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"
+
+
+def _fix(f: Finding, cwd: Path, root: Path) -> dict[str, Any]:
+    """A SARIF `fix`: the finding's edits as replacements in its file (an insertion is an
+    empty deleted region)."""
+    assert f.fix is not None
+    return {
+        "description": {"text": f.fix["message"] + ("" if f.fix["applicability"] == "safe" else " (unsafe)")},
+        "artifactChanges": [{
+            "artifactLocation": _artifact(f.path, cwd, root),
+            "replacements": [{
+                "deletedRegion": {"startLine": e["location"]["row"], "startColumn": e["location"]["column"],
+                                  "endLine": e["end_location"]["row"], "endColumn": e["end_location"]["column"]},
+                "insertedContent": {"text": e["content"]},
+            } for e in f.fix["edits"]],
+        }],
+    }
 
 
 def truncation_warning(total: int) -> Optional[str]:

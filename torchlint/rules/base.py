@@ -52,6 +52,9 @@ class Rule:
     # What to do about a finding, one short sentence; a report may pass its own.
     help: ClassVar[Optional[str]] = None
 
+    # end_file runs after every other rule's end_file (TL001 judges their findings).
+    runs_last: ClassVar[bool] = False
+
     _handler_names: ClassVar[tuple[tuple[type, str], ...]] = ()
     _leave_names: ClassVar[tuple[tuple[type, str], ...]] = ()
 

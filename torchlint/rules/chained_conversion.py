@@ -8,10 +8,13 @@ from typing import Optional
 from torchlint.analysis import inference
 from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
+from torchlint.fix.edits import edit, end_of, has_comment, make_fix, module_alias, text_of
 from torchlint.rules.base import Rule, dotted
 
 _DTYPE_METHODS = frozenset({"float", "half", "double", "bfloat16", "long", "int"})
 _DEVICE_METHODS = frozenset({"cuda", "cpu"})
+_METHOD_DTYPES = {"float": "float32", "half": "float16", "double": "float64", "bfloat16": "bfloat16",
+                  "long": "int64", "int": "int32"}
 
 
 def _conversion_kind(call: ast.AST, ctx: FileContext) -> Optional[str]:
@@ -81,6 +84,35 @@ class ChainedConversion(Rule):
         if _already_float32(inner_call, ctx) or _already_float32(node, ctx):
             return  # `.float()` on a float32 tensor returns it unchanged: one copy, not two
         self.report(node, f"`{dotted(node)}` converts {inner} and {outer} in two steps (up to two copies)",
-                    help="Convert once with `.to(device, dtype)`")
+                    help="Convert once with `.to(device, dtype)`", fix=_fix(node, inner_call, receiver, inner, ctx))
+
+
+def _target_text(call: ast.Call, kind: str, ctx: FileContext) -> Optional[str]:
+    """What one link converts to, as source text for `.to(device, dtype)`."""
+    method = call.func.attr  # type: ignore[attr-defined]
+    if method == "to":
+        value = call.args[0] if call.args else call.keywords[0].value
+        return text_of(ctx.source, value)
+    if call.args or call.keywords:
+        return None  # `.cuda(1)`, `.cuda(non_blocking=True)`: left as they are
+    if kind == "device":
+        return f'"{method}"'
+    torch = module_alias(ctx.imports.aliases, "torch")
+    return f"{torch}.{_METHOD_DTYPES[method]}" if torch else None
+
+
+def _fix(outer: ast.Call, inner: ast.Call, receiver: ast.AST, inner_kind: str, ctx: FileContext):  # type: ignore[no-untyped-def]
+    """`x.float().cuda()` -> `x.to("cuda", torch.float32)`: the same result, one copy."""
+    first = _target_text(inner, inner_kind, ctx)
+    second = _target_text(outer, "dtype" if inner_kind == "device" else "device", ctx)
+    if first is None or second is None:
+        return None
+    device, dtype = (first, second) if inner_kind == "device" else (second, first)
+    source = ctx.source
+    chain = text_of(source, outer)[len(text_of(source, receiver)):]
+    if has_comment(chain) or not text_of(source, outer).startswith(text_of(source, receiver)):
+        return None
+    return make_fix(f"Convert once: `.to({device}, {dtype})`",
+                    [edit(end_of(source, receiver), end_of(source, outer), f".to({device}, {dtype})")])
 
 

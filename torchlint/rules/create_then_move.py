@@ -6,12 +6,15 @@ import ast
 
 from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
+from torchlint.fix.edits import UNSAFE, SAFE, add_keyword, edit, end_of, has_comment, make_fix, text_of
 from torchlint.rules.base import Rule
 
 _FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
     "logspace", "eye", "tensor", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
     "randn_like"))
+# Same values either way, except these: the CPU and CUDA generators draw different numbers.
+_RANDOM = frozenset(f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "rand_like", "randn_like"))
 
 
 class CreateThenMove(Rule):
@@ -38,4 +41,27 @@ class CreateThenMove(Rule):
             if "device" not in targets:
                 return  # a dtype change, or not known to be a move
         self.report(node, f"`{factory}(...)` is allocated on the CPU, then copied to the device",
-                    help=f"Pass `device=` to `{factory}`")
+                    help=f"Pass `device=` to `{factory}`", fix=_fix(node, inner, factory, ctx))
+
+
+def _fix(move: ast.Call, factory_call: ast.Call, factory: str, ctx: FileContext):  # type: ignore[no-untyped-def]
+    """`torch.zeros(n).cuda()` -> `torch.zeros(n, device="cuda")`, for a move with nothing
+    but a device: one positional argument or `device=` (`.cuda()` alone means "cuda")."""
+    method = move.func.attr  # type: ignore[attr-defined]
+    if method == "cuda" and not move.args and not move.keywords:
+        device = '"cuda"'
+    elif len(move.args) + len(move.keywords) == 1 and (move.args or move.keywords[0].arg == "device"):
+        device = text_of(ctx.source, move.args[0] if move.args else move.keywords[0].value)
+    else:
+        return None
+    source = ctx.source
+    suffix = edit(end_of(source, factory_call), end_of(source, move), "")
+    if has_comment(text_of(source, move)[len(text_of(source, factory_call)):]):
+        return None
+    add = add_keyword(source, factory_call, f"device={device}")
+    if add is None:
+        return None
+    # A random factory draws different numbers on the device; requires_grad=True turns a
+    # non-leaf (the moved copy) into a leaf.
+    unsafe = factory in _RANDOM or any("grad" in (k.arg or "") for k in factory_call.keywords)
+    return make_fix(f"Pass `device={device}` to `{factory}`", [add, suffix], UNSAFE if unsafe else SAFE)

@@ -7,6 +7,7 @@ from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
+from torchlint.fix.edits import UNSAFE, _lines_of, edit, end_of, has_comment, make_fix, module_alias, start_of, text_of
 from torchlint.rules.base import Option, Rule, dotted
 
 _NOT_TENSORS = ("self", "cls")
@@ -92,4 +93,33 @@ class DataAttributeMutation(Rule):
         data = _data_receiver(func.value)
         if data is None or not self._known_tensor(data.value, ctx) or self._in_initializer(ctx):
             return
-        self.report(data, self._message(data), params={"op": method})
+        self.report(data, self._message(data), params={"op": method}, fix=_no_grad_fix(node, data, ctx))
+
+
+def _no_grad_fix(call: ast.Call, data: ast.Attribute, ctx: FileContext):  # type: ignore[no-untyped-def]
+    """`p.data.mul_(x)` as a statement of its own -> `with torch.no_grad():` + `p.mul_(x)`."""
+    statement = ctx.parent
+    if not isinstance(statement, ast.Expr) or statement.value is not call:
+        return None
+    parent = ctx.parents[-2] if len(ctx.parents) > 1 else None
+    if parent is None or not any(statement in getattr(parent, f, ()) for f in ("body", "orelse", "finalbody")):
+        return None
+    torch = module_alias(ctx.imports.aliases, "torch")
+    if torch is None:
+        return None
+    source = ctx.source
+    row, col = start_of(source, statement)
+    end_row, end_col = end_of(source, statement)
+    lines = _lines_of(source)
+    indent, after = lines[row - 1][:col - 1], lines[end_row - 1][end_col - 1:]
+    text = text_of(source, statement)
+    if indent.strip() or (after.strip() and not after.lstrip().startswith("#")) or has_comment(text):
+        return None  # shares its line with other code (`if x: ...`, `a; b`): left alone
+    step = "\t" if indent.startswith("\t") else "    "
+    receiver = text_of(source, data.value)
+    rest = text[len(text_of(source, data)):]
+    if not text.startswith(text_of(source, data)):
+        return None
+    body = (receiver + rest).replace("\n", "\n" + step)
+    return make_fix(f"Write in place under `{torch}.no_grad()`",
+                    [edit((row, col), (end_row, end_col), f"with {torch}.no_grad():\n{indent}{step}{body}")], UNSAFE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
+from torchlint.fix.edits import end_of, insert_at, make_fix
 from torchlint.rules.base import Rule
 
 _MODES = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled")
@@ -27,7 +28,8 @@ class GradModeNotCalled(Rule):
                 if name in _MODES:
                     short = name.rsplit(".", 1)[1]
                     self.report(expr, f"`with {ast.unparse(expr)[:40]}:` raises: the class is not a context manager",
-                                help=f"Call it: `with {ast.unparse(expr)[:40]}():`", params={"mode": short})
+                                help=f"Call it: `with {ast.unparse(expr)[:40]}():`", params={"mode": short},
+                                fix=make_fix("Call it: add `()`", [insert_at(end_of(ctx.source, expr), "()")]))
 
     visit_With = _check
     visit_AsyncWith = _check

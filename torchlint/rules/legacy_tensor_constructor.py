@@ -6,7 +6,40 @@ import ast
 
 from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
 from torchlint.checker import FileContext
+from torchlint.fix.edits import make_fix, module_alias, replace, text_of
 from torchlint.rules.base import Rule
+
+_DTYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+           "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16",
+           "ByteTensor": "uint8", "CharTensor": "int8", "BoolTensor": "bool"}
+
+
+def _numbers_only(node: ast.AST) -> bool:
+    """A list/tuple literal of numbers (nested, signed): what the legacy constructor and
+    torch.tensor read the same way."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_numbers_only(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _numbers_only(node.operand)
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool) \
+        or isinstance(node, ast.Constant) and isinstance(node.value, bool)
+
+
+def _fix(node: ast.Call, name: str, ctx: FileContext):  # type: ignore[no-untyped-def]
+    """`torch.FloatTensor([1, 2])` -> `torch.tensor([1, 2], dtype=torch.float32)`."""
+    if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.List) \
+            or not _numbers_only(node.args[0]):
+        return None
+    torch = module_alias(ctx.imports.aliases, "torch")
+    if torch is None:
+        return None
+    kind = name.rsplit(".", 1)[1]
+    # torch.Tensor(list) has the default dtype; torch.tensor would infer int64 from ints.
+    dtype = f"{torch}.{_DTYPES[kind]}" if kind in _DTYPES else f"{torch}.get_default_dtype()"
+    device = ', device="cuda"' if name.startswith("torch.cuda.") else ""
+    data = text_of(ctx.source, node.args[0])
+    return make_fix(f"Use `{torch}.tensor(..., dtype={dtype})`",
+                    [replace(ctx.source, node, f"{torch}.tensor({data}, dtype={dtype}{device})")])
 
 class LegacyTensorConstructor(Rule):
     code = "TL205"
@@ -27,4 +60,4 @@ class LegacyTensorConstructor(Rule):
         else:
             message = f"Legacy constructor `{short}`: an int means a size, a sequence means data"
         self.report(node, message, help="Use `torch.tensor(data)` for values, `torch.zeros(size)` for shapes",
-                    params={"constructor": name})
+                    params={"constructor": name}, fix=_fix(node, name, ctx))

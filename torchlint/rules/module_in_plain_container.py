@@ -7,6 +7,7 @@ from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
+from torchlint.fix.edits import UNSAFE, make_fix, module_alias, replace, text_of
 from torchlint.rules.base import Rule
 
 
@@ -71,4 +72,30 @@ class ModuleInPlainContainer(Rule):
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
                 holder = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
                 self.report(target, f"Modules in plain {kind} `self.{target.attr}` are not registered",
-                            help=f"Use `{holder}(...)`")
+                            help=f"Use `{holder}(...)`", fix=_fix(node.value, kind, ctx))
+
+
+def _fix(value: ast.AST, kind: str, ctx: FileContext):  # type: ignore[no-untyped-def]
+    """`[a, b]` -> `nn.ModuleList([a, b])`, when every element is a module (ModuleList
+    rejects anything else) and a dict's keys are strings (ModuleDict needs them)."""
+    nn = module_alias(ctx.imports.aliases, "torch.nn")
+    if nn is None:
+        return None
+    if isinstance(value, (ast.List, ast.Tuple)):
+        if not value.elts or not all(isinstance(e, ast.Call) and inference.kind_of(e, ctx) == inference.MODULE
+                                     for e in value.elts):
+            return None
+    elif isinstance(value, ast.Dict):
+        if not value.keys or not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys) \
+                or not all(isinstance(v, ast.Call) and inference.kind_of(v, ctx) == inference.MODULE
+                           for v in value.values):
+            return None
+    elif isinstance(value, ast.DictComp):
+        return None  # its keys may not be strings
+    holder = f"{nn}.ModuleDict" if kind == "dict" else f"{nn}.ModuleList"
+    text = text_of(ctx.source, value)
+    wrapped = f"{holder}({text})" if not isinstance(value, ast.GeneratorExp) or text.startswith("(") \
+        else f"{holder}(({text}))"
+    # Unsafe: the parameters join parameters(), the optimizer and state_dict() (new keys:
+    # checkpoints saved before the fix no longer load with strict=True).
+    return make_fix(f"Wrap in `{holder}`", [replace(ctx.source, value, wrapped)], UNSAFE)

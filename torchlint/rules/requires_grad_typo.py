@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
+from torchlint.fix.edits import edit, end_of, make_fix, start_of
 from torchlint.rules.base import Rule, dotted
 
 _TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "requiresgrad", "requires_gradient"})
@@ -23,7 +24,8 @@ class RequiresGradTypo(Rule):
         for target in node.targets:
             if isinstance(target, ast.Attribute) and target.attr in _TYPOS:
                 self.report(target, f"`{dotted(target)}` is a typo: `requires_grad` stays unchanged",
-                            help="Write `.requires_grad`")
+                            help="Write `.requires_grad`",
+                            fix=_rename(ctx, end_of(ctx.source, target), target.attr, from_end=True))
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         for kw in node.keywords:
@@ -31,4 +33,12 @@ class RequiresGradTypo(Rule):
                 name = ctx.call_name(node)
                 if name is not None and name.startswith("torch."):
                     self.report(kw, f"`{name}` raises on `{kw.arg}=`: no such parameter",
-                                help="Write `requires_grad=`")
+                                help="Write `requires_grad=`", fix=_rename(ctx, start_of(ctx.source, kw), kw.arg))
+
+
+def _rename(ctx: FileContext, anchor: tuple[int, int], typo: str, from_end: bool = False) -> dict:
+    """Replace the misspelt name, which ends at `anchor` (an attribute's last token) or
+    starts there (a keyword argument's name)."""
+    row, col = anchor
+    start, end = ((row, col - len(typo)), anchor) if from_end else (anchor, (row, col + len(typo)))
+    return make_fix("Rename to `requires_grad`", [edit(start, end, "requires_grad")])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
+from torchlint.fix.edits import UNSAFE, add_keyword, make_fix
 from torchlint.rules.base import Rule, has_star_kwargs, keyword, literal
 
 
@@ -40,4 +41,11 @@ class UnsafeTorchLoad(Rule):
         if _in_type_error_fallback(ctx):
             return  # the fallback for torch versions without weights_only
         self.report(node, "`torch.load` without `weights_only=` unpickles arbitrary code before torch 2.6",
-                    help="Pass `weights_only=True` and load a `state_dict()`", params={"explicit_false": False})
+                    help="Pass `weights_only=True` and load a `state_dict()`", params={"explicit_false": False},
+                    fix=_fix(node, ctx))
+
+
+def _fix(node: ast.Call, ctx: FileContext):  # type: ignore[no-untyped-def]
+    add = add_keyword(ctx.source, node, "weights_only=True")
+    # Unsafe: a checkpoint holding whole objects (not tensors and containers) stops loading.
+    return make_fix("Pass `weights_only=True`", [add], UNSAFE) if add is not None else None

@@ -1,0 +1,3 @@
+from torch import load as tload
+
+ckpt = tload("x.ckpt", weights_only=True)  # expect: TL601

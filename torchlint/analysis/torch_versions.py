@@ -1,0 +1,60 @@
+"""The `torch-version` setting (the oldest torch the linted code must run on) and the
+table of deprecated torch APIs that TL901 reads (torchlint/data/deprecated_api.toml)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from torchlint.rules.base import Option
+
+TABLE_PATH = Path(__file__).resolve().parent.parent / "data" / "deprecated_api.toml"
+
+# Every rule that reads the setting declares this option; config.py fills it from the
+# top-level `torch-version` key (or `--torch-version`).
+TORCH_VERSION_OPTION = Option(str, "2.4", "The oldest torch the code must run on (MAJOR.MINOR); set it with "
+                                          "the top-level `torch-version` key or `--torch-version`.")
+
+
+def parse(version: str) -> tuple[int, int]:
+    """"2.4" -> (2, 4); a malformed value (config validation rejects those) reads as 0.0."""
+    try:
+        major, minor = version.split(".")[:2]
+        return int(major), int(minor)
+    except ValueError:
+        return 0, 0
+
+
+def at_least(setting: str, version: str) -> bool:
+    return parse(setting) >= parse(version)
+
+
+@dataclass(frozen=True)
+class DeprecatedApi:
+    name: str
+    deprecated: str
+    removed: str
+    on_current: str
+    use: str
+    fix: str
+    why: str
+    source: str
+
+    @property
+    def short(self) -> str:
+        return self.name.rsplit(".", 1)[1]
+
+
+@lru_cache(maxsize=1)
+def deprecated_apis() -> dict[str, DeprecatedApi]:
+    with open(TABLE_PATH, "rb") as fh:
+        rows: list[dict[str, Any]] = tomllib.load(fh)["symbol"]
+    return {row["name"]: DeprecatedApi(**row) for row in rows}

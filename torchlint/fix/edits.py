@@ -1,0 +1,145 @@
+"""A fix is a list of text edits plus an applicability, shaped like ruff's JSON `fix`:
+`{"applicability": "safe"|"unsafe", "message": ..., "edits": [{"content", "location",
+"end_location"}]}` with 1-based rows and 1-based code-point columns (end exclusive).
+Rules build fixes from AST nodes with the helpers here; nothing here imports LibCST."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from torchlint.source import SourceFile
+
+SAFE, UNSAFE = "safe", "unsafe"
+APPLICABILITIES = (SAFE, UNSAFE)
+
+# ast numbers lines by \n, \r\n and \r only (str.splitlines also splits on \f, \v, ...).
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def ast_lines(text: str) -> list[str]:
+    """The physical lines of `text` as the parser counts them, without their breaks."""
+    return _LINE_BREAK.split(text)
+
+
+def _lines_of(source: "SourceFile") -> list[str]:
+    lines = getattr(source, "_ast_lines", None)
+    if lines is None:
+        lines = ast_lines(source.text)
+        source._ast_lines = lines  # type: ignore[attr-defined]  # cached for the file's other fixes
+    return lines
+
+
+def _column(source: "SourceFile", row: int, byte_offset: int) -> int:
+    lines = _lines_of(source)
+    line = lines[row - 1] if 0 < row <= len(lines) else ""
+    if line.isascii():
+        return byte_offset + 1
+    return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace")) + 1
+
+
+def start_of(source: "SourceFile", node: ast.AST) -> tuple[int, int]:
+    return node.lineno, _column(source, node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+
+def end_of(source: "SourceFile", node: ast.AST) -> tuple[int, int]:
+    row = node.end_lineno  # type: ignore[attr-defined]
+    return row, _column(source, row, node.end_col_offset)  # type: ignore[attr-defined]
+
+
+def edit(start: tuple[int, int], end: tuple[int, int], content: str) -> dict[str, Any]:
+    return {"content": content, "location": {"row": start[0], "column": start[1]},
+            "end_location": {"row": end[0], "column": end[1]}}
+
+
+def replace(source: "SourceFile", node: ast.AST, content: str) -> dict[str, Any]:
+    return edit(start_of(source, node), end_of(source, node), content)
+
+
+def insert_at(position: tuple[int, int], content: str) -> dict[str, Any]:
+    return edit(position, position, content)
+
+
+def text_of(source: "SourceFile", node: ast.AST) -> str:
+    """The node's exact source text (comments and formatting inside it included)."""
+    segment = ast.get_source_segment(source.text, node)
+    return segment if segment is not None else ast.unparse(node)
+
+
+def make_fix(message: str, edits: list[dict[str, Any]], applicability: str = SAFE) -> dict[str, Any]:
+    assert applicability in APPLICABILITIES
+    return {"applicability": applicability, "message": message, "edits": edits}
+
+
+def add_keyword(source: "SourceFile", call: ast.Call, text: str) -> Optional[dict[str, Any]]:
+    """An edit appending `text` (`name=value`) as the call's last argument; None when the
+    call ends in a way we do not rewrite (`**kwargs`)."""
+    if any(kw.arg is None for kw in call.keywords):
+        return None
+    args: list[ast.AST] = [*call.args, *call.keywords]
+    end_row, end_col = end_of(source, call)
+    closing = (end_row, end_col - 1)  # the call's own `)`
+    if not args:
+        return insert_at(closing, text)
+    last = max(args, key=lambda a: (a.end_lineno, a.end_col_offset))  # type: ignore[attr-defined]
+    last_end = end_of(source, last)
+    between = _slice(source, last_end, closing)
+    if between is None:
+        return None
+    # Only whitespace, comments, commas and the closing parentheses of a parenthesised
+    # last argument (`f(((a, b)))`) can sit between the last argument and the call's `)`.
+    marks = [ch for line in between.split("\n") for ch in line.split("#", 1)[0] if ch in ",)"]
+    if not marks:
+        return insert_at(last_end, ", " + text)
+    if marks == [","]:  # a trailing comma: `f(a,\n)` -> `f(a, text,\n)`
+        comma = between.index(",")
+        return insert_at(_advance(last_end, between[:comma + 1]), " " + text + ",")
+    return insert_at(closing, (" " if marks[-1] == "," else ", ") + text)
+
+
+def _slice(source: "SourceFile", start: tuple[int, int], end: tuple[int, int]) -> Optional[str]:
+    lines = _lines_of(source)
+    if start > end or end[0] > len(lines):
+        return None
+    if start[0] == end[0]:
+        return lines[start[0] - 1][start[1] - 1:end[1] - 1]
+    parts = [lines[start[0] - 1][start[1] - 1:]]
+    parts.extend(lines[start[0]:end[0] - 1])
+    parts.append(lines[end[0] - 1][:end[1] - 1])
+    return "\n".join(parts)
+
+
+def _advance(position: tuple[int, int], text: str) -> tuple[int, int]:
+    row, col = position
+    for ch in text:
+        if ch == "\n":
+            row, col = row + 1, 1
+        else:
+            col += 1
+    return row, col
+
+
+def module_alias(aliases: dict[str, str], module: str) -> Optional[str]:
+    """The local name that `module` (`torch`, `torch.nn`) is imported under, if any; a fix
+    spells new names through it (`T.float32` after `import torch as T`)."""
+    for local, qualified in aliases.items():
+        if qualified == module:
+            return local
+    if "." in module:
+        parent, _, last = module.rpartition(".")
+        base = module_alias(aliases, parent)
+        return f"{base}.{last}" if base else None
+    return None
+
+
+def has_comment(text: str) -> bool:
+    """A `#` outside string literals: replacing such text would lose a comment."""
+    import io
+    import tokenize
+
+    try:
+        return any(tok.type == tokenize.COMMENT for tok in tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return "#" in text

@@ -1,0 +1,44 @@
+"""TL903: torch.utils.checkpoint without an explicit `use_reentrant=`."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis.torch_versions import TORCH_VERSION_OPTION, at_least
+from torchlint.checker import FileContext
+from torchlint.fix.edits import UNSAFE, add_keyword, make_fix
+from torchlint.rules.base import Rule, has_star_kwargs, keyword
+
+_CHECKPOINTS = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential")
+
+
+class CheckpointWithoutUseReentrant(Rule):
+    code = "TL903"
+    name = "checkpoint-without-use-reentrant"
+    summary = "torch.utils.checkpoint called without an explicit `use_reentrant=`"
+    severity = "warning"
+    tags = ("migration", "deprecation", "autograd")
+    precision = "very-high"
+    requires_text = ("checkpoint",)
+    options = {"torch-version": TORCH_VERSION_OPTION}
+    verify_note = ("checked once on torch 2.13: the call warns and runs the reentrant variant "
+                   "(tests/test_migrations.py repeats it when torch is installed)")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        func = node.func
+        last = func.attr if isinstance(func, ast.Attribute) else ctx.imports.aliases.get(func.id, "") \
+            if isinstance(func, ast.Name) else ""
+        if not last.endswith(("checkpoint", "checkpoint_sequential")):
+            return  # cheap test first: most calls are not to checkpoint
+        name = ctx.call_name(node)
+        if name not in _CHECKPOINTS or keyword(node, "use_reentrant") is not None or has_star_kwargs(node):
+            return
+        if not at_least(self.settings["torch-version"], "2.1"):
+            return  # use_reentrant=False (and the warning) are newer than the code's torch
+        short = name.rsplit(".", 1)[1]
+        add = add_keyword(ctx.source, node, "use_reentrant=False")
+        self.report(node, f"`{short}` without `use_reentrant=`: torch 2.13 warns and falls back to the "
+                          "reentrant variant (`use_reentrant=True`); its warning says this will become an "
+                          "error. Pass `use_reentrant=False` (recommended by torch) or `True` to keep "
+                          "today's behaviour",
+                    fix=make_fix("Pass `use_reentrant=False`", [add], UNSAFE) if add else None)

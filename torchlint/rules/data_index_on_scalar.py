@@ -1,0 +1,67 @@
+"""TL909: `loss.data[0]` on a 0-dim tensor: an IndexError since torch 0.5."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.checker import FileContext
+from torchlint.fix.edits import make_fix, replace, text_of
+from torchlint.rules.base import Rule, keyword, literal
+
+_REDUCTIONS = frozenset({"sum", "mean", "norm", "prod", "max", "min", "std", "var"})
+_LOSS_WORDS = ("loss", "criterion", "crit")
+
+
+def _scalar_source(value: ast.AST, ctx: FileContext) -> Optional[str]:
+    """Why `value` is a 0-dim tensor, or None when that is not certain."""
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    if isinstance(func, ast.Attribute) and func.attr in _REDUCTIONS and not value.args and not value.keywords:
+        return f"`.{func.attr}()` with no `dim`"
+    reduction = keyword(value, "reduction")
+    if reduction is not None and literal(reduction.value) == "none":
+        return None
+    if any(kw.arg in ("reduce", "size_average") for kw in value.keywords):
+        return None  # legacy flags may keep the per-element losses
+    name = ctx.call_name(value)
+    if name is not None and name.startswith("torch.nn.functional.") and (
+            name.endswith("_loss") or name.endswith("cross_entropy")):
+        return f"`{name.rsplit('.', 1)[1]}` with the default reduction"
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if any(word in called.lower() for word in _LOSS_WORDS):
+        return f"a loss (`{called}(...)`)"
+    return None
+
+
+class DataIndexOnScalar(Rule):
+    code = "TL909"
+    name = "data-index-on-scalar"
+    summary = "`loss.data[0]` on a 0-dim loss raises IndexError; use `loss.item()`"
+    severity = "error"
+    tags = ("migration", "correctness")
+    precision = "high"
+    requires_text = (".data[0]",)
+    verify_note = ("checked once on torch 2.13: indexing a 0-dim tensor's `.data` raises IndexError "
+                   "(tests/test_migrations.py repeats it when torch is installed)")
+
+    def visit_Subscript(self, node: ast.Subscript, ctx: FileContext) -> None:
+        data = node.value
+        if not (isinstance(data, ast.Attribute) and data.attr == "data" and isinstance(node.ctx, ast.Load)):
+            return
+        index = node.slice
+        if not (isinstance(index, ast.Constant) and index.value == 0 and type(index.value) is int):
+            return
+        owner = data.value
+        if isinstance(owner, ast.Name):
+            value = ctx.value_before(owner, node.lineno, module_fallback=True)
+            why = _scalar_source(value, ctx) if value is not None else None
+        else:
+            why = _scalar_source(owner, ctx)
+        if why is None:
+            return
+        text = text_of(ctx.source, owner)
+        self.report(node, f"`{text}` is 0-dim ({why}): `{text}.data[0]` raises `IndexError: invalid index of "
+                          f"a 0-dim tensor` since torch 0.5. Use `{text}.item()`",
+                    fix=make_fix(f"Use `{text}.item()`", [replace(ctx.source, node, f"{text}.item()")]))

@@ -1,0 +1,89 @@
+"""TL001: a `# noqa: TLxxx` that suppresses nothing (ruff's RUF100, for torchlint codes)."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from torchlint.checker import FileContext
+from torchlint.fix.edits import edit, make_fix
+from torchlint.rules.base import Rule
+from torchlint.source import ALL_CODES, _comment_part
+
+_DIRECTIVE = re.compile(r"#\s*noqa:\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*)", re.IGNORECASE)
+_SEPARATOR = re.compile(r"[,\s]+")
+_TL_CODE = re.compile(r"TL[0-9]{3}")
+
+
+class UnusedNoqa(Rule):
+    code = "TL001"
+    name = "unused-noqa"
+    summary = "Unused `noqa` directive: a torchlint code on a line where nothing is suppressed"
+    severity = "warning"
+    default_enabled = False  # like ruff's RUF100: opt in with --extend-select TL001
+    tags = ("maintainability",)
+    precision = "very-high"
+    requires_text = ("noqa", "NOQA", "Noqa")
+    runs_last = True
+    verify_note = "a statement about this file's comments, not about torch: nothing to run"
+
+    def end_file(self, ctx: FileContext) -> None:
+        from torchlint.rules.registry import RULES_BY_CODE
+
+        source = ctx.source
+        # Only codes enabled for this file are judged: a rule left out by --select or
+        # per-file-ignores might still need its noqa elsewhere.
+        judged = ctx.enabled_codes
+        for row, codes in sorted(source.noqa_rows().items()):
+            if codes is ALL_CODES:
+                continue  # a bare `# noqa` also silences other tools: not ours to judge
+            unused = [c for c in codes
+                      if _TL_CODE.fullmatch(c) and (c not in RULES_BY_CODE or c in judged)
+                      and (row, c) not in source.noqa_hits and c != self.code]
+            if unused:
+                self._report(ctx, row, sorted(unused), RULES_BY_CODE)
+
+    def _report(self, ctx: FileContext, row: int, unused: list[str], known: dict) -> None:
+        from torchlint.fix.edits import _lines_of
+
+        lines = _lines_of(ctx.source)
+        line = lines[row - 1] if row <= len(lines) else ""
+        comment = _comment_part(line)
+        match = _DIRECTIVE.search(comment) if comment else None
+        if comment is None or match is None:
+            return
+        offset = len(line) - len(comment)
+        start, end = offset + match.start(), offset + match.end()
+        unknown = [c for c in unused if c not in known]
+        what = ", ".join(f"`{c}`" for c in unused)
+        detail = " (no such rule)" if unknown and len(unknown) == len(unused) else ""
+        message = (f"Unused `noqa` directive: {what}{detail} {'suppresses' if len(unused) == 1 else 'suppress'} nothing on this line. "
+                   "Remove the unused code")
+        if ctx.source.is_suppressed(self.code, row):
+            return
+        self.ctx.findings.append(_finding(self, ctx, row, start, end, message,
+                                          _removal(row, line, comment, offset, match, set(unused))))
+
+
+def _removal(row: int, line: str, comment: str, offset: int, match: re.Match, unused: set[str]) -> dict:
+    codes = [c for c in _SEPARATOR.split(match.group("codes").strip()) if c]
+    keep = [c for c in codes if c.upper() not in unused]
+    if keep:
+        a, b = offset + match.start("codes"), offset + match.end("codes")
+        return make_fix("Remove the unused codes", [edit((row, a + 1), (row, b + 1), ", ".join(keep))])
+    start, end = offset + match.start(), offset + match.end()
+    rest = line[end:]
+    if rest.strip():  # `# noqa: TL101 because ...`: keep the rest of the comment
+        after = len(rest) - len(rest.lstrip())
+        # `# noqa: TL101  # other` -> `# other`; `# noqa: TL101 note` -> `# note`
+        keep = "" if rest.lstrip().startswith("#") else "# "
+        return make_fix("Remove the unused `noqa` directive", [edit((row, start + 1), (row, end + after + 1), keep)])
+    before = len(line[:start]) - len(line[:start].rstrip())
+    return make_fix("Remove the unused `noqa` directive", [edit((row, start - before + 1), (row, len(line) + 1), "")])
+
+
+def _finding(rule: Rule, ctx: FileContext, row: int, start: int, end: int, message: str, fix: Optional[dict]):  # type: ignore[no-untyped-def]
+    from torchlint.diagnostics import Finding
+
+    return Finding(code=rule.code, name=rule.name, message=message, path=ctx.source.path, row=row,
+                   col=start + 1, end_row=row, end_col=end + 1, severity=rule.severity, fix=fix)
