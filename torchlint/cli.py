@@ -349,7 +349,7 @@ def _fix_hint(findings: list[Finding], resolver: ConfigResolver, report) -> str:
         lines.append(f"Fixed {total} finding{'s' if total != 1 else ''}.")
     fixable = [f for f in findings if f.fix]
     if fixable and report is None:
-        safe = sum(1 for f in fixable if f.fix["applicability"] == "safe")  # type: ignore[index]
+        safe = sum(1 for f in fixable if f.fix and f.fix["applicability"] == "safe")
         unsafe = len(fixable) - safe
         if safe:
             lines.append(f"[*] {safe} fixable with the `--fix` option"

@@ -14,14 +14,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from torchlint.rules.base import Option
-
 TABLE_PATH = Path(__file__).resolve().parent.parent / "data" / "deprecated_api.toml"
 
-# Every rule that reads the setting declares this option; config.py fills it from the
-# top-level `torch-version` key (or `--torch-version`).
-TORCH_VERSION_OPTION = Option(str, "2.4", "The oldest torch the code must run on (MAJOR.MINOR); set it with "
-                                          "the top-level `torch-version` key or `--torch-version`.")
 
 
 def parse(version: str) -> tuple[int, int]:

@@ -31,6 +31,12 @@ class Option:
     item_type: Any = None  # for list options: the type of the items
 
 
+# Every rule that reads the `torch-version` setting declares this option; config.py fills it
+# from the top-level `torch-version` key (or `--torch-version`).
+TORCH_VERSION_OPTION = Option(str, "2.4", "The oldest torch the code must run on (MAJOR.MINOR); set it with "
+                                          "the top-level `torch-version` key or `--torch-version`.")
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]

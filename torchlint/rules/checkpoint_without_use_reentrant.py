@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.analysis.torch_versions import TORCH_VERSION_OPTION, at_least
+from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
 from torchlint.fix.edits import UNSAFE, add_keyword, make_fix
-from torchlint.rules.base import Rule, has_star_kwargs, keyword
+from torchlint.rules.base import Rule, TORCH_VERSION_OPTION, has_star_kwargs, keyword
 
 _CHECKPOINTS = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential")
 
@@ -37,8 +37,6 @@ class CheckpointWithoutUseReentrant(Rule):
             return  # use_reentrant=False (and the warning) are newer than the code's torch
         short = name.rsplit(".", 1)[1]
         add = add_keyword(ctx.source, node, "use_reentrant=False")
-        self.report(node, f"`{short}` without `use_reentrant=`: torch 2.13 warns and falls back to the "
-                          "reentrant variant (`use_reentrant=True`); its warning says this will become an "
-                          "error. Pass `use_reentrant=False` (recommended by torch) or `True` to keep "
-                          "today's behaviour",
+        self.report(node, f"`{short}` without `use_reentrant=` warns and runs the reentrant variant",
+                    help="Pass `use_reentrant=False` (recommended) or `True` to keep today's behaviour",
                     fix=make_fix("Pass `use_reentrant=False`", [add], UNSAFE) if add else None)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from torchlint.analysis.torch_versions import TORCH_VERSION_OPTION, at_least
+from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
 from torchlint.fix.edits import edit, end_of, make_fix, module_alias, replace, start_of
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Rule, TORCH_VERSION_OPTION
 
 # old name -> (new name, device, how the device is passed)
 _MOVED = {
@@ -40,8 +40,8 @@ class CudaAmpNamespace(Rule):
             return  # torch.amp.GradScaler appeared in 2.3 and the old names warn from 2.4
         new, device, how = _MOVED[name]
         spelled = f'{new}("{device}", ...)' if how == "first" else f'{new}(device_type="{device}")'
-        self.report(node, f"`{name}` is deprecated since torch 2.4 (torch 2.13 warns FutureWarning). "
-                          f"Use `{spelled}`", fix=_fix(node, call, new, device, how, ctx))
+        self.report(node, f"`{name}` is deprecated since torch 2.4 (2.13 warns FutureWarning)",
+                    help=f"Use `{spelled}`", fix=_fix(node, call, new, device, how, ctx))
 
     # Calls, and bare decorators (`@torch.cuda.amp.custom_fwd`): a handler on every Name and
     # Attribute node would cost more than the rule is worth.

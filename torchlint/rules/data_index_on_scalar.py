@@ -62,6 +62,9 @@ class DataIndexOnScalar(Rule):
         if why is None:
             return
         text = text_of(ctx.source, owner)
-        self.report(node, f"`{text}` is 0-dim ({why}): `{text}.data[0]` raises `IndexError: invalid index of "
-                          f"a 0-dim tensor` since torch 0.5. Use `{text}.item()`",
+        if len(text) <= 30:
+            message, help = f"`{text}.data[0]` raises IndexError: it is 0-dim ({why})", f"Use `{text}.item()`"
+        else:
+            message, help = f"`.data[0]` raises IndexError on this 0-dim tensor ({why})", "Use `.item()`"
+        self.report(node, message, help=help,
                     fix=make_fix(f"Use `{text}.item()`", [replace(ctx.source, node, f"{text}.item()")]))

@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from torchlint.analysis.torch_versions import TORCH_VERSION_OPTION, DeprecatedApi, at_least, deprecated_apis
+from torchlint.analysis.torch_versions import DeprecatedApi, at_least, deprecated_apis
 from torchlint.checker import FileContext
 from torchlint.fix.edits import add_keyword, make_fix, module_alias, replace
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Rule, TORCH_VERSION_OPTION
 
 _LAST_NAMES = frozenset(api.short for api in deprecated_apis().values())
 _UPSAMPLE_MODES = {"upsample-nearest": 'mode="nearest"', "upsample-bilinear": 'mode="bilinear", align_corners=True'}
@@ -69,13 +69,12 @@ class DeprecatedTorchApi(Rule):
         if not at_least(target, api.deprecated):
             return  # the code must still run on a torch from before the replacement
         if api.removed:
-            status = (f"was removed in torch {api.removed} (deprecated in {api.deprecated}); "
-                      f"on torch 2.13 calling it {api.on_current}")
+            status = f"was removed in torch {api.removed}: on 2.13 it {api.on_current}"
         else:
-            status = f"is deprecated since torch {api.deprecated} (torch 2.13: {api.on_current})"
-        why = f": {api.why}" if api.why else ""
+            status = f"is deprecated since torch {api.deprecated} (2.13: {api.on_current})"
+        why = f" ({api.why})" if api.why else ""
         use = " or ".join(f"`{part}`" for part in api.use.split(" or "))
-        self.report(node, f"`{name}` {status}. Use {use}{why}",
+        self.report(node, f"`{name}` {status}", help=f"Use {use}{why}",
                     severity="error" if api.removed else None, fix=_fix(node, api, ctx, call))
 
 

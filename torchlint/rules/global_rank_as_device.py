@@ -54,7 +54,5 @@ class GlobalRankAsDevice(Rule):
         index = self._device_index(node, ctx)
         if index is None or not self._is_global_rank(index, ctx):
             return
-        self.report(index, "`dist.get_rank()` is the rank across all nodes, not the GPU index on this machine: "
-                           "with one process per GPU, every node but the first gets ranks at or above its GPU "
-                           "count, which name GPUs that do not exist there. Use the local rank (the "
-                           "`LOCAL_RANK` environment variable that torchrun sets)")
+        self.report(index, "`dist.get_rank()` is the global rank, not this machine's GPU index: wrong past one node",
+                    help="Use the local rank (`LOCAL_RANK`, which torchrun sets)")

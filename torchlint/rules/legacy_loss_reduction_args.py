@@ -52,8 +52,8 @@ class LegacyLossReductionArgs(Rule):
                               literal(reduce.value) if reduce else None)
         spelled = f"`reduction='{value}'`" if value else "`reduction=` ('mean', 'sum' or 'none')"
         args = " and ".join(f"`{kw.arg}=`" for kw in found)
-        self.report(found[0], f"{args} {'are' if len(found) > 1 else 'is'} deprecated: torch 2.13 warns and "
-                              f"maps {'them' if len(found) > 1 else 'it'} to `reduction=`. Pass {spelled}",
+        self.report(found[0], f"{args} {'are' if len(found) > 1 else 'is'} deprecated (torch warns and maps "
+                              f"{'them' if len(found) > 1 else 'it'} to `reduction=`)", help=f"Pass {spelled}",
                     end_node=found[-1], fix=_fix(node, found, value, ctx))
 
 

@@ -49,9 +49,8 @@ class Log1pExpm1(Rule):
         # Fixed only when spelled through the module: a bare imported `log` has no `log1p` beside it.
         fix = make_fix("Use `torch.log1p`", [replace(ctx.source, node, new)]) \
             if isinstance(node.func, ast.Attribute) else None
-        self.report(node, "`torch.log(1 + x)` rounds `1 + x` first, losing every digit of a small `x` "
-                          "(float32: below about 6e-8 the result is 0). `torch.log1p(x)` is exact there",
-                    fix=fix)
+        self.report(node, "`torch.log(1 + x)` loses every digit of a small `x` (float32: 0 below ~6e-8)",
+                    help="Use `torch.log1p(x)`", fix=fix)
 
     def visit_BinOp(self, node: ast.BinOp, ctx: FileContext) -> None:
         if not isinstance(node.op, ast.Sub) or not _is_one(node.right):
@@ -62,6 +61,6 @@ class Log1pExpm1(Rule):
             return
         func = text_of(ctx.source, call.func)
         new = f"{func[:-3]}expm1({text_of(ctx.source, call.args[0])})"
-        self.report(node, "`torch.exp(x) - 1` cancels catastrophically for small `x` (float32: below "
-                          "about 6e-8 it is 0). `torch.expm1(x)` is exact there",
+        self.report(node, "`torch.exp(x) - 1` loses every digit of a small `x` (float32: 0 below ~6e-8)",
+                    help="Use `torch.expm1(x)`",
                     fix=make_fix("Use `torch.expm1`", [replace(ctx.source, node, new)]))

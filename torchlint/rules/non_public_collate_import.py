@@ -30,8 +30,8 @@ class NonPublicCollateImport(Rule):
         if not names:
             return
         listed = ", ".join(f"`{a.name}`" for a in names)
-        self.report(node, f"{listed} imported from the private `{_PRIVATE_MODULE}`, which may change without "
-                          f"notice. Import from `torch.utils.data`", fix=_import_fix(node, ctx))
+        self.report(node, f"{listed} imported from the private `{_PRIVATE_MODULE}`",
+                    help="Import from `torch.utils.data`", fix=_import_fix(node, ctx))
 
     def visit_Attribute(self, node: ast.Attribute, ctx: FileContext) -> None:
         if node.attr not in ("default_collate", "default_convert"):
@@ -42,7 +42,7 @@ class NonPublicCollateImport(Rule):
         public = _PUBLIC[name]
         alias = module_alias(ctx.imports.aliases, "torch.utils.data")
         fix = make_fix(f"Use `{public}`", [replace(ctx.source, node, f"{alias}.{node.attr}")]) if alias else None
-        self.report(node, f"`{name}` is private and may change without notice. Use `{public}`", fix=fix)
+        self.report(node, f"`{name}` is private", help=f"Use `{public}`", fix=fix)
 
 
 def _import_fix(node: ast.ImportFrom, ctx: FileContext) -> Optional[dict]:

@@ -29,7 +29,6 @@ class PackedSequenceUnpacking(Rule):
             if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) != 4 \
                     and not any(isinstance(e, ast.Starred) for e in target.elts):
                 short = name.rsplit(".", 1)[1]
-                self.report(target, f"`{short}` returns one PackedSequence, a named tuple of four fields "
-                                    f"(data, batch_sizes, sorted_indices, unsorted_indices): unpacking it into "
-                                    f"{len(target.elts)} names raises `ValueError`. Assign it to one name "
-                                    "(`pad_packed_sequence` is the one that returns `(padded, lengths)`)")
+                self.report(target, f"`{short}` returns a PackedSequence of 4 fields: unpacking it into "
+                                    f"{len(target.elts)} names raises ValueError",
+                            help="Assign it to one name; `pad_packed_sequence` returns `(padded, lengths)`")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from torchlint.rules.backward_under_no_grad import BackwardUnderNoGrad
 from torchlint.rules.base import SEVERITIES, Rule
+from torchlint.rules.codes import KNOWN_CODES
 from torchlint.rules.chained_conversion import ChainedConversion
 from torchlint.rules.checkpoint_without_use_reentrant import CheckpointWithoutUseReentrant
 from torchlint.rules.conflicting_sampler_options import ConflictingSamplerOptions
@@ -117,6 +118,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
 )
 
 RULES_BY_CODE: dict[str, type[Rule]] = {r.code: r for r in ALL_RULES}
+KNOWN_CODES.update(RULES_BY_CODE)
 RULES_BY_NAME: dict[str, type[Rule]] = {r.name: r for r in ALL_RULES}
 
 assert len(RULES_BY_CODE) == len(ALL_RULES), "duplicate rule code"

@@ -32,8 +32,8 @@ class TorchvisionPretrained(Rule):
         for kw in node.keywords:
             if kw.arg in _RENAMES:
                 new = _RENAMES[kw.arg]
-                self.report(kw, f"`{kw.arg}=` is deprecated since torchvision 0.13 (it warns and is mapped to "
-                                f"`{new}=`) and may be removed. Pass `{new}=` (a weights enum, \"DEFAULT\", or None)",
+                self.report(kw, f"`{kw.arg}=` is deprecated since torchvision 0.13",
+                            help=f"Pass `{new}=` (a weights enum, \"DEFAULT\", or None)",
                             fix=_fix(kw, new, ctx))
 
 

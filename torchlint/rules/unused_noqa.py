@@ -8,6 +8,7 @@ from typing import Optional
 from torchlint.checker import FileContext
 from torchlint.fix.edits import edit, make_fix
 from torchlint.rules.base import Rule
+from torchlint.rules.codes import KNOWN_CODES
 from torchlint.source import ALL_CODES, _comment_part
 
 _DIRECTIVE = re.compile(r"#\s*noqa:\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*)", re.IGNORECASE)
@@ -28,22 +29,20 @@ class UnusedNoqa(Rule):
     verify_note = "a statement about this file's comments, not about torch: nothing to run"
 
     def end_file(self, ctx: FileContext) -> None:
-        from torchlint.rules.registry import RULES_BY_CODE
-
         source = ctx.source
         # Only codes enabled for this file are judged: a rule left out by --select or
         # per-file-ignores might still need its noqa elsewhere.
         judged = ctx.enabled_codes
         for row, codes in sorted(source.noqa_rows().items()):
             if codes is ALL_CODES:
-                continue  # a bare `# noqa` also silences other tools: not ours to judge
+                continue  # a bare noqa directive also silences other tools: not ours to judge
             unused = [c for c in codes
-                      if _TL_CODE.fullmatch(c) and (c not in RULES_BY_CODE or c in judged)
+                      if _TL_CODE.fullmatch(c) and (c not in KNOWN_CODES or c in judged)
                       and (row, c) not in source.noqa_hits and c != self.code]
             if unused:
-                self._report(ctx, row, sorted(unused), RULES_BY_CODE)
+                self._report(ctx, row, sorted(unused), KNOWN_CODES)
 
-    def _report(self, ctx: FileContext, row: int, unused: list[str], known: dict) -> None:
+    def _report(self, ctx: FileContext, row: int, unused: list[str], known: set[str]) -> None:
         from torchlint.fix.edits import _lines_of
 
         lines = _lines_of(ctx.source)
@@ -57,8 +56,7 @@ class UnusedNoqa(Rule):
         unknown = [c for c in unused if c not in known]
         what = ", ".join(f"`{c}`" for c in unused)
         detail = " (no such rule)" if unknown and len(unknown) == len(unused) else ""
-        message = (f"Unused `noqa` directive: {what}{detail} {'suppresses' if len(unused) == 1 else 'suppress'} nothing on this line. "
-                   "Remove the unused code")
+        message = f"Unused `noqa` directive: {what}{detail}"
         if ctx.source.is_suppressed(self.code, row):
             return
         self.ctx.findings.append(_finding(self, ctx, row, start, end, message,
@@ -76,8 +74,9 @@ def _removal(row: int, line: str, comment: str, offset: int, match: re.Match, un
     if rest.strip():  # `# noqa: TL101 because ...`: keep the rest of the comment
         after = len(rest) - len(rest.lstrip())
         # `# noqa: TL101  # other` -> `# other`; `# noqa: TL101 note` -> `# note`
-        keep = "" if rest.lstrip().startswith("#") else "# "
-        return make_fix("Remove the unused `noqa` directive", [edit((row, start + 1), (row, end + after + 1), keep)])
+        remainder = "" if rest.lstrip().startswith("#") else "# "
+        return make_fix("Remove the unused `noqa` directive",
+                        [edit((row, start + 1), (row, end + after + 1), remainder)])
     before = len(line[:start]) - len(line[:start].rstrip())
     return make_fix("Remove the unused `noqa` directive", [edit((row, start - before + 1), (row, len(line) + 1), "")])
 
@@ -86,4 +85,5 @@ def _finding(rule: Rule, ctx: FileContext, row: int, start: int, end: int, messa
     from torchlint.diagnostics import Finding
 
     return Finding(code=rule.code, name=rule.name, message=message, path=ctx.source.path, row=row,
-                   col=start + 1, end_row=row, end_col=end + 1, severity=rule.severity, fix=fix)
+                   col=start + 1, end_row=row, end_col=end + 1, severity=rule.severity, fix=fix,
+                   help="Remove the unused code")

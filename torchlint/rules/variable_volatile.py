@@ -24,8 +24,8 @@ class VariableVolatile(Rule):
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         for kw in node.keywords:
             if kw.arg == "volatile" and ctx.call_name(node) in _VARIABLE:
-                effect = ("so a forward pass on it still records an autograd graph for the model's parameters "
-                          "and keeps activations alive" if literal(kw.value) is not False else "")
-                self.report(kw, "`volatile=` was removed in torch 0.4 and has no effect (torch 2.13 only warns)"
-                                + (f", {effect}" if effect else "")
-                                + ". Run inference under `with torch.no_grad():` (or `torch.inference_mode()`)")
+                if literal(kw.value) is False:
+                    self.report(kw, "`volatile=` has no effect since torch 0.4", help="Remove it")
+                else:
+                    self.report(kw, "`volatile=` has no effect since torch 0.4: a forward pass still builds a graph",
+                                help="Run inference under `with torch.no_grad():`")

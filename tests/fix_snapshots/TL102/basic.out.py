@@ -21,8 +21,6 @@ emb = nn.Parameter(torch.zeros(10, 4))
 with torch.no_grad():
     emb.copy_(pretrained)  # expect: TL102
 with torch.no_grad():
-    something.fill_(0)  # expect: TL102
-with torch.no_grad():
     layer.weight.uniform_(-0.1, 0.1)  # expect: TL102
 
 
@@ -32,6 +30,14 @@ def rescale(t: torch.Tensor) -> None:
 
 
 # --- near misses: must stay silent -------------------------------------------
+something.data.fill_(0)  # unknown receiver: may be any object with a `data` field
+for p in model.parameters():
+    p.grad.data.mul_(0.5)  # gradient buffers are never saved for backward
+    p.grad.data.zero_()
+    p.data.unsqueeze_(0)  # changes the shape only, no value a backward could read
+Sample = collections.namedtuple("Sample", "name data")
+sample = Sample("a", torch.zeros(2))
+sample.data.add_(1)  # a namedtuple field called data, not Tensor.data
 batch.data.append(x)  # a list, not Tensor.data
 result = p.data.clone()  # reading .data is not a write
 copy = w.data  # reading

@@ -17,3 +17,7 @@ y = x.detach().cpu().numpy()
 model = torch.nn.Linear(2, 2).float().cuda()  # a module, converted in place
 y = x.long().to(self.dtype)  # two dtype changes
 z = x.to(query.device, torch.float32)  # expect: TL203
+w = torch.ones(4).float().to(device)  # torch.ones is float32 already: `.float()` is a no-op
+feats = x.float()
+moved = feats.float().cuda()  # feats is float32: one copy
+net = (ckpt.get("ema") or ckpt["model"]).to(device).float()  # may be a module
