@@ -26,7 +26,7 @@ class CheckpointWithoutUseReentrant(Rule):
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func
-        last = func.attr if isinstance(func, ast.Attribute) else ctx.imports.aliases.get(func.id, "") \
+        last = func.attr if isinstance(func, ast.Attribute) else (ctx.qualname(func) or "") \
             if isinstance(func, ast.Name) else ""
         if not last.endswith(("checkpoint", "checkpoint_sequential")):
             return  # cheap test first: most calls are not to checkpoint

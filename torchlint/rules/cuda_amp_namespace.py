@@ -61,7 +61,7 @@ class CudaAmpNamespace(Rule):
 def _candidate(func: ast.AST, ctx: FileContext) -> bool:
     if isinstance(func, ast.Attribute):
         return func.attr in _LAST
-    return isinstance(func, ast.Name) and ctx.imports.aliases.get(func.id, "") in _MOVED
+    return isinstance(func, ast.Name) and ctx.qualname(func) in _MOVED
 
 
 def _fix(node: ast.AST, call: Optional[ast.Call], new: str, device: str, how: str, ctx: FileContext) -> Optional[dict]:

@@ -34,31 +34,10 @@ class DeprecatedTorchApi(Rule):
         if isinstance(func, ast.Attribute):
             if func.attr in _LAST_NAMES:
                 self._check(func, node, ctx)
-        elif isinstance(func, ast.Name) and (func.id in _LAST_NAMES or func.id in self._aliases(ctx)) \
-                and func.id not in self._rebound(ctx):
+        elif isinstance(func, ast.Name):
+            # The semantic model resolves a bare name through this scope's imports and
+            # bindings (`norm = nn.LayerNorm(d)` or a parameter called `solve` shadow imports).
             self._check(func, node, ctx)
-
-    def _aliases(self, ctx: FileContext) -> frozenset[str]:
-        """Local names imported from the table under another name (`norm as tnorm`)."""
-        aliases = ctx.imports.aliases
-        cached = self.__dict__.get("_alias_cache")
-        if cached is None or cached[0] != len(aliases):  # function-level imports add names
-            table = deprecated_apis()
-            cached = self._alias_cache = (len(aliases), frozenset(k for k, v in aliases.items() if v in table))
-        return cached[1]
-
-    def _rebound(self, ctx: FileContext) -> frozenset[str]:
-        """Names the enclosing scope (or the module) also binds (`norm = nn.LayerNorm(d)`
-        after `from torch import norm`, a parameter called `solve`): a bare use of those
-        may not be the import."""
-        cache: dict[int, frozenset[str]] = self.__dict__.setdefault("_rebound_by_scope", {})
-        names: frozenset[str] = frozenset()
-        for scope in {id(ctx.tree): ctx.tree, id(ctx.scope): ctx.scope}.values():
-            found = cache.get(id(scope))
-            if found is None:
-                found = cache[id(scope)] = _bound_names(scope)
-            names |= found
-        return names
 
     def _check(self, node: ast.AST, call: ast.Call, ctx: FileContext) -> None:
         name = ctx.qualname(node)
@@ -103,22 +82,3 @@ def _fix(node: ast.AST, api: DeprecatedApi, ctx: FileContext, call: ast.Call) ->
         return make_fix(f"Use `{api.use}`", [replace(ctx.source, node, f"{alias}.Upsample"), add])
     return None
 
-
-def _bound_names(scope: ast.AST) -> frozenset[str]:
-    """Names bound directly in a module or function (not in the functions it defines)."""
-    names: set[str] = set()
-    args = getattr(scope, "args", None)
-    if isinstance(args, ast.arguments):
-        names.update(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a)
-    stack = list(getattr(scope, "body", []))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-            continue
-        if isinstance(node, ast.Lambda):
-            continue
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        stack.extend(ast.iter_child_nodes(node))
-    return frozenset(names)
