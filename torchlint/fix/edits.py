@@ -62,10 +62,25 @@ def insert_at(position: tuple[int, int], content: str) -> dict[str, Any]:
     return edit(position, position, content)
 
 
+def _line_starts(source: "SourceFile") -> list[int]:
+    starts = getattr(source, "_line_starts", None)
+    if starts is None:
+        starts = [0] + [m.end() for m in _LINE_BREAK.finditer(source.text)]
+        source._line_starts = starts  # type: ignore[attr-defined]  # cached for the file's other fixes
+    return starts
+
+
 def text_of(source: "SourceFile", node: ast.AST) -> str:
-    """The node's exact source text (comments and formatting inside it included)."""
-    segment = ast.get_source_segment(source.text, node)
-    return segment if segment is not None else ast.unparse(node)
+    """The node's exact source text (comments, formatting and line endings inside it
+    included). Sliced from the text by cached line offsets: ast.get_source_segment splits
+    the whole file on every call, which made fix-carrying files quadratic."""
+    end_row = getattr(node, "end_lineno", None)
+    if end_row is None:
+        return ast.unparse(node)
+    starts = _line_starts(source)
+    begin = starts[node.lineno - 1] + _column(source, node.lineno, node.col_offset) - 1  # type: ignore[attr-defined]
+    end = starts[end_row - 1] + _column(source, end_row, node.end_col_offset) - 1  # type: ignore[attr-defined]
+    return source.text[begin:end]
 
 
 def make_fix(message: str, edits: list[dict[str, Any]], applicability: str = SAFE) -> dict[str, Any]:
