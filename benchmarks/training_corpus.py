@@ -338,15 +338,25 @@ def check_root(root: Path) -> list[Project]:
 
 # --------------------------------------------------------------------------- linting
 
-def lint(paths: list[Path], select: str | None) -> list[dict]:
-    """Run the torchlint CLI importable from this interpreter; return its JSON findings."""
-    selection = ["--select", select] if select else []
-    cmd = [sys.executable, "-m", "torchlint", "check", *selection, "--output-format", "json", "--no-cache",
-           "--isolated", "--no-respect-gitignore", "--jobs", "1", "--exit-zero", *map(str, paths)]
+def _torchlint(args: list[str]) -> str:
+    """Run the torchlint CLI importable from this interpreter (one job, no cache, and blind to
+    the projects' own pyproject.toml and .gitignore, so every branch sees the same files)."""
+    cmd = [sys.executable, "-m", "torchlint", "check", "--isolated", "--no-respect-gitignore", *args]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"torchlint exited {done.returncode}: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout)
+    return done.stdout
+
+
+def lint(paths: list[Path], select: str | None) -> list[dict]:
+    """Findings as JSON objects, with the default rules (select=None) or the given selection."""
+    selection = ["--select", select] if select else []
+    return json.loads(_torchlint([*selection, "--output-format", "json", "--no-cache", "--jobs", "1",
+                                  "--exit-zero", *map(str, paths)]))
+
+
+def linted_files(paths: list[Path]) -> set[Path]:
+    return {Path(line).resolve() for line in _torchlint(["--show-files", *map(str, paths)]).splitlines() if line}
 
 
 def project_of(filename: str, root: Path) -> str:
@@ -356,10 +366,14 @@ def project_of(filename: str, root: Path) -> str:
 def report(root: Path, per_project: bool, json_dir: Path | None) -> None:
     projects = check_root(root)
     dirs = [root / p.name for p in projects]
-    py_files = {p.name: sum(1 for _ in (root / p.name).rglob("*.py")) for p in projects}
-    notebooks = {p.name: sum(1 for _ in (root / p.name / NOTEBOOK_DIR).glob("*.py")) for p in projects}
-    print(f"{len(projects)} projects, {sum(py_files.values())} .py files "
-          f"({sum(notebooks.values())} converted from notebooks)\n")
+    linted = linted_files(dirs)
+    on_disk = {p.resolve() for d in dirs for p in d.rglob("*.py")}
+    py_files = Counter(project_of(str(p), root) for p in linted)
+    notebooks = sum(1 for p in linted if p.parent.name == NOTEBOOK_DIR)
+    print(f"{len(projects)} projects, {len(linted)} .py files linted ({notebooks} converted from notebooks)")
+    for skipped in sorted(on_disk - linted):  # torchlint's default excludes (`dist`, `build`, ...)
+        print(f"  not linted (default excludes): {skipped.relative_to(root.resolve())}")
+    print()
     runs = {"default": lint(dirs, None), "ALL": lint(dirs, "ALL")}
     if json_dir:
         json_dir.mkdir(parents=True, exist_ok=True)
