@@ -20,7 +20,9 @@ Layout under --root: `<project>/` holds exactly the linted subtree plus `.corpus
 (where it came from); notebooks are converted to `<project>/_nb/<path, / as __, other unsafe characters as _>.py`
 (code cells concatenated, IPython magics and shell escapes commented out) so the linter,
 which reads only .py, sees them. `report` runs the torchlint CLI found on sys.path (run it with
-PYTHONPATH=<worktree> to measure a branch) twice: default rules and --select ALL, one job.
+PYTHONPATH=<worktree> to measure a branch) twice: default rules and --select ALL, one job, on
+one copy of each notebook (`--notebooks converted`, the default, or `native` for a torchlint
+that reads .ipynb).
 """
 
 from __future__ import annotations
@@ -348,33 +350,42 @@ def _torchlint(args: list[str]) -> str:
     return done.stdout
 
 
-def lint(paths: list[Path], select: str | None) -> list[dict]:
+def notebook_exclusion(notebooks: str) -> list[str]:
+    """Each notebook is in the corpus twice (the .ipynb and its _nb/ conversion): lint one copy.
+    'converted' works with every torchlint (one without notebook support skips .ipynb anyway)."""
+    return ["--extend-exclude", "*.ipynb" if notebooks == "converted" else NOTEBOOK_DIR]
+
+
+def lint(paths: list[Path], select: str | None, notebooks: str) -> list[dict]:
     """Findings as JSON objects, with the default rules (select=None) or the given selection."""
     selection = ["--select", select] if select else []
-    return json.loads(_torchlint([*selection, "--output-format", "json", "--no-cache", "--jobs", "1",
-                                  "--exit-zero", *map(str, paths)]))
+    return json.loads(_torchlint([*selection, *notebook_exclusion(notebooks), "--output-format", "json",
+                                  "--no-cache", "--jobs", "1", "--exit-zero", *map(str, paths)]))
 
 
-def linted_files(paths: list[Path]) -> set[Path]:
-    return {Path(line).resolve() for line in _torchlint(["--show-files", *map(str, paths)]).splitlines() if line}
+def linted_files(paths: list[Path], notebooks: str) -> set[Path]:
+    listing = _torchlint(["--show-files", *notebook_exclusion(notebooks), *map(str, paths)])
+    return {Path(line).resolve() for line in listing.splitlines() if line}
 
 
 def project_of(filename: str, root: Path) -> str:
     return Path(filename).resolve().relative_to(root.resolve()).parts[0]
 
 
-def report(root: Path, per_project: bool, json_dir: Path | None) -> None:
+def report(root: Path, per_project: bool, json_dir: Path | None, notebooks: str) -> None:
     projects = check_root(root)
     dirs = [root / p.name for p in projects]
-    linted = linted_files(dirs)
-    on_disk = {p.resolve() for d in dirs for p in d.rglob("*.py")}
+    linted = linted_files(dirs, notebooks)
+    suffix = ".py" if notebooks == "converted" else (".py", ".ipynb")
+    on_disk = {p.resolve() for d in dirs for p in d.rglob("*") if p.name.endswith(suffix)
+               and (NOTEBOOK_DIR if notebooks == "native" else ".ipynb_checkpoints") not in p.parts}
     py_files = Counter(project_of(str(p), root) for p in linted)
-    notebooks = sum(1 for p in linted if p.parent.name == NOTEBOOK_DIR)
-    print(f"{len(projects)} projects, {len(linted)} .py files linted ({notebooks} converted from notebooks)")
+    from_notebooks = sum(1 for p in linted if p.parent.name == NOTEBOOK_DIR or p.suffix == ".ipynb")
+    print(f"{len(projects)} projects, {len(linted)} files linted ({from_notebooks} notebooks, {notebooks})")
     for skipped in sorted(on_disk - linted):  # torchlint's default excludes (`dist`, `build`, ...)
         print(f"  not linted (default excludes): {skipped.relative_to(root.resolve())}")
     print()
-    runs = {"default": lint(dirs, None), "ALL": lint(dirs, "ALL")}
+    runs = {"default": lint(dirs, None, notebooks), "ALL": lint(dirs, "ALL", notebooks)}
     if json_dir:
         json_dir.mkdir(parents=True, exist_ok=True)
         for label, findings in runs.items():
@@ -413,6 +424,8 @@ def main() -> None:
     rep.add_argument("--root", type=Path, required=True)
     rep.add_argument("--per-project", action="store_true")
     rep.add_argument("--json-dir", type=Path, help="also write the raw JSON findings here")
+    rep.add_argument("--notebooks", choices=("converted", "native"), default="converted",
+                     help="lint the _nb/ conversions (default; any torchlint) or the .ipynb files themselves")
     sub.add_parser("list", help="print the pinned projects")
     args = parser.parse_args()
     if args.command == "list":
@@ -422,7 +435,7 @@ def main() -> None:
         args.root.mkdir(parents=True, exist_ok=True)
         prepare(args.root, args.mirrors or args.root / "_mirrors", [n for n in args.only.split(",") if n])
     else:
-        report(args.root, args.per_project, args.json_dir)
+        report(args.root, args.per_project, args.json_dir, args.notebooks)
 
 
 if __name__ == "__main__":
