@@ -107,7 +107,7 @@ PROJECTS: tuple[Project, ...] = (
     # Library code only: tests/, docs/, dev/ and configs/ are not training code.
     _gh("detectron2", "facebookresearch/detectron2", "02b5c4e295e990042a714712c21dc79b731e8833",
         "detectron2", "tools", "projects", "demo"),
-    # mmengine's sdist does not prepare metadata without torch in its build env: use the wheel.
+    # pip fails on mmengine's sdist while getting its build requirements: use the wheel.
     Project("mmengine", PyPISource(
         "mmengine==0.10.7", "mmengine-0.10.7-py3-none-any.whl",
         "262ac976a925562f78cd5fd14dd1bc9b680ed0aa81f0d85b723ef782f99c54ee"), ("mmengine",)),
@@ -216,8 +216,8 @@ def _unpack_pypi(source: PyPISource, subdirs: tuple[str, ...], downloads: Path, 
     if not archive.is_file():
         downloads.mkdir(parents=True, exist_ok=True)
         binary = ["--only-binary", ":all:"] if source.filename.endswith(".whl") else ["--no-binary", ":all:"]
-        # --no-build-isolation: preparing an sdist's metadata then needs no build dependencies
-        # from the index (fairseq's build requires torch, which must never be pulled bare).
+        # --no-build-isolation: pip prepares the sdist's metadata with what is installed instead
+        # of installing its build dependencies (fairseq's fail to install, and include torch).
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-build-isolation", "-q",
                         *binary, "-d", str(downloads), source.requirement], check=True)
     digest = _sha256(archive)
