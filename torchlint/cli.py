@@ -496,8 +496,13 @@ def rule(code: Optional[str], show_all: bool, output_format: str) -> None:
     from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE, RULES_BY_NAME
 
     if show_all:
+        from torchlint.runtime.checks import RUNTIME_CHECKS
+
         rows = [{"code": r.code, "name": r.name, "default": "on" if r.default_enabled else "off",
                  "severity": r.severity, "summary": r.summary} for r in ALL_RULES]
+        # Runtime-only checks (reported by `torchlint run`) share the code space.
+        rows = sorted(rows + [{"code": c.code, "name": c.name, "default": "run", "severity": c.severity,
+                               "summary": c.summary} for c in RUNTIME_CHECKS], key=lambda row: row["code"])
         if output_format == "json":
             click.echo(json.dumps(rows, indent=2))
         else:
@@ -506,7 +511,10 @@ def rule(code: Optional[str], show_all: bool, output_format: str) -> None:
         return
     if not code:
         raise _fail("give a rule code (e.g. `torchlint rule TL101`) or --all")
-    found = RULES_BY_CODE.get(code.upper()) or RULES_BY_NAME.get(code)
+    from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE, RUNTIME_CHECKS_BY_NAME
+
+    found = (RULES_BY_CODE.get(code.upper()) or RULES_BY_NAME.get(code) or RUNTIME_CHECKS_BY_CODE.get(code.upper())
+             or RUNTIME_CHECKS_BY_NAME.get(code))
     if found is None:
         raise _fail(f"unknown rule {code!r}; `torchlint rule --all` lists them")
     doc = rule_doc(found.code)
@@ -528,6 +536,33 @@ def server() -> None:
     except ImportError as exc:
         raise _fail(f"the language server needs pygls ({exc}); install it with `pip install \"torchlint[lsp]\"`") from None
     serve()
+
+
+@main.command(short_help="Run a training command under runtime monitors; confirm findings.",
+              context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option("--max-steps", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Stop the program after this many optimizer steps (0: no limit).")
+@click.option("--timeout", type=click.FloatRange(min=0), default=600.0, show_default=True,
+              help="Stop the program after this many seconds (0: no limit).")
+@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file.")
+@click.option("--select", help="Rule codes or prefixes to report (static rules and runtime checks).")
+@click.option("--extend-select", help="Rule codes or prefixes to report in addition.")
+@click.option("--ignore", help="Rule codes or prefixes not to report.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="Use this config file.")
+@click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when something is confirmed.")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+def run(command: tuple[str, ...], max_steps: int, timeout: float, output_format: str, output_file: Optional[str],
+        select: Optional[str], extend_select: Optional[str], ignore: Optional[str], config_path: Optional[Path],
+        isolated: bool, exit_zero: bool, quiet: bool) -> None:
+    """Run COMMAND (e.g. `-- python train.py`) with runtime monitors, then report which findings
+    it confirmed. This runs your code, as pytest does."""
+    from torchlint.runtime.command import RunOptions, run_command
+
+    run_command(RunOptions(list(command), max_steps, timeout, output_format, output_file, select, extend_select,
+                           ignore, config_path, isolated, exit_zero, quiet))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,6 +27,8 @@ class Finding:
     help: Optional[str] = None
     fix: Optional[dict[str, Any]] = None
     verify: Optional[dict[str, Any]] = None
+    # `torchlint run`: what the program did at this line (verdict, evidence, hits).
+    runtime: Optional[dict[str, Any]] = None
     # Values a `--verify` probe needs (dtype of a cast, loss class, ...), taken from
     # the flagged code; never shown to the user as-is.
     probe_params: dict[str, Any] = field(default_factory=dict)

@@ -11,7 +11,7 @@ from torchlint.output.docs_url import rule_url
 
 
 def finding_dict(f: Finding) -> dict[str, Any]:
-    return {
+    out = {
         "cell": getattr(f, "cell", None),  # 1-based code-cell number in a notebook, like ruff
         "code": f.code,
         "name": f.name,
@@ -26,6 +26,9 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "noqa_row": f.row,
         "verify": f.verify,
     }
+    if f.runtime is not None:  # `torchlint run` only
+        out["runtime"] = f.runtime
+    return out
 
 
 def render(findings: list[Finding], sources: Any = None, **_: object) -> str:

@@ -24,6 +24,7 @@ from torchlint.docs import full_description, help_text, plain_text
 from torchlint.output.docs_url import INFORMATION_URI, rule_url, version
 from torchlint.project_root import relative_to_root
 from torchlint.rules.registry import RULES_BY_CODE
+from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -33,7 +34,7 @@ SRCROOT = "%SRCROOT%"
 
 
 def _rule_descriptor(code: str) -> dict[str, Any]:
-    rule = RULES_BY_CODE[code]
+    rule = RULES_BY_CODE.get(code) or RUNTIME_CHECKS_BY_CODE[code]
     text, markdown = help_text(rule)
     tags = list(rule.tags) or ["correctness"]
     properties: dict[str, Any] = {
@@ -122,6 +123,8 @@ def render(findings: list[Finding], sources: Optional[dict] = None, *,
             properties["cell"] = f.cell  # type: ignore[attr-defined]
         if f.verify:
             properties["verify"] = f.verify
+        if f.runtime:  # `torchlint run`
+            properties["runtime"] = f.runtime
         if properties:
             result["properties"] = properties
         results.append(result)

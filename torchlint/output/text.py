@@ -34,6 +34,13 @@ def verify_line(f: Finding) -> Optional[str]:
     return printable("verify: " + "; ".join(parts)) if parts else None
 
 
+def _runtime_line(f: Finding) -> Optional[str]:
+    r = f.runtime
+    if not r or r.get("evidence") == f.message:  # a runtime check's message is its evidence
+        return None
+    return f"runtime: {r['verdict']}: {printable(str(r['evidence']))}"
+
+
 def _frame(f: Finding, source: Optional[SourceFile], palette: Palette) -> list[str]:
     if source is None:
         return []
@@ -79,6 +86,9 @@ def render_full(findings: list[Finding], sources: dict[str, SourceFile], *, quie
         verified = verify_line(f)
         if verified:
             out.append(f"  {verified}")
+        observed = _runtime_line(f)
+        if observed:
+            out.append(f"  {observed}")
         out.append("")
     if quiet:  # findings only, like ruff -q
         return "\n".join(out) + "\n" if out else ""
@@ -88,7 +98,8 @@ def render_full(findings: list[Finding], sources: dict[str, SourceFile], *, quie
 
 def render_concise(findings: list[Finding], sources: dict[str, SourceFile], *, quiet: bool = False,
                    palette: Palette = PLAIN, **_: object) -> str:
-    out = [headline(f, palette) + (f" [{verify_line(f)}]" if f.verify else "") for f in findings]
+    out = [headline(f, palette) + (f" [{verify_line(f)}]" if f.verify else "") + (
+        f" [{_runtime_line(f)}]" if _runtime_line(f) else "") for f in findings]
     if not quiet:
         out.append(palette.summary(summary(findings), clean=not findings))
     if not out:

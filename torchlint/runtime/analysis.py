@@ -1,0 +1,463 @@
+"""From the monitors' events to findings: a runtime verdict for each static finding, and the
+runtime-only checks. Pure data processing; no torch."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional
+
+from torchlint.diagnostics import Finding
+from torchlint.files import display_path
+from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE
+
+CLASS_INDEX_LOSSES = ("cross_entropy", "nll_loss")
+
+Verdict = dict[str, Any]
+
+
+def load_events(directory: Path) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for path in sorted(directory.glob("events-*.jsonl")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:  # a line cut short by a kill
+                continue
+    return events
+
+
+@dataclass
+class Observation:
+    """Everything the monitors saw in one run, across all processes."""
+
+    events: list[dict[str, Any]]
+    by_kind: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    counts: dict[str, int] = field(default_factory=dict)
+    files: set[str] = field(default_factory=set)
+    processes: int = 0
+    steps: int = 0
+    budget_reached: bool = False
+    internal_errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        last_counts: dict[int, dict[str, Any]] = {}
+        for event in self.events:
+            kind = event.get("kind")
+            self.by_kind[kind].append(event)
+            if kind == "counts":
+                last_counts[event["pid"]] = event
+            elif kind == "process":
+                self.processes += 1
+            elif kind == "budget":
+                self.budget_reached = True
+            elif kind == "internal_error":
+                self.internal_errors.append(f"{event.get('where')}: {event.get('error')}")
+        for dump in last_counts.values():
+            for key, n in dump["counts"].items():
+                self.counts[key] = self.counts.get(key, 0) + n
+            self.files.update(dump.get("files") or [])
+            if dump.get("main"):
+                self.files.add(dump["main"])
+            self.steps = max(self.steps, dump.get("steps", 0))
+        for kind_events in self.by_kind.values():
+            for event in kind_events:
+                site = event.get("site")
+                if site:
+                    self.files.add(site[0])
+
+    def hits(self, kind: str, path: str, rows: tuple[int, int], fallback: int) -> int:
+        counted = sum(self.counts.get(f"{kind}@{path}:{row}", 0) for row in range(rows[0], rows[1] + 1))
+        return max(counted, fallback)
+
+
+def _at(site: Optional[list], path: str, rows: tuple[int, int]) -> bool:
+    return bool(site) and site[0] == path and rows[0] <= site[1] <= rows[1]
+
+
+def _where(site: Optional[list], cwd: Path) -> str:
+    return f"{display_path(Path(site[0]), cwd)}:{site[1]}" if site else "?"
+
+
+def _shape(desc: Optional[dict[str, Any]]) -> str:
+    return str(tuple(desc["shape"])) if desc else "?"
+
+
+def _verdict(verdict: str, evidence: str, hits: int) -> Verdict:
+    return {"verdict": verdict, "evidence": evidence, "hits": hits}
+
+
+def _not_reached(what: str) -> Verdict:
+    return _verdict("not-reached", what, 0)
+
+
+# -- static findings ----------------------------------------------------------------------
+
+def _tl101(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
+    calls = [e for e in obs.by_kind["backward"] if _at(e["site"], path, rows)]
+    hits = obs.hits("backward", path, rows, len(calls))
+    if not calls:
+        return _not_reached("no backward/grad call ran at this line")
+    for e in calls:
+        no_graph = not e.get("requires_grad") and not e.get("has_grad_fn")
+        if no_graph and (not e["grad_enabled"] or "does not require grad" in (e.get("error") or "")):
+            mode = "off" if not e["grad_enabled"] else "on"
+            outcome = f"{e['fn']} raised {e['error']}" if e.get("error") else f"{e['fn']} had nothing to differentiate"
+            return _verdict("confirmed", f"at step {e['step']}, grad mode was {mode} at the call and the tensor "
+                                         f"had no graph (requires_grad=False, grad_fn=None); {outcome}", hits)
+    modes = sorted({"on" if e["grad_enabled"] else "off" for e in calls})
+    return _verdict("not-observed", f"ran {hits} time(s); grad mode was {'/'.join(modes)} and the tensor had a "
+                                    "graph at every call", hits)
+
+
+def _tl102(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
+    writes = [e for e in obs.by_kind["data_write"] if _at(e["site"], path, rows)]
+    hits = obs.hits("data", path, rows, len(writes))
+    if not hits:
+        return _not_reached("no `.data` access ran at this line")
+    for e in writes:
+        if e.get("saved_by"):
+            what = f"`{e['name']}`" if e.get("name") else "a tensor"
+            tensor = e["tensor"]
+            return _verdict("confirmed", f"at step {e['step']}, `.data` of {what} {_shape(tensor)} {tensor['dtype']} "
+                                         f"was written after the forward at {_where(e['forward_site'], cwd)} and "
+                                         f"before the backward at {_where(e['backward_site'], cwd)}, while "
+                                         f"{e['saved_by']} held it for backward: the gradient used the new values",
+                            hits)
+    if writes:
+        return _verdict("not-observed", f"ran {hits} time(s); {len(writes)} write(s) fell between a forward and its "
+                                        "backward, but no autograd node had saved the written tensor", hits)
+    return _verdict("not-observed", f"ran {hits} time(s); no write happened while a forward awaited its backward",
+                    hits)
+
+
+def _loss_calls(obs: Observation, path: str, rows: tuple[int, int], functions: Iterable[str]) -> list[dict]:
+    """Loss calls at the flagged lines, else later calls in the same function (the label may be
+    cast a line or two before the loss)."""
+    calls = [e for e in obs.by_kind["loss"] if e["fn"] in functions]
+    here = [e for e in calls if _at(e["site"], path, rows) or _at(e.get("module_site"), path, rows)]
+    if here:
+        return here
+    return [e for e in calls if e["site"] and e["site"][0] == path and e["site"][3] <= rows[0] <= e["site"][4]
+            and e["site"][1] > rows[0]]
+
+
+def _is_float(desc: Optional[dict[str, Any]]) -> bool:
+    return bool(desc) and "float" in desc["dtype"]
+
+
+def _tl201(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
+    calls = _loss_calls(obs, path, rows, CLASS_INDEX_LOSSES)
+    if not calls:
+        return _not_reached("no cross_entropy/nll_loss call ran at or after this line in this function")
+    for e in calls:
+        if _is_float(e.get("target")):
+            target = e["target"]
+            head = (f"at step {e['step']}, the target reaching {e['fn']} at {_where(e['site'], cwd)} was "
+                    f"{target['dtype']} of shape {_shape(target)} (input {_shape(e['input'])})")
+            if e.get("error"):
+                return _verdict("confirmed", f"{head}: {e['error']}", len(calls))
+            if not e.get("class_index"):
+                sums = e.get("row_sums")
+                detail = f" (first rows sum to {sums})" if sums else ""
+                return _verdict("confirmed", f"{head}: read as class probabilities, not class indices{detail}",
+                                len(calls))
+    dtypes = sorted({e["target"]["dtype"] for e in calls if e.get("target")})
+    return _verdict("not-observed", f"ran {len(calls)} time(s); the target reaching the loss was "
+                                    f"{', '.join(dtypes) or 'not a tensor'}", len(calls))
+
+
+def _worker_groups(obs: Observation, match: Callable[[dict], bool]) -> list[list[dict]]:
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for e in obs.by_kind["worker_rng"]:
+        if match(e):
+            groups[e["loader"]].append(e)
+    return [sorted(g, key=lambda e: e["worker_id"]) for g in groups.values()]
+
+
+def _identical(group: list[dict], section: str) -> dict[str, list]:
+    """Streams every worker of the group drew identically."""
+    if len(group) < 2:
+        return {}
+    names = set.intersection(*(set(e[section]) for e in group))
+    return {n: group[0][section][n] for n in sorted(names)
+            if group[0][section][n] is not None and all(e[section][n] == group[0][section][n] for e in group)}
+
+
+def _tl301(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
+    groups = _worker_groups(obs, lambda e: _at(e["site"], path, rows))
+    if not groups:
+        return _not_reached("no DataLoader worker started from this line")
+    starts = sum(len(g) for g in groups)
+    for group in groups:
+        same = _identical(group, "streams")
+        if same:
+            name, draws = next(iter(same.items()))
+            return _verdict("confirmed", f"{len(group)} workers of this DataLoader drew identical first values "
+                                         f"from {name}: {draws}", starts)
+    group = max(groups, key=len)
+    if len(group) < 2:
+        return _verdict("not-observed", f"{starts} worker start(s), never two workers of one DataLoader", starts)
+    if not any(g[0]["streams"] for g in groups):
+        return _verdict("not-observed", f"{starts} worker start(s); the dataset ({group[0]['dataset']}) held no "
+                                        "RNG object", starts)
+    name = next(iter(group[0]["streams"]))
+    shown = "; ".join(f"worker {e['worker_id']}: {e['streams'].get(name)}" for e in group[:2])
+    return _verdict("not-observed", f"{starts} worker start(s); workers drew different values from {name} "
+                                    f"({shown})", starts)
+
+
+def _tl501(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
+    calls = [e for e in obs.by_kind["loss"] if _at(e["site"], path, rows) or _at(e.get("module_site"), path, rows)]
+    if not calls:
+        return _not_reached("the loss constructed or called here never ran")
+    mean_calls = [e for e in calls if e.get("reduction") == "mean" and e.get("counted") is not None]
+    distributed = [e for e in mean_calls if e.get("world", 1) > 1]
+    if not distributed:
+        return _verdict("not-observed", f"ran {len(calls)} time(s) in processes without a process group of more "
+                                        "than one rank, where the mean is the global mean", len(calls))
+    by_rank: dict[int, list[int]] = defaultdict(list)
+    for e in distributed:
+        by_rank[e["rank"]].append(e["counted"])
+    ranks = sorted(by_rank)
+    common = min(len(v) for v in by_rank.values())
+    for index in range(common):
+        counts = [by_rank[r][index] for r in ranks]
+        if len(set(counts)) > 1:
+            total, world = sum(counts), len(ranks)
+            parts = ", ".join(f"rank {r} counted {n}" for r, n in zip(ranks, counts))
+            errors = ", ".join(f"rank {r} {_weight_error(total, world, n)}" for r, n in zip(ranks, counts))
+            return _verdict("confirmed", f"call {index + 1}: {parts} (of {total}); DDP's mean of per-rank means "
+                                         f"weights each element, relative to the global mean, by: {errors}",
+                            len(calls))
+    sample = sorted({n for v in by_rank.values() for n in v})
+    return _verdict("not-observed", f"ran {len(distributed)} time(s) on {len(ranks)} ranks; every rank counted the "
+                                    f"same number of elements at each call ({', '.join(map(str, sample[:5]))})",
+                    len(calls))
+
+
+def _weight_error(total: int, world: int, count: int) -> str:
+    if count == 0:
+        return "no elements (its mean is NaN or 0)"
+    return f"{(total / (world * count) - 1) * 100:+.1f}%"
+
+
+STATIC_MONITORS: dict[str, Callable[[Observation, str, tuple[int, int], Path], Verdict]] = {
+    "TL101": _tl101, "TL102": _tl102, "TL201": _tl201, "TL301": _tl301, "TL501": _tl501,
+}
+
+
+def judge_static(findings: list[Finding], obs: Observation, cwd: Path) -> None:
+    """Attach a runtime verdict to each static finding (in place)."""
+    for f in findings:
+        monitor = STATIC_MONITORS.get(f.code)
+        if monitor is None:
+            f.runtime = _verdict("not-monitored", f"torchlint run has no runtime monitor for {f.code}", 0)
+            continue
+        path = os.path.realpath(cwd / f.path)
+        f.runtime = monitor(obs, path, (f.row, max(f.row, f.end_row)), cwd)
+
+
+# -- runtime-only checks ------------------------------------------------------------------
+
+@dataclass
+class RuntimeProblem:
+    code: str
+    site: Optional[list]
+    message: str
+
+
+def _dedupe(problems: list[RuntimeProblem]) -> list[RuntimeProblem]:
+    seen, out = set(), []
+    for p in problems:
+        key = (p.code, tuple(p.site[:2]) if p.site else None)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
+def _tl120(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
+    by_site: dict[tuple, list[dict]] = defaultdict(list)
+    for e in obs.by_kind["step"]:
+        by_site[(tuple(e["site"][:2]) if e["site"] else None, e["pid"])].append(e)
+    out = []
+    for steps in by_site.values():
+        never = set(steps[0]["dead"]).intersection(*(set(e["dead"]) for e in steps[1:]))
+        if never:
+            names = [n for n in steps[0]["dead"] if n in never]
+            shown = ", ".join(f"`{n}`" for n in names[:6]) + (", ..." if len(names) > 6 else "")
+            out.append(RuntimeProblem("TL120", steps[0]["site"],
+                                      f"{len(names)} of {steps[0]['total']} parameters that require grad received "
+                                      f"no gradient in any of the {len(steps)} {steps[0]['optimizer']} step(s): "
+                                      f"{shown}"))
+    return out
+
+
+def _tl121(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
+    out = []
+    for e in obs.by_kind["nonfinite"]:
+        if e["where"] == "activation":
+            what = f"`{e['name']}` ({e['module']})" if e.get("name") else e["module"]
+            origin = ("from finite inputs, so this layer produced it" if e["inputs_finite"]
+                      else "and its input already held NaN/Inf from code between layers")
+            message = (f"NaN/Inf first appeared at step {e['step']} in the output {_shape(e['output'])} of {what}, "
+                       f"{origin}")
+        elif e["where"] == "loss":
+            message = f"the loss was {e['value']} at step {e['step']} while every layer output was finite"
+        else:
+            message = (f"the gradient of `{e.get('name') or 'a parameter'}` {_shape(e['tensor'])} held NaN/Inf at "
+                       f"step {e['step']} while the loss and activations were finite")
+        out.append(RuntimeProblem("TL121", e["site"], message))
+    return out
+
+
+def _tl220(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
+    return [RuntimeProblem("TL220", e["site"], f"{e['module']}'s parameters are on {', '.join(e['params'])} but "
+                                               f"its input is on {', '.join(e['inputs'])}")
+            for e in obs.by_kind["device_mismatch"]]
+
+
+def _tl221(obs: Observation, cwd: Path, explained: set) -> list[RuntimeProblem]:
+    out = []
+    for e in obs.by_kind["loss"]:
+        site_key = tuple(e["site"][:2]) if e.get("site") else None
+        target = e.get("target")
+        if not target:
+            continue
+        if e["fn"] in CLASS_INDEX_LOSSES:
+            classes = e.get("classes")
+            low_high = e.get("label_range")
+            if e.get("class_index") and low_high and (low_high[0] < 0 or low_high[1] >= classes):
+                error = f": {e['error']}" if e.get("error") else ""
+                out.append(RuntimeProblem("TL221", e["site"],
+                                          f"labels reaching {e['fn']} range over [{low_high[0]}, {low_high[1]}] but "
+                                          f"the input has {classes} classes (valid: 0..{classes - 1} or "
+                                          f"ignore_index={e['ignore_index']}){error}"))
+            elif e.get("error") and e.get("class_index") and site_key not in explained:
+                out.append(RuntimeProblem("TL221", e["site"],
+                                          f"{e['fn']} cannot use {target['dtype']} labels of shape {_shape(target)} "
+                                          f"for input {_shape(e['input'])}: {e['error']}"))
+            elif not e.get("class_index") and _bad_probabilities(e):
+                low, high = e["prob_range"]
+                out.append(RuntimeProblem("TL221", e["site"],
+                                          f"{e['fn']} got a {target['dtype']} target shaped like the input, read as "
+                                          f"class probabilities, but its values range over [{low:g}, {high:g}]"))
+        elif e["fn"].startswith("binary_cross_entropy") and _bad_probabilities(e):
+            low, high = e["prob_range"]
+            out.append(RuntimeProblem("TL221", e["site"], f"{e['fn']} targets range over [{low:g}, {high:g}]; "
+                                                          "they must be probabilities in [0, 1]"))
+    return out
+
+
+def _bad_probabilities(e: dict[str, Any]) -> bool:
+    low_high = e.get("prob_range")
+    return bool(low_high) and (low_high[0] < 0 or low_high[1] > 1)
+
+
+def _tl222(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
+    out = []
+    for e in obs.by_kind["mixed_dtypes"]:
+        counts = ", ".join(f"{n} {d}" for d, n in sorted(e["dtypes"].items()))
+        examples = "; ".join(f"{d}: {', '.join(names)}" for d, names in sorted(e["examples"].items()))
+        out.append(RuntimeProblem("TL222", e["site"], f"{e['module']} has floating-point parameters of mixed dtypes "
+                                                      f"({counts}) at its first forward ({examples})"))
+    return out
+
+
+def _tl320(obs: Observation, cwd: Path, static_sites: set) -> list[RuntimeProblem]:
+    out = []
+    for group in _worker_groups(obs, lambda e: True):
+        same = dict(_identical(group, "global"))
+        site = group[0]["site"]
+        if site is None or (site[0], site[1]) not in static_sites:  # else TL301 reports the dataset's own RNGs
+            same.update(_identical(group, "streams"))
+        if same:
+            names = ", ".join(same)
+            first = next(iter(same.values()))
+            out.append(RuntimeProblem("TL320", site, f"{len(group)} DataLoader workers drew identical first values "
+                                                     f"from {names} (e.g. {first})"))
+    return out
+
+
+def _tl420(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
+    out = []
+    for e in obs.by_kind["loss"]:
+        value, classes = e.get("first_value"), e.get("classes")
+        if value is None or not classes or classes < 2 or e.get("weighted") or e.get("label_smoothing"):
+            continue
+        expected = math.log(classes)
+        if math.isfinite(value) and value > expected + max(1.0, 0.5 * expected):
+            out.append(RuntimeProblem("TL420", e["site"],
+                                      f"the first {e['fn']} loss, before any optimizer step, was {value:.4g} with "
+                                      f"{classes} classes; uniform predictions give log({classes}) = {expected:.4g}, "
+                                      "so the initial logits are far from uniform"))
+    return out
+
+
+def _tl520(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
+    by_site: dict[tuple, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for e in obs.by_kind["batch"]:
+        if e.get("world", 1) > 1 and e.get("site"):
+            by_site[tuple(e["site"][:2])][e["rank"]].append(e)
+    out = []
+    for ranks in by_site.values():
+        if len(ranks) < 2:
+            continue
+        common = min(len(v) for v in ranks.values())
+        identical = common > 0 and all(len({ranks[r][i]["hash"] for r in ranks}) == 1 for i in range(common))
+        if identical:
+            first = next(iter(ranks.values()))[0]
+            out.append(RuntimeProblem("TL520", first["site"],
+                                      f"all {len(ranks)} ranks fed {first['module']} identical batches in the "
+                                      f"{common} training forward(s) compared (input {_shape(first['input'])} "
+                                      f"{first['input']['dtype']})"))
+    return out
+
+
+def _tl720(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
+    return [RuntimeProblem("TL720", e["site"],
+                           f"backward ran through the forward of {e['module']} at {_where(e['forward_site'], cwd)}, "
+                           f"done in eval mode: its {', '.join(e['layers'])} layer(s) behaved as at evaluation")
+            for e in obs.by_kind["eval_backward"]]
+
+
+def runtime_problems(obs: Observation, static: list[Finding], cwd: Path) -> list[RuntimeProblem]:
+    confirmed_casts = {(os.path.realpath(cwd / f.path), f.row) for f in static
+                       if f.code == "TL201" and f.runtime and f.runtime["verdict"] == "confirmed"}
+    explained = {(e["site"][0], e["site"][1]) for e in obs.by_kind["loss"]
+                 if e.get("site") and any(p == e["site"][0] and e["site"][3] <= row <= e["site"][1]
+                                          for p, row in confirmed_casts)}
+    static_rng_sites = {(os.path.realpath(cwd / f.path), f.row) for f in static if f.code == "TL301"}
+    problems = (_tl120(obs, cwd) + _tl121(obs, cwd) + _tl220(obs, cwd) + _tl221(obs, cwd, explained)
+                + _tl222(obs, cwd) + _tl320(obs, cwd, static_rng_sites) + _tl420(obs, cwd) + _tl520(obs, cwd)
+                + _tl720(obs, cwd))
+    return _dedupe(problems)
+
+
+def problem_findings(problems: list[RuntimeProblem], cwd: Path) -> list[Finding]:
+    out = []
+    for p in problems:
+        check = RUNTIME_CHECKS_BY_CODE[p.code]
+        path, row = (p.site[0], p.site[1]) if p.site else ("<unknown>", 1)
+        line = _line(path, row)
+        col = len(line) - len(line.lstrip()) + 1
+        out.append(Finding(code=p.code, message=p.message, path=display_path(Path(path), cwd), row=row, col=col,
+                           end_row=row, end_col=max(col + 1, len(line.rstrip()) + 1), severity=check.severity,
+                           name=check.name, runtime=_verdict("confirmed", p.message, 1)))
+    return out
+
+
+def _line(path: str, row: int) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for number, text in enumerate(handle, 1):
+                if number == row:
+                    return text.rstrip("\n")
+    except OSError:
+        pass
+    return ""

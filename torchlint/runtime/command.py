@@ -1,0 +1,160 @@
+"""`torchlint run -- COMMAND`: run the user's program under the monitors, lint the files it
+executed, and report each static finding's runtime verdict plus the runtime-only checks."""
+
+from __future__ import annotations
+
+import shlex
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from torchlint.config import CliOverrides, ConfigError, ConfigResolver
+from torchlint.diagnostics import Finding
+from torchlint.linter import FileTask
+from torchlint.runtime.analysis import Observation, judge_static, load_events, problem_findings, runtime_problems
+from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE
+from torchlint.runtime.launcher import Outcome, program_env, run_program
+from torchlint.selection import SelectionError, validate_prefix
+
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class RunOptions:
+    command: list[str]
+    max_steps: int
+    timeout: float
+    output_format: str
+    output_file: Optional[str]
+    select: Optional[str]
+    extend_select: Optional[str]
+    ignore: Optional[str]
+    config_path: Optional[Path]
+    isolated: bool
+    exit_zero: bool
+    quiet: bool
+
+
+def _split(value: Optional[str], option: str) -> Optional[list[str]]:
+    """Selectors for static rules and runtime checks alike (`TL1` covers TL101 and TL120)."""
+    if value is None:
+        return None
+    out = []
+    for part in (p.strip().upper() for p in value.split(",")):
+        if not part:
+            continue
+        if part != "ALL" and not any(code.startswith(part) for code in RUNTIME_CHECKS_BY_CODE):
+            try:
+                validate_prefix(part)
+            except SelectionError as exc:
+                raise _fail(f"{option}: {exc}") from None
+        out.append(part)
+    return out
+
+
+def _static_only(selectors: Optional[list[str]]) -> Optional[list[str]]:
+    if selectors is None:
+        return None
+    out = []
+    for s in selectors:
+        try:
+            out.append(validate_prefix(s))
+        except SelectionError:  # a runtime-only code
+            continue
+    return out
+
+
+def _runtime_enabled(code: str, select: Optional[list[str]], extend: list[str], ignore: list[str]) -> bool:
+    def specificity(prefixes: list[str]) -> int:
+        return max((0 if p == "ALL" else len(p) for p in prefixes if p == "ALL" or code.startswith(p)), default=-1)
+
+    positive = specificity((select or []) + extend)
+    negative = specificity(ignore)
+    if positive < 0 and negative < 0:
+        return select is None
+    return positive > negative
+
+
+def _fail(message: str) -> click.exceptions.Exit:
+    click.echo(f"error: {message}", err=True)
+    return click.exceptions.Exit(2)
+
+
+def run_command(opts: RunOptions) -> None:
+    from torchlint import cli
+
+    select = _split(opts.select, "--select")
+    extend = _split(opts.extend_select, "--extend-select") or []
+    ignore = _split(opts.ignore, "--ignore") or []
+    overrides = CliOverrides(select=_static_only(select), extend_select=_static_only(extend) or [],
+                             ignore=_static_only(ignore) or [])
+    cwd = Path.cwd().resolve()
+    try:
+        resolver = ConfigResolver(overrides, config_path=opts.config_path, isolated=opts.isolated)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+
+    with tempfile.TemporaryDirectory(prefix="torchlint-run-") as events_dir:
+        outcome = run_program(opts.command, program_env(Path(events_dir), opts.max_steps), opts.timeout or None)
+        if outcome.start_error:
+            raise _fail(outcome.start_error)
+        obs = Observation(load_events(Path(events_dir)))
+
+    files = sorted(f for f in obs.files if f.endswith(".py") and Path(f).is_file())
+    try:
+        tasks, _ = cli._build_tasks(files, resolver, cwd, None, False) if files else ([], [])
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    results = cli._run(tasks, jobs=None, use_cache=True, cache_dir=None, resolver=resolver)
+    static, parse_errors, internal_errors = cli._collect(tasks, results)
+    judge_static(static, obs, cwd)
+    problems = [p for p in runtime_problems(obs, static, cwd) if _runtime_enabled(p.code, select, extend, ignore)]
+    findings = sorted(static + problem_findings(problems, cwd), key=Finding.sort_key)
+    framed = {t.display for t in tasks}
+    for path in sorted({f.path for f in findings} - framed):  # runtime findings outside the linted files
+        tasks.append(FileTask(path=str(cwd / path), display=path, codes=frozenset()))
+
+    text = cli._render(opts.output_format, findings, tasks, parse_errors, cwd, False, opts.quiet)
+    if opts.output_file:
+        try:
+            Path(opts.output_file).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise _fail(f"--output-file {opts.output_file}: {exc.strerror}") from None
+    elif text:
+        click.echo(text, nl=False)
+    if not opts.quiet:
+        click.echo(_status(opts, outcome, obs, cwd), err=True)
+    for error in obs.internal_errors:
+        click.echo(f"warning: torchlint run monitor: {error}", err=True)
+
+    confirmed = any(f.runtime and f.runtime["verdict"] == "confirmed" for f in findings)
+    if outcome.interrupted:
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
+    if confirmed and not opts.exit_zero:
+        raise click.exceptions.Exit(1)
+    if internal_errors or (outcome.returncode and not outcome.timed_out and not obs.budget_reached):
+        if outcome.returncode:
+            click.echo(f"error: the program exited with code {outcome.returncode}", err=True)
+        raise click.exceptions.Exit(2)
+
+
+def _status(opts: RunOptions, outcome: Outcome, obs: Observation, cwd: Path) -> str:
+    command = shlex.join(opts.command)
+    if outcome.interrupted:
+        how = "was interrupted"
+    elif outcome.timed_out:
+        how = f"was stopped at the --timeout of {opts.timeout:g} s"
+    elif obs.budget_reached:
+        how = f"was stopped after {obs.steps} optimizer step(s) (--max-steps {opts.max_steps})"
+    else:
+        how = f"exited with code {outcome.returncode} after {obs.steps} optimizer step(s)"
+    lines = [f"torchlint run: `{command}` {how} in {outcome.wall_seconds:.1f} s; "
+             f"{obs.processes} Python process(es) monitored, "
+             f"{len(obs.files)} file(s) of yours executed"]
+    if not obs.processes:
+        lines.append("warning: no Python process of the command loaded the monitors (a Python started with -I or "
+                     "-E ignores PYTHONPATH), so nothing could be confirmed")
+    return "\n".join(lines)

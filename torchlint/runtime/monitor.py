@@ -1,0 +1,780 @@
+"""Runtime monitors for `torchlint run` and `check_training_step`.
+
+This module is loaded by path inside the user's processes (see boot/sitecustomize.py), so it
+imports nothing from torchlint and only the standard library at import time. Torch hooks are
+installed when the program imports torch. Every hook observes: it records events and returns
+what the wrapped function returned, so the program computes exactly what it would without us.
+The one deliberate intervention is the `--max-steps` budget, which ends the process with
+SystemExit(0) after the N-th optimizer step.
+"""
+
+from __future__ import annotations
+
+import atexit
+import copy
+import functools
+import hashlib
+import inspect
+import json
+import math
+import os
+import random
+import site
+import sys
+import sysconfig
+import threading
+import weakref
+from typing import Any, Callable, Optional
+
+ENV_DIR = "TORCHLINT_RUNTIME_DIR"
+ENV_MAX_STEPS = "TORCHLINT_RUNTIME_MAX_STEPS"
+
+# Detailed events kept per (kind, site); later ones are only counted.
+EVENT_CAP = 200
+# Forwards per process whose first input is fingerprinted for the identical-batch check.
+BATCH_HASH_LIMIT = 8
+# Calls per loss site whose labels are range-checked (each check reads two scalars).
+LABEL_CHECK_LIMIT = 50
+DRAWS = 4
+
+CLASS_INDEX_LOSSES = ("cross_entropy", "nll_loss")
+MONITORED_LOSSES = CLASS_INDEX_LOSSES + ("binary_cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
+                                         "l1_loss", "smooth_l1_loss", "huber_loss")
+# Layers whose behaviour depends on train()/eval().
+MODE_DEPENDENT = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+                  "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d",
+                  "LazyBatchNorm2d", "LazyBatchNorm3d")
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # torchlint/
+
+
+def _excluded_prefixes() -> tuple[str, ...]:
+    paths = {_PACKAGE_DIR}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            paths.add(os.path.realpath(path))
+    try:
+        paths.update(os.path.realpath(p) for p in site.getsitepackages())
+    except AttributeError:  # some virtualenv versions
+        pass
+    return tuple(p.rstrip(os.sep) + os.sep for p in paths)
+
+
+class _UserCode:
+    """Which source files are the user's own (not the stdlib, site-packages or torchlint)."""
+
+    def __init__(self) -> None:
+        self.prefixes = _excluded_prefixes()
+        self._cache: dict[str, bool] = {}
+        self._last_lines: dict[Any, int] = {}
+
+    def add_excluded(self, directory: str) -> None:
+        self.prefixes = self.prefixes + (os.path.realpath(directory).rstrip(os.sep) + os.sep,)
+        self._cache.clear()
+
+    def is_user(self, filename: str) -> bool:
+        known = self._cache.get(filename)
+        if known is None:
+            known = not filename.startswith("<") and not os.path.realpath(filename).startswith(self.prefixes)
+            self._cache[filename] = known
+        return known
+
+    def site(self, depth: int = 2) -> Optional[list]:
+        """[file, line, function, first line, last line] of the innermost user frame."""
+        frame: Any = sys._getframe(depth)
+        while frame is not None:
+            code = frame.f_code
+            if self.is_user(code.co_filename):
+                return [os.path.realpath(code.co_filename), frame.f_lineno, code.co_name, code.co_firstlineno,
+                        self._last_line(code)]
+            frame = frame.f_back
+        return None
+
+    def _last_line(self, code: Any) -> int:
+        last = self._last_lines.get(code)
+        if last is None:
+            lines = [line for _, _, line in code.co_lines() if line] if hasattr(code, "co_lines") else []
+            last = max(lines, default=code.co_firstlineno)
+            self._last_lines[code] = last
+        return last
+
+    def files(self) -> list[str]:
+        out = set()
+        for module in list(sys.modules.values()):
+            path = getattr(module, "__file__", None)
+            if isinstance(path, str) and os.path.isabs(path) and path.endswith(".py") and self.is_user(path):
+                out.add(os.path.realpath(path))
+        return sorted(out)
+
+
+class FileSink:
+    """One JSON-lines file per process, flushed per event, so a crash or a kill loses nothing."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self._pid = -1
+        self._handle: Any = None
+        self._lock = threading.Lock()
+
+    def write(self, event: dict[str, Any]) -> None:
+        pid = os.getpid()
+        if pid != self._pid:  # a forked child starts its own file
+            self._pid, self._lock = pid, threading.Lock()
+            self._handle = open(os.path.join(self.directory, f"events-{pid}.jsonl"), "a", encoding="utf-8")
+        with self._lock:
+            self._handle.write(json.dumps(event, default=str) + "\n")
+            self._handle.flush()
+
+
+class ListSink:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def write(self, event: dict[str, Any]) -> None:
+        self.events.append(json.loads(json.dumps(event, default=str)))
+
+
+def _describe(tensor: Any) -> dict[str, Any]:
+    return {"shape": list(tensor.shape), "dtype": str(tensor.dtype), "device": str(tensor.device)}
+
+
+def _tensors(value: Any, depth: int = 0) -> list:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth < 2 and isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensors(item, depth + 1)]
+    if depth < 2 and isinstance(value, dict):
+        return [t for item in value.values() for t in _tensors(item, depth + 1)]
+    return []
+
+
+def _rounded(values: list) -> list:
+    return [round(float(v), 8) for v in values]
+
+
+class Monitor:
+    """Installs the hooks, keeps the per-process state, and writes events to a sink."""
+
+    def __init__(self, sink: Any, max_steps: int = 0) -> None:
+        self.sink = sink
+        self.max_steps = max_steps
+        self.user = _UserCode()
+        self.counts: dict[str, int] = {}
+        self.steps = 0
+        self.local = threading.local()
+        self.reported_nonfinite = False
+        self.pending_roots: list = []  # (module ref, site, training) of grad-enabled forwards since the last backward
+        self.pending_data: list = []  # `.data` accesses while a forward awaited its backward
+        self.roots: Any = None  # WeakSet of root modules seen
+        self.checked_modules: Any = None
+        self.batch_hashes = 0
+        self.first_loss_sites: set = set()
+        self._undo: list[Callable[[], None]] = []
+        self._torch_hook: Any = None
+        self._loader_sites: Any = None
+        self._loss_sites: Any = None  # loss module -> where the program constructed it
+        self._loader_iterations = 0
+        self.installed = False
+        self.script: Optional[str] = None
+
+    # -- events -------------------------------------------------------------------------
+
+    def record(self, kind: str, site: Optional[list], **data: Any) -> None:
+        key = f"{kind}@{site[0]}:{site[1]}" if site else kind
+        n = self.counts.get(key, 0) + 1
+        self.counts[key] = n
+        if n <= EVENT_CAP or data.get("always"):
+            self.sink.write({"kind": kind, "site": site, "pid": os.getpid(), "rank": self._rank(),
+                             "world": self._world(), "step": self.steps, **data})
+
+    def dump(self) -> None:
+        """Counters and the user files loaded so far (rewritten at each step and at exit)."""
+        self.sink.write({"kind": "counts", "pid": os.getpid(), "rank": self._rank(), "counts": dict(self.counts),
+                         "steps": self.steps, "files": self.user.files(), "main": self._main_file()})
+
+    def _main_file(self) -> Optional[str]:
+        # Python deletes __main__.__file__ when the script ends, before atexit: fall back to argv.
+        path = getattr(sys.modules.get("__main__"), "__file__", None) or self.script
+        return os.path.realpath(path) if isinstance(path, str) and self.user.is_user(path) else None
+
+    def _dist(self) -> Any:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return None
+        dist = getattr(torch, "distributed", None)
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return dist
+        return None
+
+    def _rank(self) -> int:
+        dist = self._dist()
+        if dist is not None:
+            return dist.get_rank()
+        return int(os.environ.get("RANK", "0") or 0)
+
+    def _world(self) -> int:
+        dist = self._dist()
+        return dist.get_world_size() if dist is not None else 1
+
+    # -- installation -------------------------------------------------------------------
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        self.installed = True
+        argv0 = sys.argv[0] if getattr(sys, "argv", None) else ""
+        self.script = os.path.abspath(argv0) if argv0.endswith(".py") and os.path.isfile(argv0) else None
+        self.sink.write({"kind": "process", "pid": os.getpid(), "ppid": os.getppid(), "argv": list(sys.argv),
+                         "rank": int(os.environ.get("RANK", "0") or 0)})
+        if "torch" in sys.modules and hasattr(sys.modules["torch"], "nn"):
+            self.install_torch()
+        else:
+            self._torch_hook = _TorchImportHook(self)
+            sys.meta_path.insert(0, self._torch_hook)
+
+    def uninstall(self) -> None:
+        if self._torch_hook in sys.meta_path:
+            sys.meta_path.remove(self._torch_hook)
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
+        self.installed = False
+
+    def _patch(self, owner: Any, name: str, replacement: Any) -> None:
+        had = name in vars(owner)
+        original = vars(owner).get(name)
+        setattr(owner, name, replacement)
+        self._undo.append(lambda: setattr(owner, name, original) if had else delattr(owner, name))
+
+    def install_torch(self) -> None:
+        import torch
+        import torch.nn.functional as F
+        from torch.nn.modules import module as module_mod
+        from torch.optim import optimizer as optim_mod
+        from torch.utils.data import dataloader as dataloader_mod
+
+        self.user.add_excluded(os.path.dirname(torch.__file__))
+        self.roots = weakref.WeakSet()
+        self.checked_modules = weakref.WeakSet()
+        self._loader_sites = weakref.WeakKeyDictionary()
+        self._loss_sites = weakref.WeakKeyDictionary()
+
+        self._patch(torch.Tensor, "backward", self._wrap_backward(torch.Tensor.backward))
+        self._patch(torch.autograd, "backward", self._wrap_backward(torch.autograd.backward))
+        self._patch(torch.autograd, "grad", self._wrap_backward(torch.autograd.grad))
+        self._patch_data_property(torch)
+        for name in MONITORED_LOSSES:
+            self._patch(F, name, self._wrap_loss(name, getattr(F, name)))
+
+        handles = [module_mod.register_module_forward_pre_hook(self._forward_pre_hook),
+                   module_mod.register_module_forward_hook(self._forward_hook, always_call=True),
+                   optim_mod.register_optimizer_step_pre_hook(self._step_pre_hook),
+                   optim_mod.register_optimizer_step_post_hook(self._step_post_hook)]
+        self._undo.extend(h.remove for h in handles)
+
+        loader_init = dataloader_mod.DataLoader.__init__
+        monitor = self
+
+        @functools.wraps(loader_init)
+        def init(loader: Any, *args: Any, **kwargs: Any) -> None:
+            loader_init(loader, *args, **kwargs)
+            site = monitor.user.site(2)
+            if site is not None:
+                monitor._loader_sites[loader] = site
+
+        self._patch(dataloader_mod.DataLoader, "__init__", init)
+        loss_init = torch.nn.modules.loss._Loss.__init__
+
+        @functools.wraps(loss_init)
+        def init_loss(module: Any, *args: Any, **kwargs: Any) -> None:
+            loss_init(module, *args, **kwargs)
+            site = monitor.user.site(2)
+            if site is not None:
+                monitor._loss_sites[module] = site
+
+        self._patch(torch.nn.modules.loss._Loss, "__init__", init_loss)
+        iter_init = dataloader_mod._MultiProcessingDataLoaderIter.__init__
+
+        @functools.wraps(iter_init)
+        def multi_init(iterator: Any, loader: Any) -> None:
+            original = loader.worker_init_fn
+            monitor._loader_iterations += 1
+            key = f"{os.getpid()}:{monitor._loader_iterations}"
+            probe = _WorkerProbe(original, monitor._loader_sites.get(loader), key, loader.num_workers)
+            loader.worker_init_fn = probe
+            try:
+                iter_init(iterator, loader)
+            finally:
+                loader.worker_init_fn = original
+
+        self._patch(dataloader_mod._MultiProcessingDataLoaderIter, "__init__", multi_init)
+
+    # -- autograd -----------------------------------------------------------------------
+
+    def _wrap_backward(self, original: Callable) -> Callable:
+        monitor = self
+
+        @functools.wraps(original)
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            if getattr(monitor.local, "in_backward", False):
+                return original(*args, **kwargs)
+            import torch
+
+            target = args[0] if args else (kwargs.get("tensors") or kwargs.get("outputs") or kwargs.get("self"))
+            if isinstance(target, (list, tuple)) and target:
+                target = target[0]
+            site = monitor.user.site(2)
+            event: dict[str, Any] = {"fn": original.__name__, "grad_enabled": torch.is_grad_enabled()}
+            if isinstance(target, torch.Tensor):
+                event.update(requires_grad=target.requires_grad, has_grad_fn=target.grad_fn is not None)
+                monitor._before_backward(target, site)
+            monitor.local.in_backward = True
+            try:
+                return original(*args, **kwargs)
+            except BaseException as exc:
+                event["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+                raise
+            finally:
+                monitor.local.in_backward = False
+                monitor.record("backward", site, **event)
+                monitor.pending_roots.clear()
+                monitor.pending_data.clear()
+
+        return backward
+
+    def _before_backward(self, loss: Any, site: Optional[list]) -> None:
+        import torch
+
+        if loss.numel() == 1 and loss.dtype.is_floating_point and not self.reported_nonfinite:
+            value = float(loss.detach())
+            if not math.isfinite(value):
+                self.reported_nonfinite = True
+                self.record("nonfinite", site, where="loss", value=str(value), always=True)
+        for ref, forward_site, training in self.pending_roots:
+            module = ref()
+            if module is None or training:
+                continue
+            layers = sorted({type(m).__name__ for m in module.modules() if type(m).__name__ in MODE_DEPENDENT})
+            if layers:
+                self.record("eval_backward", site, module=type(module).__name__, forward_site=forward_site,
+                            layers=layers)
+        written = [p for p in self.pending_data if p["assigned"] or p["alias"]._version > 0]
+        if not written:
+            return
+        saved = _saved_storages(loss) if loss.grad_fn is not None else {}
+        names = self._parameter_names()
+        for access in written:
+            tensor = access["ref"]()
+            storage = access["storage"]
+            self.record("data_write", access["site"], backward_site=site, forward_site=access["forward_site"],
+                        saved_by=saved.get(storage), tensor=access["desc"],
+                        name=names.get(id(tensor)) if tensor is not None else None, always=True)
+        del torch
+
+    def _patch_data_property(self, torch: Any) -> None:
+        descriptor = torch._C.TensorBase.__dict__["data"]
+        monitor = self
+
+        def get_data(tensor: Any) -> Any:
+            alias = descriptor.__get__(tensor)
+            frame = sys._getframe(1)
+            if monitor.user.is_user(frame.f_code.co_filename):
+                monitor._note_data_access(tensor, alias, assigned=False)
+            return alias
+
+        def set_data(tensor: Any, value: Any) -> None:
+            descriptor.__set__(tensor, value)
+            if monitor.user.is_user(sys._getframe(1).f_code.co_filename):
+                monitor._note_data_access(tensor, None, assigned=True)
+
+        self._patch(torch.Tensor, "data", property(get_data, set_data, doc=descriptor.__doc__))
+
+    def _note_data_access(self, tensor: Any, alias: Any, assigned: bool) -> None:
+        site = self.user.site(3)
+        key = f"data@{site[0]}:{site[1]}" if site else "data"
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if not tensor.requires_grad or not self.pending_roots or len(self.pending_data) > 10_000:
+            return
+        if assigned and self.pending_data and self.pending_data[-1]["ref"]() is tensor:
+            self.pending_data[-1]["assigned"] = True  # `p.data -= x`: the getter saw it first
+            return
+        self.pending_data.append({
+            "ref": weakref.ref(tensor), "alias": alias if alias is not None else tensor, "assigned": assigned,
+            "site": site, "storage": tensor.untyped_storage().data_ptr(), "desc": _describe(tensor),
+            "forward_site": self.pending_roots[-1][1],
+        })
+
+    def _parameter_names(self) -> dict[int, str]:
+        names: dict[int, str] = {}
+        for root in list(self.roots or ()):
+            for name, param in root.named_parameters():
+                names.setdefault(id(param), name)
+        return names
+
+    # -- modules ------------------------------------------------------------------------
+
+    def _depth(self) -> int:
+        return getattr(self.local, "depth", 0)
+
+    def _forward_pre_hook(self, module: Any, args: Any) -> None:
+        depth = self._depth()
+        self.local.depth = depth + 1
+        if depth:
+            return
+        import torch
+
+        self.roots.add(module)
+        site = self.user.site(2)
+        if torch.is_grad_enabled():
+            self.pending_roots.append((weakref.ref(module), site, module.training))
+        if module not in self.checked_modules:
+            self.checked_modules.add(module)
+            self._check_devices_and_dtypes(module, args, site)
+        if self.batch_hashes < BATCH_HASH_LIMIT and torch.is_grad_enabled() and module.training:
+            dist = self._dist()
+            inputs = _tensors(args)
+            if dist is not None and dist.get_world_size() > 1 and inputs:
+                self.batch_hashes += 1
+                self.record("batch", site, index=self.batch_hashes, hash=_fingerprint(inputs[0]),
+                            input=_describe(inputs[0]), module=type(module).__name__)
+
+    def _check_devices_and_dtypes(self, module: Any, args: Any, site: Optional[list]) -> None:
+        params = list(module.parameters())
+        if not params:
+            return
+        param_devices = sorted({str(p.device) for p in params})
+        input_devices = sorted({str(t.device) for t in _tensors(args)})
+        if input_devices and len(param_devices) == 1 and input_devices != param_devices:
+            self.record("device_mismatch", site, module=type(module).__name__, params=param_devices,
+                        inputs=input_devices, always=True)
+        dtypes: dict[str, int] = {}
+        for p in params:
+            if p.dtype.is_floating_point:
+                dtypes[str(p.dtype)] = dtypes.get(str(p.dtype), 0) + 1
+        if len(dtypes) > 1:
+            by_dtype: dict[str, list[str]] = {}
+            for name, p in module.named_parameters():
+                by_dtype.setdefault(str(p.dtype), []).append(name)
+            self.record("mixed_dtypes", site, module=type(module).__name__, dtypes=dtypes,
+                        examples={k: v[:3] for k, v in by_dtype.items()}, always=True)
+
+    def _forward_hook(self, module: Any, args: Any, output: Any) -> None:
+        self.local.depth = max(0, self._depth() - 1)
+        if self.reported_nonfinite:
+            return
+        import torch
+
+        for tensor in _tensors(output):
+            if tensor.dtype.is_floating_point and tensor.numel() and not bool(torch.isfinite(tensor).all()):
+                inputs_finite = all(bool(torch.isfinite(t).all()) for t in _tensors(args)
+                                    if t.dtype.is_floating_point)
+                self.reported_nonfinite = True
+                names = {id(m): n for root in list(self.roots) for n, m in root.named_modules()}
+                self.record("nonfinite", self.user.site(2), where="activation", module=type(module).__name__,
+                            name=names.get(id(module)), inputs_finite=inputs_finite, output=_describe(tensor),
+                            always=True)
+                return
+
+    # -- optimizers ---------------------------------------------------------------------
+
+    def _step_pre_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        import torch
+
+        site = self.user.site(2)
+        params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+        dead = [p for p in params if p.grad is None]
+        names = self._parameter_names() if dead else {}
+        self.record("step", site, optimizer=type(optimizer).__name__, total=len(params),
+                    dead=[names.get(id(p), f"<{type(optimizer).__name__} parameter of shape {tuple(p.shape)}>")
+                          for p in dead])
+        if not self.reported_nonfinite:
+            for p in params:
+                if p.grad is not None and p.grad.dtype.is_floating_point and not bool(torch.isfinite(p.grad).all()):
+                    self.reported_nonfinite = True
+                    names = names or self._parameter_names()
+                    self.record("nonfinite", site, where="gradient", name=names.get(id(p)), tensor=_describe(p),
+                                always=True)
+                    break
+
+    def _step_post_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self.steps += 1
+        self.dump()
+        if self.max_steps and self.steps >= self.max_steps and not getattr(self.local, "stopping", False):
+            self.local.stopping = True
+            self.sink.write({"kind": "budget", "pid": os.getpid(), "rank": self._rank(), "steps": self.steps})
+            raise SystemExit(0)
+
+    # -- losses -------------------------------------------------------------------------
+
+    def _wrap_loss(self, name: str, original: Callable) -> Callable:
+        signature = inspect.signature(original)
+        monitor = self
+
+        @functools.wraps(original)
+        def loss(*args: Any, **kwargs: Any) -> Any:
+            if getattr(monitor.local, "in_loss", False):
+                return original(*args, **kwargs)
+            try:
+                bound = signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                event = monitor._loss_event(name, bound.arguments, sys._getframe(1))
+            except Exception as exc:  # never break the program over a monitor problem
+                monitor.sink.write({"kind": "internal_error", "pid": os.getpid(), "where": name, "error": repr(exc)})
+                return original(*args, **kwargs)
+            monitor.local.in_loss = True
+            try:
+                result = original(*args, **kwargs)
+            except BaseException as exc:
+                event["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+                monitor.record("loss", event.pop("site"), always=True, **event)
+                raise
+            finally:
+                monitor.local.in_loss = False
+            site = event.pop("site")
+            key = (name, tuple(site[:2]) if site else None)
+            if (name == "cross_entropy" and monitor.steps == 0 and key not in monitor.first_loss_sites
+                    and event.get("class_index") and event["reduction"] == "mean" and result.numel() == 1):
+                monitor.first_loss_sites.add(key)
+                event["first_value"] = float(result.detach())
+            monitor.record("loss", site, **event)
+            return result
+
+        return loss
+
+    def _loss_event(self, name: str, arguments: dict[str, Any], caller: Any) -> dict[str, Any]:
+        import torch
+
+        inp, target = arguments.get("input"), arguments.get("target")
+        owner = caller.f_locals.get("self") if caller is not None else None
+        module_site = self._loss_sites.get(owner) if isinstance(owner, torch.nn.Module) else None
+        reduction = arguments.get("reduction", "mean")
+        if arguments.get("size_average") is not None or arguments.get("reduce") is not None:
+            from torch.nn import _reduction
+
+            reduction = _reduction.legacy_get_string(arguments.get("size_average"), arguments.get("reduce"))
+        event: dict[str, Any] = {"fn": name, "site": self.user.site(3), "module_site": module_site,
+                                 "module": type(owner).__name__ if isinstance(owner, torch.nn.Module) else None,
+                                 "reduction": reduction, "grad_enabled": torch.is_grad_enabled()}
+        if not isinstance(inp, torch.Tensor) or not isinstance(target, torch.Tensor):
+            return event
+        event.update(input=_describe(inp), target=_describe(target))
+        if name in CLASS_INDEX_LOSSES:
+            ignore_index = arguments.get("ignore_index", -100)
+            class_index = target.dim() == inp.dim() - 1
+            classes = inp.shape[1] if inp.dim() > 1 else inp.shape[0]
+            event.update(ignore_index=ignore_index, class_index=class_index, classes=classes,
+                         label_smoothing=arguments.get("label_smoothing", 0.0),
+                         weighted=arguments.get("weight") is not None)
+            key = f"labels@{event['site'][0]}:{event['site'][1]}" if event["site"] else "labels"
+            checked = self.counts.get(key, 0)
+            if class_index and not target.dtype.is_floating_point and target.numel():
+                counted = target != ignore_index
+                event["counted"] = int(counted.sum())
+                if checked < LABEL_CHECK_LIMIT:
+                    self.counts[key] = checked + 1
+                    kept = target[counted]
+                    if kept.numel():
+                        event["label_range"] = [int(kept.min()), int(kept.max())]
+            elif not class_index and target.dtype.is_floating_point and target.numel():
+                event["counted"] = target.numel() // max(1, classes)
+                if checked < LABEL_CHECK_LIMIT:
+                    self.counts[key] = checked + 1
+                    sums = target.detach().reshape(-1, classes).sum(dim=-1) if target.dim() == 2 else None
+                    event["prob_range"] = [float(target.min()), float(target.max())]
+                    if sums is not None:
+                        event["row_sums"] = _rounded(sums[:4].tolist())
+        else:
+            event["counted"] = inp.numel()
+            if name.startswith("binary_cross_entropy") and target.numel():
+                event["prob_range"] = [float(target.min()), float(target.max())]
+        return event
+
+    # -- DataLoader workers -------------------------------------------------------------
+
+    def record_worker_streams(self, probe: "_WorkerProbe", worker_id: int) -> None:
+        import torch
+        from torch.utils.data import get_worker_info
+
+        info = get_worker_info()
+        dataset = info.dataset if info is not None else None
+        streams: dict[str, Any] = {}
+        for label, rng in _dataset_rngs(dataset):
+            draws = _peek(rng)
+            if draws is not None:
+                streams[label] = draws
+        global_streams: dict[str, Any] = {"random": _peek(random.Random(0), state=random.getstate())}
+        np = sys.modules.get("numpy")
+        if np is not None:
+            legacy = np.random.RandomState()
+            legacy.set_state(np.random.get_state())
+            global_streams["numpy.random"] = _rounded(legacy.random_sample(DRAWS).tolist())
+        generator = torch.Generator()
+        generator.set_state(torch.get_rng_state())
+        global_streams["torch"] = _rounded(torch.rand(DRAWS, generator=generator).tolist())
+        self.sink.write({"kind": "worker_rng", "pid": os.getpid(), "site": probe.loader_site, "loader": probe.key,
+                         "worker_id": worker_id, "num_workers": probe.num_workers,
+                         "dataset": type(dataset).__name__, "streams": streams, "global": global_streams})
+
+
+def _saved_storages(loss: Any, limit: int = 10_000) -> dict[int, str]:
+    """Storage pointer -> autograd node name, for every tensor saved for this backward."""
+    import torch
+
+    out: dict[int, str] = {}
+    seen: set = set()
+    stack = [loss.grad_fn]
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        for attr in dir(node):
+            if not attr.startswith("_saved_"):
+                continue
+            try:
+                value = getattr(node, attr)
+            except Exception:  # freed or not a tensor
+                continue
+            for tensor in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(tensor, torch.Tensor):
+                    out.setdefault(tensor.untyped_storage().data_ptr(), type(node).__name__)
+        stack.extend(fn for fn, _ in node.next_functions)
+    return out
+
+
+def _fingerprint(tensor: Any) -> str:
+    data = tensor.detach().cpu().contiguous()
+    try:
+        raw = data.numpy().tobytes()
+    except Exception:  # dtypes numpy lacks (bfloat16) or no numpy
+        raw = repr(data.float().tolist()).encode()
+    return hashlib.sha1(raw + str(tuple(data.shape)).encode()).hexdigest()[:16]
+
+
+def _dataset_rngs(dataset: Any, prefix: str = "self", depth: int = 0) -> list:
+    found = []
+    attributes = getattr(dataset, "__dict__", None)
+    if not isinstance(attributes, dict):
+        return found
+    for name, value in attributes.items():
+        kind = _rng_kind(value)
+        if kind is not None:
+            found.append((f"{prefix}.{name} ({kind})", value))
+        elif depth < 1 and hasattr(value, "__getitem__") and hasattr(value, "__dict__") and not isinstance(value, type):
+            found.extend(_dataset_rngs(value, f"{prefix}.{name}", depth + 1))
+    return found
+
+
+def _rng_kind(value: Any) -> Optional[str]:
+    if isinstance(value, random.Random):
+        return "random.Random"
+    np = sys.modules.get("numpy")
+    if np is not None:
+        if isinstance(value, np.random.Generator):
+            return "numpy.random.Generator"
+        if isinstance(value, np.random.RandomState):
+            return "numpy.random.RandomState"
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Generator) and value.device.type == "cpu":
+        return "torch.Generator"
+    return None
+
+
+def _peek(rng: Any, state: Any = None) -> Optional[list]:
+    """The next draws of `rng`, taken from a copy so the program's own stream is untouched."""
+    if isinstance(rng, random.Random):
+        twin = random.Random(0)
+        twin.setstate(state if state is not None else rng.getstate())
+        return _rounded([twin.random() for _ in range(DRAWS)])
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(rng, torch.Generator):
+        twin = torch.Generator()
+        twin.set_state(rng.get_state())
+        return _rounded(torch.rand(DRAWS, generator=twin).tolist())
+    twin = copy.deepcopy(rng)
+    draw = getattr(twin, "random", None) or getattr(twin, "random_sample", None)
+    return _rounded(list(draw(DRAWS))) if draw is not None else None
+
+
+class _WorkerProbe:
+    """Stands in for the DataLoader's worker_init_fn: runs the user's, then records each worker's
+    first draws from copies of its RNGs. Picklable, for the spawn start method."""
+
+    def __init__(self, original: Optional[Callable], loader_site: Optional[list], key: str, num_workers: int) -> None:
+        self.original = original
+        self.loader_site = loader_site
+        self.key = key
+        self.num_workers = num_workers
+
+    def __call__(self, worker_id: int) -> None:
+        if self.original is not None:
+            self.original(worker_id)
+        monitor = current()
+        if monitor is None:
+            return
+        try:
+            monitor.record_worker_streams(self, worker_id)
+        except Exception as exc:
+            monitor.sink.write({"kind": "internal_error", "pid": os.getpid(), "where": "worker", "error": repr(exc)})
+
+
+class _TorchImportHook:
+    """A meta-path finder that installs the torch hooks right after `import torch` finishes."""
+
+    def __init__(self, monitor: Monitor) -> None:
+        self.monitor = monitor
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != "torch":
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader = spec.loader
+        original = loader.exec_module
+        monitor = self.monitor
+
+        def exec_module(module: Any) -> None:
+            original(module)
+            del loader.exec_module
+            try:
+                monitor.install_torch()
+            except Exception as exc:
+                monitor.sink.write({"kind": "internal_error", "pid": os.getpid(), "where": "install",
+                                    "error": repr(exc)})
+
+        loader.exec_module = exec_module
+        return spec
+
+    def find_module(self, *args: Any) -> None:  # Python < 3.4 protocol; never used
+        return None
+
+
+_CURRENT: Optional[Monitor] = None
+
+
+def current() -> Optional[Monitor]:
+    return _CURRENT
+
+
+def set_current(monitor: Optional[Monitor]) -> None:
+    global _CURRENT
+    _CURRENT = monitor
+
+
+def start_from_environment() -> Optional[Monitor]:
+    """Called by the sitecustomize `torchlint run` puts on PYTHONPATH."""
+    directory = os.environ.get(ENV_DIR)
+    if not directory or not os.path.isdir(directory):
+        return None
+    monitor = Monitor(FileSink(directory), max_steps=int(os.environ.get(ENV_MAX_STEPS, "0") or 0))
+    set_current(monitor)
+    monitor.install()
+    atexit.register(monitor.dump)
+    return monitor
