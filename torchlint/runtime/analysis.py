@@ -235,7 +235,7 @@ def _tl501(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
                                          f"weights each element, relative to the global mean, by: {errors}",
                             len(calls))
     sample = sorted({n for v in by_rank.values() for n in v})
-    return _verdict("not-observed", f"ran {len(distributed)} time(s) on {len(ranks)} ranks; every rank counted the "
+    return _verdict("not-observed", f"ran {len(distributed)} time(s) across {len(ranks)} ranks; every rank counted the "
                                     f"same number of elements at each call ({', '.join(map(str, sample[:5]))})",
                     len(calls))
 
