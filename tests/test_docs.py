@@ -8,10 +8,14 @@ import re
 import pytest
 
 from torchlint.docs import SECTIONS, doc_sections, docs_dir, rule_doc
-from torchlint.rules.registry import ALL_RULES
+from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE
+from torchlint.runtime.checks import RUNTIME_CHECKS
+
+# Static rules and the runtime-only checks of `torchlint run` share codes, docs and `torchlint rule`.
+EVERY_CODE = (*ALL_RULES, *RUNTIME_CHECKS)
 
 
-@pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
+@pytest.mark.parametrize("rule", EVERY_CODE, ids=lambda r: r.code)
 def test_doc_exists_with_all_sections(rule):
     path = docs_dir() / f"{rule.code}-{rule.name}.md"
     assert path.is_file(), f"missing {path.name}"
@@ -25,14 +29,16 @@ def test_doc_exists_with_all_sections(rule):
 
 
 def test_no_orphan_docs():
-    names = {f"{r.code}-{r.name}.md" for r in ALL_RULES}
+    names = {f"{r.code}-{r.name}.md" for r in EVERY_CODE}
     assert {p.name for p in docs_dir().glob("*.md")} == names
 
 
 def test_codes_are_tl_plus_three_digits():
-    for rule in ALL_RULES:
+    for rule in EVERY_CODE:
         assert re.fullmatch(r"TL\d{3}", rule.code)
         assert re.fullmatch(r"[a-z0-9-]+", rule.name)
+    assert len({r.code for r in EVERY_CODE}) == len(EVERY_CODE), "a runtime check reuses a static rule's code"
+    assert len({r.name for r in EVERY_CODE}) == len(EVERY_CODE), "a runtime check reuses a static rule's name"
 
 
 def test_rule_command(run_cli):
@@ -41,15 +47,20 @@ def test_rule_command(run_cli):
     code, out, _ = run_cli("rule", "worker-rng-duplication", "--output-format", "json")
     assert json.loads(out)["code"] == "TL301"
     code, out, _ = run_cli("rule", "--all")
-    assert code == 0 and len(out.splitlines()) == len(ALL_RULES)
+    assert code == 0 and len(out.splitlines()) == len(EVERY_CODE)
     assert re.search(r"^TL101\s+backward-under-no-grad\s+on\s+error\s", out, re.M)
     rows = json.loads(run_cli("rule", "--all", "--output-format", "json")[1])
-    assert {r["code"] for r in rows} == {r.code for r in ALL_RULES}
+    assert {r["code"] for r in rows} == {r.code for r in EVERY_CODE}
+    assert [r["code"] for r in rows] == sorted(r["code"] for r in rows)
+    assert {r["code"] for r in rows if r["default"] == "run"} == {c.code for c in RUNTIME_CHECKS}
+    code, out, _ = run_cli("rule", "TL320")
+    assert code == 0 and out.startswith("# TL320 identical-worker-random-streams") and "## Use instead" in out
+    assert "TL320" not in RULES_BY_CODE  # a runtime check, not an AST rule: `check --select TL320` rejects it
     code, _, err = run_cli("rule", "TL999")
     assert code == 2 and "TL999" in err
 
 
 def test_readme_lists_every_rule():
     readme = (docs_dir().parent / "README.md").read_text(encoding="utf-8")
-    for rule in ALL_RULES:
+    for rule in EVERY_CODE:
         assert f"| [{rule.code}](rules_docs/{rule.code}-{rule.name}.md) | {rule.name} |" in readme, rule.code

@@ -303,8 +303,12 @@ def _tl121(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
     for e in obs.by_kind["nonfinite"]:
         if e["where"] == "activation":
             what = f"`{e['name']}` ({e['module']})" if e.get("name") else e["module"]
-            origin = ("from finite inputs, so this layer produced it" if e["inputs_finite"]
-                      else "and its input already held NaN/Inf from code between layers")
+            if e.get("bad_params"):
+                origin = f"whose own parameters {', '.join(e['bad_params'])} already held NaN/Inf"
+            elif e["inputs_finite"]:
+                origin = "from finite inputs and parameters, so this layer's computation produced it"
+            else:
+                origin = "and its input already held NaN/Inf from code between layers"
             message = (f"NaN/Inf first appeared at step {e['step']} in the output {_shape(e['output'])} of {what}, "
                        f"{origin}")
         elif e["where"] == "loss":

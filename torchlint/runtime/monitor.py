@@ -471,10 +471,13 @@ class Monitor:
             if tensor.dtype.is_floating_point and tensor.numel() and not bool(torch.isfinite(tensor).all()):
                 inputs_finite = all(bool(torch.isfinite(t).all()) for t in _tensors(args)
                                     if t.dtype.is_floating_point)
+                bad_params = [n for n, p in module.named_parameters(recurse=False)
+                              if p.dtype.is_floating_point and not bool(torch.isfinite(p).all())]
                 self.reported_nonfinite = True
                 names = {id(m): n for root in list(self.roots) for n, m in root.named_modules()}
                 self.record("nonfinite", self.user.site(2), where="activation", module=type(module).__name__,
                             name=names.get(id(module)), inputs_finite=inputs_finite, output=_describe(tensor),
+                            bad_params=bad_params,
                             always=True)
                 return
 
