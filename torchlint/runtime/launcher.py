@@ -52,7 +52,9 @@ def run_program(command: list[str], env: dict[str, str], timeout: Optional[float
     signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         try:
-            proc = subprocess.Popen(command, env=env, start_new_session=True)
+            # The program's stdout goes to our stderr: stdout carries only the report, so
+            # `--output-format json` stays parseable.
+            proc = subprocess.Popen(command, env=env, start_new_session=True, stdout=_stderr_fd())
         except OSError as exc:
             outcome.start_error = f"cannot run {command[0]!r}: {exc.strerror or exc}"
             return outcome
@@ -70,6 +72,13 @@ def run_program(command: list[str], env: dict[str, str], timeout: Optional[float
         signal.signal(signal.SIGTERM, previous)
         outcome.wall_seconds = time.monotonic() - started
     return outcome
+
+
+def _stderr_fd() -> Optional[int]:
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured stream (tests): inherit stdout
+        return None
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
