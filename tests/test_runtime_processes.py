@@ -1,0 +1,131 @@
+"""No process the program started outlives `torchlint run`: after Ctrl-C (SIGINT), SIGTERM, a
+crash of the program, or the --timeout. The program here is plain Python (no torch), so the
+test is about process supervision alone: a plain child, a forked worker (as DataLoader and
+torchrun start them), a grandchild, and a child that detached into its own session."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+PROGRAM = textwrap.dedent("""
+    import multiprocessing
+    import os
+    import subprocess
+    import sys
+    import time
+
+
+    def worker():
+        time.sleep(300)
+
+
+    if __name__ == "__main__":
+        forked = multiprocessing.get_context("fork").Process(target=worker, daemon=True)  # as DataLoader workers
+        forked.start()
+        plain = subprocess.Popen(["sleep", "300"])
+        detached = subprocess.Popen(["sleep", "301"], start_new_session=True)
+        shell = subprocess.Popen(["sh", "-c", "sleep 302 & wait"])
+        time.sleep(0.5)  # let the shell start its own child
+        with open(sys.argv[1] + ".tmp", "w") as out:
+            out.write(" ".join(str(p) for p in (os.getpid(), forked.pid, plain.pid, detached.pid, shell.pid)))
+        os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+        if sys.argv[2] == "crash":
+            time.sleep(1)  # the test takes its census of processes meanwhile
+            raise RuntimeError("the training script crashed")
+        time.sleep(300)
+""")
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def descendants_of(pids: list[int]) -> set[int]:
+    """Every process whose parent chain reaches one of `pids` (the shell's `sleep`)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
+                    parents[int(entry)] = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    found, frontier = set(pids), set(pids)
+    while frontier:
+        frontier = {p for p, ppid in parents.items() if ppid in frontier} - found
+        found |= frontier
+    return found
+
+
+def start(tmp_path: Path, mode: str, *options: str) -> tuple[subprocess.Popen, set[int]]:
+    script = tmp_path / "spawner.py"
+    script.write_text(PROGRAM, encoding="utf-8")
+    pid_file = tmp_path / "pids"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    proc = subprocess.Popen([sys.executable, "-m", "torchlint", "run", *options, "--", sys.executable, str(script),
+                             str(pid_file), mode],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # so a signal reaches torchlint alone, as from a terminal
+    deadline = time.monotonic() + 60
+    while not pid_file.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"the program did not start: {proc.communicate()}")
+        time.sleep(0.05)
+    pids = [int(p) for p in pid_file.read_text().split()]
+    started = descendants_of(pids)
+    assert len(started) >= 6 and all(alive(p) for p in pids)
+    return proc, started
+
+
+def finish(proc: subprocess.Popen) -> tuple[int, str]:
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupt_stops_every_child(tmp_path, sig):
+    proc, started = start(tmp_path, "block")
+    os.kill(proc.pid, sig)
+    code, err = finish(proc)
+    assert code == 130, err
+    assert "was interrupted" in err
+    assert not [p for p in started if alive(p)]
+
+
+def test_crash_stops_every_child(tmp_path):
+    proc, started = start(tmp_path, "crash")
+    code, err = finish(proc)
+    assert code == 2 and "the training script crashed" in err
+    assert "error: the program exited with code 1" in err
+    assert not [p for p in started if alive(p)]
+
+
+def test_timeout_stops_every_child(tmp_path):
+    proc, started = start(tmp_path, "block", "--timeout", "3")
+    code, err = finish(proc)
+    assert code == 0, err
+    assert "was stopped at the --timeout of 3 s" in err
+    assert not [p for p in started if alive(p)]
