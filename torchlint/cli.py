@@ -541,7 +541,7 @@ def server() -> None:
 @main.command(short_help="Run a training command under runtime monitors; confirm findings.",
               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-@click.option("--max-steps", type=click.IntRange(min=0), default=5, show_default=True,
+@click.option("--max-steps", type=click.IntRange(min=0), default=50, show_default=True,
               help="Stop the program after this many optimizer steps (0: no limit).")
 @click.option("--timeout", type=click.FloatRange(min=0), default=600.0, show_default=True,
               help="Stop the program after this many seconds (0: no limit).")

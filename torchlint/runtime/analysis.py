@@ -215,11 +215,16 @@ def _tl501(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
     calls = [e for e in obs.by_kind["loss"] if _at(e["site"], path, rows) or _at(e.get("module_site"), path, rows)]
     if not calls:
         return _not_reached("the loss constructed or called here never ran")
-    mean_calls = [e for e in calls if e.get("reduction") == "mean" and e.get("counted") is not None]
-    distributed = [e for e in mean_calls if e.get("world", 1) > 1]
-    if not distributed:
+    ranked = [e for e in calls if e.get("world", 1) > 1]
+    if not ranked:
         return _verdict("not-observed", f"ran {len(calls)} time(s) in processes without a process group of more "
                                         "than one rank, where the mean is the global mean", len(calls))
+    distributed = [e for e in ranked if e.get("reduction") == "mean" and e.get("counted") is not None]
+    if not distributed:
+        errors = sorted({e["error"] for e in ranked if e.get("error")})
+        why = f"the loss raised ({errors[0]})" if errors else "no call had reduction='mean' with countable targets"
+        return _verdict("not-observed", f"ran {len(ranked)} time(s) on {max(e['world'] for e in ranked)} ranks, but "
+                                        f"{why}, so no per-rank counts could be compared", len(calls))
     by_rank: dict[int, list[int]] = defaultdict(list)
     for e in distributed:
         by_rank[e["rank"]].append(e["counted"])
@@ -251,8 +256,9 @@ STATIC_MONITORS: dict[str, Callable[[Observation, str, tuple[int, int], Path], V
 }
 
 
-def judge_static(findings: list[Finding], obs: Observation, cwd: Path) -> None:
-    """Attach a runtime verdict to each static finding (in place)."""
+def judge_static(findings: list[Finding], obs: Observation, cwd: Path, stopped_early: Optional[str] = None) -> None:
+    """Attach a runtime verdict to each static finding (in place). `stopped_early` says why the
+    program did not run to its end (budget, timeout), for findings it did not reach."""
     for f in findings:
         monitor = STATIC_MONITORS.get(f.code)
         if monitor is None:
@@ -260,6 +266,8 @@ def judge_static(findings: list[Finding], obs: Observation, cwd: Path) -> None:
             continue
         path = os.path.realpath(cwd / f.path)
         f.runtime = monitor(obs, path, (f.row, max(f.row, f.end_row)), cwd)
+        if f.runtime["verdict"] == "not-reached" and stopped_early:
+            f.runtime["evidence"] += f" ({stopped_early})"
 
 
 # -- runtime-only checks ------------------------------------------------------------------

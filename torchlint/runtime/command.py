@@ -110,7 +110,7 @@ def run_command(opts: RunOptions) -> None:
         raise _fail(str(exc)) from None
     results = cli._run(tasks, jobs=None, use_cache=True, cache_dir=None, resolver=resolver)
     static, parse_errors, internal_errors = cli._collect(tasks, results)
-    judge_static(static, obs, cwd)
+    judge_static(static, obs, cwd, _stopped_early(opts, outcome, obs))
     problems = [p for p in runtime_problems(obs, static, cwd) if _runtime_enabled(p.code, select, extend, ignore)]
     findings = sorted(static + problem_findings(problems, cwd), key=Finding.sort_key)
     framed = {t.display for t in tasks}
@@ -139,6 +139,17 @@ def run_command(opts: RunOptions) -> None:
         if outcome.returncode:
             click.echo(f"error: the program exited with code {outcome.returncode}", err=True)
         raise click.exceptions.Exit(2)
+
+
+def _stopped_early(opts: RunOptions, outcome: Outcome, obs: Observation) -> Optional[str]:
+    if outcome.timed_out:
+        return f"the program was stopped at the --timeout of {opts.timeout:g} s; a longer one may reach it"
+    if obs.budget_reached:
+        return (f"the program was stopped after {obs.steps} optimizer step(s) by --max-steps; a larger budget "
+                "(0: none) may reach it")
+    if outcome.interrupted:
+        return "the program was interrupted"
+    return None
 
 
 def _status(opts: RunOptions, outcome: Outcome, obs: Observation, cwd: Path) -> str:

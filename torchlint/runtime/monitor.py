@@ -155,6 +155,20 @@ def _rounded(values: list) -> list:
     return [round(float(v), 8) for v in values]
 
 
+def _guarded(hook: Callable) -> Callable:
+    """A monitor problem is reported as an event; it never breaks the user's program."""
+
+    @functools.wraps(hook)
+    def guarded(self: "Monitor", *args: Any, **kwargs: Any) -> None:
+        try:
+            hook(self, *args, **kwargs)
+        except Exception as exc:
+            self.sink.write({"kind": "internal_error", "pid": os.getpid(), "where": hook.__name__,
+                             "error": repr(exc)[:300]})
+
+    return guarded
+
+
 class Monitor:
     """Installs the hooks, keeps the per-process state, and writes events to a sink."""
 
@@ -345,6 +359,7 @@ class Monitor:
 
         return backward
 
+    @_guarded
     def _before_backward(self, loss: Any, site: Optional[list]) -> None:
         import torch
 
@@ -392,6 +407,7 @@ class Monitor:
 
         self._patch(torch.Tensor, "data", property(get_data, set_data, doc=descriptor.__doc__))
 
+    @_guarded
     def _note_data_access(self, tensor: Any, alias: Any, assigned: bool) -> None:
         site = self.user.site(3)
         key = f"data@{site[0]}:{site[1]}" if site else "data"
@@ -419,6 +435,7 @@ class Monitor:
     def _depth(self) -> int:
         return getattr(self.local, "depth", 0)
 
+    @_guarded
     def _forward_pre_hook(self, module: Any, args: Any) -> None:
         depth = self._depth()
         self.local.depth = depth + 1
@@ -461,6 +478,7 @@ class Monitor:
             self.record("mixed_dtypes", site, module=type(module).__name__, dtypes=dtypes,
                         examples={k: v[:3] for k, v in by_dtype.items()}, always=True)
 
+    @_guarded
     def _forward_hook(self, module: Any, args: Any, output: Any) -> None:
         self.local.depth = max(0, self._depth() - 1)
         if self.reported_nonfinite:
@@ -483,6 +501,7 @@ class Monitor:
 
     # -- optimizers ---------------------------------------------------------------------
 
+    @_guarded
     def _step_pre_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         import torch
 
