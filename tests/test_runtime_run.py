@@ -333,3 +333,118 @@ def test_pytest_fixture(tmp_path):
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert "1 failed, 1 passed" in result.stdout, result.stdout
     assert "TL720 backward ran through the forward of Sequential" in result.stdout
+
+
+
+MORE_RULES = """
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 16)
+        self.b = nn.Linear(16, 3)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        h = F.dropout(self.a(x).relu(), p=0.1)  # TL402
+        return self.b(self.drop(h))
+
+
+def train(model, opt, x, y):
+    for epoch in range(3):
+        for i in range(2):
+            loss = F.cross_entropy(F.softmax(model(x), dim=1), y)  # TL401
+            loss.backward()  # TL103
+            opt.step()
+        model.eval()  # TL704
+        with torch.no_grad():
+            probabilities = F.softmax(model(x).view(2, 8, 3))  # TL403
+
+
+def misplaced_zero_grad(model, opt, x, y):
+    for i in range(2):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.zero_grad()  # TL104
+        opt.step()
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 8), torch.randint(0, 3, (16,))
+    train(model, opt, x, y)
+    misplaced_zero_grad(model.train(), opt, x, y)
+"""
+
+SAFE_RUNS = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return F.dropout(self.a(x), p=0.1)  # TL402: never runs in eval mode here
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 8), torch.randint(0, 3, (16,))
+    for step in range(3):
+        opt.zero_grad()
+        logits = model(x)
+        probabilities = F.softmax(logits)  # TL403: 2-D, so the implicit dim is 1
+        F.cross_entropy(logits, y).backward()
+        opt.step()
+"""
+
+
+def row_of(text: str, marker: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if line.endswith(f"# {marker}")
+                or f"# {marker}:" in line)
+
+
+def verdicts_of(tmp_path: Path, text: str, expected_exit: int) -> dict[tuple[str, int], dict]:
+    script = tmp_path / "script.py"
+    script.write_text(text, encoding="utf-8")
+    result = torchlint_run("--output-format", "json", "--", sys.executable, str(script), cwd=tmp_path)
+    assert result.returncode == expected_exit, result.stderr
+    return {(f["code"], f["location"]["row"]): f["runtime"] for f in findings_of(result)}
+
+
+def test_more_static_rules_confirmed(tmp_path):
+    verdicts = verdicts_of(tmp_path, MORE_RULES, 1)
+    expected = {
+        "TL401": "the input (16, 3) of cross_entropy was a softmax output (its autograd node)",
+        "TL103": "backward added to gradients left over from the previous optimizer step",
+        "TL104": "this zero_grad ran after the backward and before the optimizer step at",
+        "TL402": "dropout(p=0.1) was active while Net was in eval mode",
+        "TL403": "got a 3-D input (2, 8, 3) and no dim, so it normalized over dim 0",
+        "TL704": "still in eval mode from this eval() call: its Dropout layer(s)",
+    }
+    for code, evidence in expected.items():
+        runtime = verdicts[(code, row_of(MORE_RULES, code))]
+        assert runtime["verdict"] == "confirmed" and evidence in runtime["evidence"], (code, runtime)
+    assert not [code for code, _ in verdicts if code == "TL720"]  # TL704 confirmed it: no runtime twin
+
+
+def test_more_static_rules_not_observed(tmp_path):
+    verdicts = verdicts_of(tmp_path, SAFE_RUNS, 0)
+    assert verdicts[("TL402", row_of(SAFE_RUNS, "TL402"))] == {
+        "verdict": "not-observed", "evidence": "ran 3 time(s), always in train mode", "hits": 3}
+    tl403 = verdicts[("TL403", row_of(SAFE_RUNS, "TL403"))]
+    assert tl403["verdict"] == "not-observed" and "inputs (16, 3)" in tl403["evidence"]

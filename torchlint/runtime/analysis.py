@@ -251,8 +251,97 @@ def _weight_error(total: int, world: int, count: int) -> str:
     return f"{(total / (world * count) - 1) * 100:+.1f}%"
 
 
+def _tl103(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
+    calls = [e for e in obs.by_kind["backward"] if _at(e["site"], path, rows)]
+    hits = obs.hits("backward", path, rows, len(calls))
+    if not calls:
+        return _not_reached("no backward call ran at this line")
+    for e in obs.by_kind["stale_grads"]:
+        if _at(e["site"], path, rows):
+            what = f"`{e['name']}`" if e.get("name") else "a parameter"
+            return _verdict("confirmed", f"at step {e['step']}, backward added to gradients left over from the "
+                                         f"previous optimizer step ({what} had a gradient of norm {e['norm']:g}): "
+                                         "no zero_grad ran since that step", hits)
+    steps = max((e["step"] for e in calls), default=0)
+    return _verdict("not-observed", f"ran {hits} time(s) over {steps} optimizer step(s); the gradients were reset "
+                                    "(or empty) before each backward that followed a step", hits)
+
+
+def _tl104(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
+    calls = [e for e in obs.by_kind["zero_grad"] if _at(e["site"], path, rows)]
+    hits = obs.hits("zero_grad", path, rows, len(calls))
+    if not calls:
+        return _not_reached("no zero_grad call ran at this line")
+    for e in obs.by_kind["zeroed_before_step"]:
+        if _at(e["site"], path, rows):
+            return _verdict("confirmed", f"at step {e['step']}, this zero_grad ran after the backward and before "
+                                         f"the optimizer step at {_where(e['step_site'], cwd)}, which saw no "
+                                         "gradients", hits)
+    return _verdict("not-observed", f"ran {hits} time(s); a backward always ran between it and the next step",
+                    hits)
+
+
+def _tl401(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
+    calls = [e for e in obs.by_kind["loss"] if e["fn"] in ("cross_entropy", "binary_cross_entropy_with_logits")
+             and (_at(e["site"], path, rows) or _at(e.get("module_site"), path, rows))]
+    if not calls:
+        return _not_reached("no cross_entropy / BCE-with-logits call ran at this line")
+    for e in calls:
+        producer = e.get("input_producer") or ("softmax" if e.get("input_rows_sum_to_one") else None)
+        if producer:
+            again = "log_softmax" if e["fn"] == "cross_entropy" else "a sigmoid"
+            how = "its autograd node" if e.get("input_producer") else "its rows sum to 1"
+            return _verdict("confirmed", f"at step {e['step']}, the input {_shape(e.get('input'))} of {e['fn']} "
+                                         f"was a {producer} output ({how}), and {e['fn']} applies {again} again",
+                            len(calls))
+    return _verdict("not-observed", f"ran {len(calls)} time(s); the loss input was never a softmax/sigmoid output",
+                    len(calls))
+
+
+def _tl402(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
+    calls = [e for e in obs.by_kind["dropout"] if _at(e["site"], path, rows)]
+    hits = obs.hits("dropout", path, rows, len(calls))
+    if not calls:
+        return _not_reached("no functional dropout call ran at this line")
+    for e in calls:
+        if e["training_arg"] and not e["module_training"]:
+            return _verdict("confirmed", f"at step {e['step']}, {e['fn']}(p={e['p']}) was active while "
+                                         f"{e['module']} was in eval mode (training=False)", hits)
+    modes = "eval mode with training= passed" if any(not e["module_training"] for e in calls) else "train mode"
+    return _verdict("not-observed", f"ran {hits} time(s), always in {modes}", hits)
+
+
+def _tl403(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
+    calls = [e for e in obs.by_kind["implicit_softmax"]
+             if _at(e["site"], path, rows) or _at(e.get("module_site"), path, rows)]
+    if not calls:
+        return _not_reached("no softmax without dim ran here")
+    for e in calls:
+        if e["implicit_dim"] == 0 and len(e["shape"]) > 1:
+            return _verdict("confirmed", f"at step {e['step']}, {e['fn']} got a {len(e['shape'])}-D input "
+                                         f"{tuple(e['shape'])} and no dim, so it normalized over dim 0, the first "
+                                         "dimension", len(calls))
+    shapes = sorted({str(tuple(e["shape"])) for e in calls})
+    return _verdict("not-observed", f"ran {len(calls)} time(s) on inputs {', '.join(shapes[:3])}, where the implicit "
+                                    "dim is the last (2-D) or the only one", len(calls))
+
+
+def _tl704(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
+    hits = obs.hits("eval", path, rows, 0)
+    for e in obs.by_kind["eval_backward"]:
+        if _at(e.get("eval_site"), path, rows):
+            return _verdict("confirmed", f"at step {e['step']}, backward at {_where(e['site'], cwd)} ran through "
+                                         f"{e['module']} still in eval mode from this eval() call: its "
+                                         f"{', '.join(e['layers'])} layer(s) behaved as at evaluation", max(hits, 1))
+    if not hits:
+        return _not_reached("no eval() call ran at this line")
+    return _verdict("not-observed", f"ran {hits} time(s); no backward ran through a Dropout/BatchNorm model left in "
+                                    "eval mode by it", hits)
+
+
 STATIC_MONITORS: dict[str, Callable[[Observation, str, tuple[int, int], Path], Verdict]] = {
-    "TL101": _tl101, "TL102": _tl102, "TL201": _tl201, "TL301": _tl301, "TL501": _tl501,
+    "TL101": _tl101, "TL102": _tl102, "TL103": _tl103, "TL104": _tl104, "TL201": _tl201, "TL301": _tl301,
+    "TL401": _tl401, "TL402": _tl402, "TL403": _tl403, "TL501": _tl501, "TL704": _tl704,
 }
 
 
@@ -431,11 +520,12 @@ def _tl520(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
     return out
 
 
-def _tl720(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
+def _tl720(obs: Observation, cwd: Path, static_eval_sites: set) -> list[RuntimeProblem]:
     return [RuntimeProblem("TL720", e["site"],
                            f"backward ran through the forward of {e['module']} at {_where(e['forward_site'], cwd)}, "
                            f"done in eval mode: its {', '.join(e['layers'])} layer(s) behaved as at evaluation")
-            for e in obs.by_kind["eval_backward"]]
+            for e in obs.by_kind["eval_backward"]
+            if not (e.get("eval_site") and (e["eval_site"][0], e["eval_site"][1]) in static_eval_sites)]
 
 
 def runtime_problems(obs: Observation, static: list[Finding], cwd: Path) -> list[RuntimeProblem]:
@@ -445,9 +535,10 @@ def runtime_problems(obs: Observation, static: list[Finding], cwd: Path) -> list
                  if e.get("site") and any(p == e["site"][0] and e["site"][3] <= row <= e["site"][1]
                                           for p, row in confirmed_casts)}
     static_rng_sites = {(os.path.realpath(cwd / f.path), f.row) for f in static if f.code == "TL301"}
+    static_eval_sites = {(os.path.realpath(cwd / f.path), f.row) for f in static if f.code == "TL704"}
     problems = (_tl120(obs, cwd) + _tl121(obs, cwd) + _tl220(obs, cwd) + _tl221(obs, cwd, explained)
                 + _tl222(obs, cwd) + _tl320(obs, cwd, static_rng_sites) + _tl420(obs, cwd) + _tl520(obs, cwd)
-                + _tl720(obs, cwd))
+                + _tl720(obs, cwd, static_eval_sites))
     return _dedupe(problems)
 
 

@@ -37,6 +37,11 @@ BATCH_HASH_LIMIT = 8
 LABEL_CHECK_LIMIT = 50
 DRAWS = 4
 
+DROPOUTS = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
+SOFTMAXES = ("softmax", "log_softmax", "softmin")
+# Autograd nodes of the activations TL401 is about.
+PROBABILITY_NODES = {"SoftmaxBackward0": "softmax", "SigmoidBackward0": "sigmoid"}
+
 CLASS_INDEX_LOSSES = ("cross_entropy", "nll_loss")
 MONITORED_LOSSES = CLASS_INDEX_LOSSES + ("binary_cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
                                          "l1_loss", "smooth_l1_loss", "huber_loss")
@@ -189,7 +194,12 @@ class Monitor:
         self._undo: list[Callable[[], None]] = []
         self._torch_hook: Any = None
         self._loader_sites: Any = None
-        self._loss_sites: Any = None  # loss module -> where the program constructed it
+        self._loss_sites: Any = None  # loss / softmax module -> where the program constructed it
+        self._eval_sites: Any = None  # module -> where the program last called .eval() on it
+        self.optimizers: Any = None
+        self.zeroed_since_step = False
+        self.backward_since_step = False
+        self.last_grad_event: Optional[tuple] = None  # ("backward" | "zero_grad", site)
         self._loader_iterations = 0
         self.installed = False
         self.script: Optional[str] = None
@@ -275,6 +285,8 @@ class Monitor:
         self.checked_modules = weakref.WeakSet()
         self._loader_sites = weakref.WeakKeyDictionary()
         self._loss_sites = weakref.WeakKeyDictionary()
+        self._eval_sites = weakref.WeakKeyDictionary()
+        self.optimizers = weakref.WeakSet()
 
         self._patch(torch.Tensor, "backward", self._wrap_backward(torch.Tensor.backward))
         self._patch(torch.autograd, "backward", self._wrap_backward(torch.autograd.backward))
@@ -282,6 +294,13 @@ class Monitor:
         self._patch_data_property(torch)
         for name in MONITORED_LOSSES:
             self._patch(F, name, self._wrap_loss(name, getattr(F, name)))
+        for name in DROPOUTS:
+            self._patch(F, name, self._wrap_dropout(name, getattr(F, name)))
+        for name in SOFTMAXES:
+            self._patch(F, name, self._wrap_softmax(name, getattr(F, name)))
+        self._patch(torch.optim.Optimizer, "zero_grad", self._wrap_zero_grad(torch.optim.Optimizer.zero_grad))
+        self._patch(torch.nn.Module, "zero_grad", self._wrap_zero_grad(torch.nn.Module.zero_grad))
+        self._patch(torch.nn.Module, "train", self._wrap_train(torch.nn.Module.train))
 
         handles = [module_mod.register_module_forward_pre_hook(self._forward_pre_hook),
                    module_mod.register_module_forward_hook(self._forward_hook, always_call=True),
@@ -310,6 +329,8 @@ class Monitor:
                 monitor._loss_sites[module] = site
 
         self._patch(torch.nn.modules.loss._Loss, "__init__", init_loss)
+        for cls in (torch.nn.Softmax, torch.nn.Softmin, torch.nn.LogSoftmax):
+            self._patch(cls, "__init__", self._wrap_construction(cls.__init__))
         iter_init = dataloader_mod._MultiProcessingDataLoaderIter.__init__
 
         @functools.wraps(iter_init)
@@ -345,6 +366,8 @@ class Monitor:
             if isinstance(target, torch.Tensor):
                 event.update(requires_grad=target.requires_grad, has_grad_fn=target.grad_fn is not None)
                 monitor._before_backward(target, site)
+            if original.__name__ != "grad":
+                monitor._check_stale_gradients(site)
             monitor.local.in_backward = True
             try:
                 return original(*args, **kwargs)
@@ -354,6 +377,9 @@ class Monitor:
             finally:
                 monitor.local.in_backward = False
                 monitor.record("backward", site, **event)
+                if original.__name__ != "grad":
+                    monitor.backward_since_step = True
+                    monitor.last_grad_event = ("backward", site)
                 monitor.pending_roots.clear()
                 monitor.pending_data.clear()
 
@@ -375,7 +401,7 @@ class Monitor:
             layers = sorted({type(m).__name__ for m in module.modules() if type(m).__name__ in MODE_DEPENDENT})
             if layers:
                 self.record("eval_backward", site, module=type(module).__name__, forward_site=forward_site,
-                            layers=layers)
+                            layers=layers, eval_site=self._eval_sites.get(module))
         written = [p for p in self.pending_data if p["assigned"] or p["alias"]._version > 0]
         if not written:
             return
@@ -506,6 +532,9 @@ class Monitor:
         import torch
 
         site = self.user.site(2)
+        self.optimizers.add(optimizer)
+        if self.backward_since_step and self.last_grad_event and self.last_grad_event[0] == "zero_grad":
+            self.record("zeroed_before_step", self.last_grad_event[1], step_site=site, always=True)
         params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
         dead = [p for p in params if p.grad is None]
         names = self._parameter_names() if dead else {}
@@ -523,11 +552,122 @@ class Monitor:
 
     def _step_post_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.steps += 1
+        self.zeroed_since_step = self.backward_since_step = False
         self.dump()
         if self.max_steps and self.steps >= self.max_steps and not getattr(self.local, "stopping", False):
             self.local.stopping = True
             self.sink.write({"kind": "budget", "pid": os.getpid(), "rank": self._rank(), "steps": self.steps})
             raise SystemExit(0)
+
+    @_guarded
+    def _check_stale_gradients(self, site: Optional[list]) -> None:
+        """TL103: a backward after an optimizer step with no zero_grad since adds to old gradients."""
+        if not self.steps or self.zeroed_since_step or self.backward_since_step:
+            return
+        for optimizer in list(self.optimizers):
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None and bool(p.grad.any()):
+                        name = self._parameter_names().get(id(p))
+                        self.record("stale_grads", site, name=name, norm=round(float(p.grad.norm()), 6))
+                        return
+
+    def _wrap_zero_grad(self, original: Callable) -> Callable:
+        monitor = self
+
+        @functools.wraps(original)
+        def zero_grad(owner: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(owner, *args, **kwargs)
+            site = monitor.user.site(2)
+            monitor.zeroed_since_step = True
+            monitor.last_grad_event = ("zero_grad", site)
+            monitor.record("zero_grad", site, after_backward=monitor.backward_since_step)
+            return result
+
+        return zero_grad
+
+    def _wrap_train(self, original: Callable) -> Callable:
+        monitor = self
+
+        @functools.wraps(original)
+        def train(module: Any, mode: bool = True) -> Any:
+            if getattr(monitor.local, "in_train", False):
+                return original(module, mode)
+            monitor.local.in_train = True
+            try:
+                return original(module, mode)
+            finally:
+                monitor.local.in_train = False
+                if not mode:
+                    site = monitor.user.site(2)
+                    monitor._eval_sites[module] = site
+                    key = f"eval@{site[0]}:{site[1]}" if site else "eval"
+                    monitor.counts[key] = monitor.counts.get(key, 0) + 1
+
+        return train
+
+    def _wrap_construction(self, original: Callable) -> Callable:
+        monitor = self
+
+        @functools.wraps(original)
+        def init(module: Any, *args: Any, **kwargs: Any) -> None:
+            original(module, *args, **kwargs)
+            site = monitor.user.site(2)
+            if site is not None:
+                monitor._loss_sites[module] = site
+
+        return init
+
+    def _owner(self, frame: Any) -> Any:
+        """The nn.Module whose method called the wrapped function, if any."""
+        import torch
+
+        owner = frame.f_locals.get("self") if frame is not None else None
+        return owner if isinstance(owner, torch.nn.Module) else None
+
+    def _wrap_dropout(self, name: str, original: Callable) -> Callable:
+        signature = inspect.signature(original)
+        monitor = self
+
+        @functools.wraps(original)
+        def dropout(*args: Any, **kwargs: Any) -> Any:
+            owner = monitor._owner(sys._getframe(1))
+            # nn.Dropout passes its own mode; only functional calls from the program's modules matter.
+            if owner is not None and type(owner).__module__.split(".")[0] != "torch":
+                try:
+                    bound = signature.bind(*args, **kwargs)
+                    bound.apply_defaults()
+                    monitor.record("dropout", monitor.user.site(2), fn=name, p=bound.arguments.get("p"),
+                                   training_arg=bool(bound.arguments.get("training")),
+                                   module_training=owner.training, module=type(owner).__name__)
+                except Exception as exc:
+                    monitor.sink.write({"kind": "internal_error", "pid": os.getpid(), "where": name,
+                                        "error": repr(exc)[:300]})
+            return original(*args, **kwargs)
+
+        return dropout
+
+    def _wrap_softmax(self, name: str, original: Callable) -> Callable:
+        monitor = self
+
+        @functools.wraps(original)
+        def softmax(*args: Any, **kwargs: Any) -> Any:
+            dim = args[1] if len(args) > 1 else kwargs.get("dim")
+            tensor = args[0] if args else kwargs.get("input")
+            if dim is None and hasattr(tensor, "dim"):
+                ndim = tensor.dim()
+                owner = monitor._owner(sys._getframe(1))
+                monitor.record("implicit_softmax", monitor.user.site(2), fn=name, shape=list(tensor.shape),
+                               implicit_dim=0 if ndim in (0, 1, 3) else 1,
+                               module_site=monitor._loss_sites.get(owner) if owner is not None else None)
+                # torch's "implicit dimension" warning must still point at the caller, one frame up.
+                if len(args) > 2:
+                    args = (*args[:2], args[2] + 1, *args[3:])
+                else:
+                    kwargs["_stacklevel"] = kwargs.get("_stacklevel", 3) + 1
+            return original(*args, **kwargs)
+
+        return softmax
 
     # -- losses -------------------------------------------------------------------------
 
@@ -583,6 +723,9 @@ class Monitor:
         if not isinstance(inp, torch.Tensor) or not isinstance(target, torch.Tensor):
             return event
         event.update(input=_describe(inp), target=_describe(target))
+        producer = PROBABILITY_NODES.get(type(inp.grad_fn).__name__) if inp.grad_fn is not None else None
+        if producer:
+            event["input_producer"] = producer
         if name in CLASS_INDEX_LOSSES:
             ignore_index = arguments.get("ignore_index", -100)
             class_index = target.dim() == inp.dim() - 1
@@ -592,6 +735,11 @@ class Monitor:
                          weighted=arguments.get("weight") is not None)
             key = f"labels@{event['site'][0]}:{event['site'][1]}" if event["site"] else "labels"
             checked = self.counts.get(key, 0)
+            if ("input_producer" not in event and inp.dtype.is_floating_point and inp.dim() >= 2
+                    and checked < LABEL_CHECK_LIMIT and inp.numel()):
+                sums = inp.detach().sum(dim=1)
+                if bool(inp.min() >= 0) and bool(((sums - 1).abs() < 1e-4).all()):
+                    event["input_rows_sum_to_one"] = True
             if class_index and not target.dtype.is_floating_point and target.numel():
                 counted = target != ignore_index
                 event["counted"] = int(counted.sum())
