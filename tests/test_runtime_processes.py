@@ -129,3 +129,51 @@ def test_timeout_stops_every_child(tmp_path):
     assert code == 0, err
     assert "was stopped at the --timeout of 3 s" in err
     assert not [p for p in started if alive(p)]
+
+
+TORCHRUN_WORKERS = textwrap.dedent("""
+    import os
+    import sys
+    import time
+
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    if __name__ == "__main__":
+        loader = DataLoader(TensorDataset(torch.randn(64, 4)), batch_size=8, num_workers=2, persistent_workers=True)
+        iterator = iter(loader)
+        next(iterator)
+        pids = [os.getpid()] + [w.pid for w in iterator._workers]
+        target = os.path.join(sys.argv[1], f"rank{os.environ['RANK']}")
+        with open(target + ".tmp", "w") as out:
+            out.write(" ".join(map(str, pids)))
+        os.rename(target + ".tmp", target)
+        time.sleep(300)
+""")
+
+
+@pytest.mark.torch
+def test_ctrl_c_stops_torchrun_ranks_and_their_dataloader_workers(tmp_path):
+    pytest.importorskip("torch")
+    script = tmp_path / "ranks.py"
+    script.write_text(TORCHRUN_WORKERS, encoding="utf-8")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    proc = subprocess.Popen([sys.executable, "-m", "torchlint", "run", "--", sys.executable, "-m",
+                             "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script),
+                             str(tmp_path)],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not ((tmp_path / "rank0").exists() and (tmp_path / "rank1").exists()):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"the ranks did not start: {proc.communicate()}")
+        time.sleep(0.1)
+    pids = [int(p) for rank in ("rank0", "rank1") for p in (tmp_path / rank).read_text().split()]
+    started = descendants_of([proc.pid]) | set(pids)
+    assert len(pids) == 6 and all(alive(p) for p in pids)
+    os.kill(proc.pid, signal.SIGINT)
+    code, err = finish(proc)
+    assert code == 130, err
+    assert not [p for p in started - {proc.pid} if alive(p)]
