@@ -68,6 +68,20 @@ def test_tl120_parameter_without_gradient():
     assert finding.runtime == {"verdict": "confirmed", "evidence": finding.message, "hits": 1}
 
 
+def test_tl120_forgotten_requires_grad():
+    torch.manual_seed(0)
+    weight = torch.randn(8, 3, requires_grad=True)
+    bias = torch.zeros(3)  # requires_grad=True forgotten: the optimizer can never move it
+
+    def forward(x):
+        return x @ weight + bias
+
+    [finding] = check_training_step(forward, batch(), nn.CrossEntropyLoss(), torch.optim.SGD([weight, bias], lr=0.1))
+    assert finding.code == "TL120"
+    assert "1 of the 2 tensors given to SGD are plain tensors with requires_grad=False" in finding.message
+    assert "`<tensor of shape (3,)>`" in finding.message
+
+
 def test_tl120_negative_every_parameter_used_or_frozen():
     assert step(TwoHeads(use_aux=True)) == []
     frozen = TwoHeads(use_aux=False)

@@ -384,6 +384,14 @@ def _tl120(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
         by_site[(tuple(e["site"][:2]) if e["site"] else None, e["pid"])].append(e)
     out = []
     for steps in by_site.values():
+        inert = steps[0].get("inert") or []
+        if inert:
+            shown = ", ".join(f"`{n}`" for n in inert[:6]) + (", ..." if len(inert) > 6 else "")
+            out.append(RuntimeProblem("TL120", steps[0]["site"],
+                                      f"{len(inert)} of the {steps[0]['count']} tensors given to "
+                                      f"{steps[0]['optimizer']} are plain tensors with requires_grad=False, so "
+                                      f"they can never receive a gradient: {shown}"))
+            continue
         never = set(steps[0]["dead"]).intersection(*(set(e["dead"]) for e in steps[1:]))
         if never:
             names = [n for n in steps[0]["dead"] if n in never]

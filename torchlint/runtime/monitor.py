@@ -535,12 +535,19 @@ class Monitor:
         self.optimizers.add(optimizer)
         if self.backward_since_step and self.last_grad_event and self.last_grad_event[0] == "zero_grad":
             self.record("zeroed_before_step", self.last_grad_event[1], step_site=site, always=True)
-        params = [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+        every = [p for group in optimizer.param_groups for p in group["params"]]
+        params = [p for p in every if p.requires_grad]
         dead = [p for p in params if p.grad is None]
-        names = self._parameter_names() if dead else {}
-        self.record("step", site, optimizer=type(optimizer).__name__, total=len(params),
-                    dead=[names.get(id(p), f"<{type(optimizer).__name__} parameter of shape {tuple(p.shape)}>")
-                          for p in dead])
+        # A plain tensor (not an nn.Parameter) without requires_grad can never get a gradient: a
+        # forgotten requires_grad=True. Frozen nn.Parameters are deliberate and not reported.
+        inert = [p for p in every if not p.requires_grad and not isinstance(p, torch.nn.Parameter)]
+        names = self._parameter_names() if dead or inert else {}
+
+        def label(p: Any) -> str:
+            return names.get(id(p), f"<tensor of shape {tuple(p.shape)}>")
+
+        self.record("step", site, optimizer=type(optimizer).__name__, total=len(params), count=len(every),
+                    dead=[label(p) for p in dead], inert=[label(p) for p in inert])
         if not self.reported_nonfinite:
             for p in params:
                 if p.grad is not None and p.grad.dtype.is_floating_point and not bool(torch.isfinite(p.grad).all()):
@@ -835,6 +842,9 @@ def _dataset_rngs(dataset: Any, prefix: str = "self", depth: int = 0) -> list:
             found.append((f"{prefix}.{name} ({kind})", value))
         elif depth < 1 and hasattr(value, "__getitem__") and hasattr(value, "__dict__") and not isinstance(value, type):
             found.extend(_dataset_rngs(value, f"{prefix}.{name}", depth + 1))
+        elif depth < 1 and isinstance(value, (list, tuple)) and len(value) <= 16:  # ConcatDataset.datasets
+            for index, item in enumerate(value):
+                found.extend(_dataset_rngs(item, f"{prefix}.{name}[{index}]", depth + 1))
     return found
 
 
