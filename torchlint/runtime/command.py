@@ -108,7 +108,7 @@ def run_command(opts: RunOptions) -> None:
         tasks, _ = cli._build_tasks(files, resolver, cwd, None, False) if files else ([], [])
     except ConfigError as exc:
         raise _fail(str(exc)) from None
-    results = cli._run(tasks, jobs=None, use_cache=True, cache_dir=None, resolver=resolver)
+    results = cli._run(tasks, jobs=None, cache_root=cli._cache_root(None, resolver), resolver=resolver)
     static, parse_errors, internal_errors = cli._collect(tasks, results)
     judge_static(static, obs, cwd, _stopped_early(opts, outcome, obs))
     problems = [p for p in runtime_problems(obs, static, cwd) if _runtime_enabled(p.code, select, extend, ignore)]
