@@ -1,11 +1,23 @@
 """Runtime monitoring: `torchlint run`, `check_training_step` and the pytest fixture.
 
-Importing this package never imports torch; the monitors import it when they run."""
+Importing this package never imports torch; the monitors import it when they run. The API is
+loaded on first use, so `check` (which reads the runtime-check table for SARIF and `rule`)
+pays nothing for it."""
 
 from __future__ import annotations
 
-from torchlint.runtime.api import TrainingStepFailed, check_training_step, monitor_findings
+from typing import Any
+
 from torchlint.runtime.checks import RUNTIME_CHECKS, RUNTIME_CHECKS_BY_CODE, RuntimeCheck
 
-__all__ = ["RUNTIME_CHECKS", "RUNTIME_CHECKS_BY_CODE", "RuntimeCheck", "TrainingStepFailed", "check_training_step",
-           "monitor_findings"]
+_API = ("TrainingStepFailed", "check_training_step", "monitor_findings", "monitored")
+
+__all__ = ["RUNTIME_CHECKS", "RUNTIME_CHECKS_BY_CODE", "RuntimeCheck", *_API]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from torchlint.runtime import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
