@@ -473,6 +473,8 @@ class Monitor:
         site = self.user.site(2)
         if torch.is_grad_enabled():
             self.pending_roots.append((weakref.ref(module), site, module.training))
+            if len(self.pending_roots) > 64:  # forwards never backpropagated (an eval loop without no_grad)
+                del self.pending_roots[:-64]
         if module not in self.checked_modules:
             self.checked_modules.add(module)
             self._check_devices_and_dtypes(module, args, site)
