@@ -22,7 +22,7 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--np
 WORKLOADS = {
     "examples/run/tl102_data_write_before_backward.py": [sys.executable],
     "examples/run/tl301_worker_rng.py": [sys.executable],
-    "examples/run/tl501_ddp_even_counts.py": TORCHRUN,
+    "examples/run/tl501_ddp_counts.py": TORCHRUN,
     "benchmarks/runtime_workload.py": [sys.executable],
 }
 

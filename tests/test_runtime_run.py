@@ -28,8 +28,8 @@ def torchlint_run(*args: str, cwd: Path = ROOT, timeout: float = 180) -> subproc
                           capture_output=True, text=True, timeout=timeout)
 
 
-def torchrun(script: Path) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)]
+def torchrun(script: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script), *args]
 
 
 def findings_of(result: subprocess.CompletedProcess) -> list[dict]:
@@ -83,7 +83,7 @@ def test_card_rule_examples_are_confirmed(code):
 
 
 def test_torchrun_uneven_counts_confirm_tl501_with_per_rank_counts():
-    result = run_json(*torchrun(EXAMPLES / "tl501_ddp_uneven_counts.py"))
+    result = run_json(*torchrun(EXAMPLES / "tl501_ddp_counts.py"))
     assert result.returncode == 1, result.stderr
     runtime = only(findings_of(result), "TL501")["runtime"]
     assert runtime["verdict"] == "confirmed"
@@ -93,7 +93,7 @@ def test_torchrun_uneven_counts_confirm_tl501_with_per_rank_counts():
 
 
 def test_torchrun_even_counts_stay_silent():
-    result = run_json(*torchrun(EXAMPLES / "tl501_ddp_even_counts.py"))
+    result = run_json(*torchrun(EXAMPLES / "tl501_ddp_counts.py", "--balanced"))
     assert result.returncode == 0, result.stderr
     findings = findings_of(result)
     assert only(findings, "TL501")["runtime"]["verdict"] == "not-observed"
@@ -141,7 +141,7 @@ if __name__ == "__main__":
 """
 
 
-# The negative program is examples/run/tl501_ddp_even_counts.py (DistributedSampler), in
+# The negative program is examples/run/tl501_ddp_counts.py --balanced (DistributedSampler), in
 # test_torchrun_even_counts_stay_silent; "shard" selects a DistributedSampler here too.
 @pytest.mark.parametrize("sharding, expected", [("same", ["TL520"])])
 def test_tl520_identical_batches_across_ranks(tmp_path, sharding, expected):

@@ -95,11 +95,16 @@ def _not_reached(what: str) -> Verdict:
     return _verdict("not-reached", what, 0)
 
 
+def _calls_at(obs: Observation, kind: str, path: str, rows: tuple[int, int]) -> tuple[list[dict], int]:
+    """The recorded events of `kind` at the flagged lines, and how often they ran in all."""
+    calls = [e for e in obs.by_kind[kind] if _at(e["site"], path, rows)]
+    return calls, obs.hits(kind, path, rows, len(calls))
+
+
 # -- static findings ----------------------------------------------------------------------
 
 def _tl101(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
-    calls = [e for e in obs.by_kind["backward"] if _at(e["site"], path, rows)]
-    hits = obs.hits("backward", path, rows, len(calls))
+    calls, hits = _calls_at(obs, "backward", path, rows)
     if not calls:
         return _not_reached("no backward/grad call ran at this line")
     for e in calls:
@@ -252,8 +257,7 @@ def _weight_error(total: int, world: int, count: int) -> str:
 
 
 def _tl103(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
-    calls = [e for e in obs.by_kind["backward"] if _at(e["site"], path, rows)]
-    hits = obs.hits("backward", path, rows, len(calls))
+    calls, hits = _calls_at(obs, "backward", path, rows)
     if not calls:
         return _not_reached("no backward call ran at this line")
     for e in obs.by_kind["stale_grads"]:
@@ -268,8 +272,7 @@ def _tl103(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
 
 
 def _tl104(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
-    calls = [e for e in obs.by_kind["zero_grad"] if _at(e["site"], path, rows)]
-    hits = obs.hits("zero_grad", path, rows, len(calls))
+    calls, hits = _calls_at(obs, "zero_grad", path, rows)
     if not calls:
         return _not_reached("no zero_grad call ran at this line")
     for e in obs.by_kind["zeroed_before_step"]:
@@ -299,8 +302,7 @@ def _tl401(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
 
 
 def _tl402(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
-    calls = [e for e in obs.by_kind["dropout"] if _at(e["site"], path, rows)]
-    hits = obs.hits("dropout", path, rows, len(calls))
+    calls, hits = _calls_at(obs, "dropout", path, rows)
     if not calls:
         return _not_reached("no functional dropout call ran at this line")
     for e in calls:

@@ -308,29 +308,12 @@ class Monitor:
                    optim_mod.register_optimizer_step_post_hook(self._step_post_hook)]
         self._undo.extend(h.remove for h in handles)
 
-        loader_init = dataloader_mod.DataLoader.__init__
+        # Where the program built each DataLoader, loss and softmax module: static findings sit there.
+        self._patch(dataloader_mod.DataLoader, "__init__",
+                    self._wrap_construction(dataloader_mod.DataLoader.__init__, self._loader_sites))
+        for cls in (torch.nn.modules.loss._Loss, torch.nn.Softmax, torch.nn.Softmin, torch.nn.LogSoftmax):
+            self._patch(cls, "__init__", self._wrap_construction(cls.__init__, self._loss_sites))
         monitor = self
-
-        @functools.wraps(loader_init)
-        def init(loader: Any, *args: Any, **kwargs: Any) -> None:
-            loader_init(loader, *args, **kwargs)
-            site = monitor.user.site(2)
-            if site is not None:
-                monitor._loader_sites[loader] = site
-
-        self._patch(dataloader_mod.DataLoader, "__init__", init)
-        loss_init = torch.nn.modules.loss._Loss.__init__
-
-        @functools.wraps(loss_init)
-        def init_loss(module: Any, *args: Any, **kwargs: Any) -> None:
-            loss_init(module, *args, **kwargs)
-            site = monitor.user.site(2)
-            if site is not None:
-                monitor._loss_sites[module] = site
-
-        self._patch(torch.nn.modules.loss._Loss, "__init__", init_loss)
-        for cls in (torch.nn.Softmax, torch.nn.Softmin, torch.nn.LogSoftmax):
-            self._patch(cls, "__init__", self._wrap_construction(cls.__init__))
         iter_init = dataloader_mod._MultiProcessingDataLoaderIter.__init__
 
         @functools.wraps(iter_init)
@@ -615,15 +598,15 @@ class Monitor:
 
         return train
 
-    def _wrap_construction(self, original: Callable) -> Callable:
+    def _wrap_construction(self, original: Callable, sites: Any) -> Callable:
         monitor = self
 
         @functools.wraps(original)
-        def init(module: Any, *args: Any, **kwargs: Any) -> None:
-            original(module, *args, **kwargs)
+        def init(instance: Any, *args: Any, **kwargs: Any) -> None:
+            original(instance, *args, **kwargs)
             site = monitor.user.site(2)
             if site is not None:
-                monitor._loss_sites[module] = site
+                sites[instance] = site
 
         return init
 
