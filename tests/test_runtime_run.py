@@ -180,7 +180,7 @@ def seed_worker(worker_id):
 if __name__ == "__main__":
     model = torch.nn.Linear(4, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = DataLoader(Noise(), batch_size=4, num_workers=2, worker_init_fn=seed_worker)
+    loader = DataLoader(Noise(), batch_size=4, num_workers=2, worker_init_fn=seed_worker, multiprocessing_context="{context}")
     for x, y in loader:
         opt.zero_grad()
         F.cross_entropy(model(x), y).backward()
@@ -188,13 +188,13 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.parametrize("seeding, expected", [
-    ("np.random.seed(0)", ["TL320"]),
-    ("np.random.seed(torch.utils.data.get_worker_info().seed % 2**32)", []),
+@pytest.mark.parametrize("seeding, context, expected", [
+    ("np.random.seed(0)", "spawn", ["TL320"]),  # spawned workers load the monitors themselves
+    ("np.random.seed(torch.utils.data.get_worker_info().seed % 2**32)", "fork", []),
 ])
-def test_tl320_identical_worker_streams(tmp_path, seeding, expected):
+def test_tl320_identical_worker_streams(tmp_path, seeding, context, expected):
     script = tmp_path / "workers.py"
-    script.write_text(WORKER_SEEDS.format(seeding=seeding), encoding="utf-8")
+    script.write_text(WORKER_SEEDS.format(seeding=seeding, context=context), encoding="utf-8")
     result = torchlint_run("--output-format", "json", "--", sys.executable, str(script), cwd=tmp_path)
     findings = findings_of(result)
     assert [f["code"] for f in findings] == expected, result.stderr
@@ -335,6 +335,9 @@ def test_pytest_fixture(tmp_path):
     """), encoding="utf-8")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    # Installed, the plugin loads through its `pytest11` entry point; here it is named explicitly
+    # (and autoloading is off so it cannot be registered twice).
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "torchlint.runtime.pytest_plugin",
                              "-p", "no:cacheprovider", "test_model.py"],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
