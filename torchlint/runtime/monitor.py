@@ -140,6 +140,13 @@ class ListSink:
         self.events.append(json.loads(json.dumps(event, default=str)))
 
 
+def _env_rank() -> int:
+    try:
+        return int(os.environ.get("RANK", "0") or 0)
+    except ValueError:
+        return 0
+
+
 def _describe(tensor: Any) -> dict[str, Any]:
     return {"shape": list(tensor.shape), "dtype": str(tensor.dtype), "device": str(tensor.device)}
 
@@ -207,10 +214,11 @@ class Monitor:
     # -- events -------------------------------------------------------------------------
 
     def record(self, kind: str, site: Optional[list], **data: Any) -> None:
+        always = data.pop("always", False)  # rare, decisive events are never capped
         key = f"{kind}@{site[0]}:{site[1]}" if site else kind
         n = self.counts.get(key, 0) + 1
         self.counts[key] = n
-        if n <= EVENT_CAP or data.get("always"):
+        if n <= EVENT_CAP or always:
             self.sink.write({"kind": kind, "site": site, "pid": os.getpid(), "rank": self._rank(),
                              "world": self._world(), "step": self.steps, **data})
 
@@ -235,9 +243,7 @@ class Monitor:
 
     def _rank(self) -> int:
         dist = self._dist()
-        if dist is not None:
-            return dist.get_rank()
-        return int(os.environ.get("RANK", "0") or 0)
+        return dist.get_rank() if dist is not None else _env_rank()
 
     def _world(self) -> int:
         dist = self._dist()
@@ -252,7 +258,7 @@ class Monitor:
         argv0 = sys.argv[0] if getattr(sys, "argv", None) else ""
         self.script = os.path.abspath(argv0) if argv0.endswith(".py") and os.path.isfile(argv0) else None
         self.sink.write({"kind": "process", "pid": os.getpid(), "ppid": os.getppid(), "argv": list(sys.argv),
-                         "rank": int(os.environ.get("RANK", "0") or 0)})
+                         "rank": _env_rank()})
         if "torch" in sys.modules and hasattr(sys.modules["torch"], "nn"):
             self.install_torch()
         else:
@@ -687,16 +693,22 @@ class Monitor:
                 raise
             finally:
                 monitor.local.in_loss = False
-            site = event.pop("site")
-            key = (name, tuple(site[:2]) if site else None)
-            if (name == "cross_entropy" and monitor.steps == 0 and key not in monitor.first_loss_sites
-                    and event.get("class_index") and event["reduction"] == "mean" and result.numel() == 1):
-                monitor.first_loss_sites.add(key)
-                event["first_value"] = float(result.detach())
-            monitor.record("loss", site, **event)
+            try:
+                monitor._after_loss(name, event, result)
+            except Exception as exc:
+                monitor.sink.write({"kind": "internal_error", "pid": os.getpid(), "where": name, "error": repr(exc)})
             return result
 
         return loss
+
+    def _after_loss(self, name: str, event: dict[str, Any], result: Any) -> None:
+        site = event.pop("site")
+        key = (name, tuple(site[:2]) if site else None)
+        if (name == "cross_entropy" and self.steps == 0 and key not in self.first_loss_sites
+                and event.get("class_index") and event["reduction"] == "mean" and result.numel() == 1):
+            self.first_loss_sites.add(key)  # TL420 looks at the loss before any step
+            event["first_value"] = float(result.detach())
+        self.record("loss", site, **event)
 
     def _loss_event(self, name: str, arguments: dict[str, Any], caller: Any) -> dict[str, Any]:
         import torch
