@@ -73,6 +73,8 @@ class _UserCode:
         self.prefixes = _excluded_prefixes()
         self._cache: dict[str, bool] = {}
         self._last_lines: dict[Any, int] = {}
+        self._files_at = -1
+        self._files: list[str] = []
 
     def add_excluded(self, directory: str) -> None:
         self.prefixes = self.prefixes + (os.path.realpath(directory).rstrip(os.sep) + os.sep,)
@@ -105,6 +107,13 @@ class _UserCode:
         return last
 
     def files(self) -> list[str]:
+        if len(sys.modules) == self._files_at:  # nothing imported since the last call
+            return self._files
+        self._files_at = len(sys.modules)
+        self._files = self._scan_files()
+        return self._files
+
+    def _scan_files(self) -> list[str]:
         out = set()
         for module in list(sys.modules.values()):
             path = getattr(module, "__file__", None)
@@ -138,6 +147,18 @@ class ListSink:
 
     def write(self, event: dict[str, Any]) -> None:
         self.events.append(json.loads(json.dumps(event, default=str)))
+
+
+def _finite(tensor: Any) -> bool:
+    """All values finite? A sum screens (NaN and Inf survive it) at a fraction of the cost of
+    isfinite(); only a non-finite sum, which large finite values can also give, is checked exactly."""
+    import torch
+
+    if not tensor.dtype.is_floating_point or not tensor.numel():
+        return True
+    if math.isfinite(float(tensor.detach().sum())):
+        return True
+    return bool(torch.isfinite(tensor.detach()).all())
 
 
 def _env_rank() -> int:
@@ -503,11 +524,10 @@ class Monitor:
         import torch
 
         for tensor in _tensors(output):
-            if tensor.dtype.is_floating_point and tensor.numel() and not bool(torch.isfinite(tensor).all()):
-                inputs_finite = all(bool(torch.isfinite(t).all()) for t in _tensors(args)
-                                    if t.dtype.is_floating_point)
+            if not _finite(tensor):
+                inputs_finite = all(_finite(t) for t in _tensors(args))
                 bad_params = [n for n, p in module.named_parameters(recurse=False)
-                              if p.dtype.is_floating_point and not bool(torch.isfinite(p).all())]
+                              if not _finite(p)]
                 self.reported_nonfinite = True
                 names = {id(m): n for root in list(self.roots) for n, m in root.named_modules()}
                 self.record("nonfinite", self.user.site(2), where="activation", module=type(module).__name__,
@@ -541,7 +561,7 @@ class Monitor:
                     dead=[label(p) for p in dead], inert=[label(p) for p in inert])
         if not self.reported_nonfinite:
             for p in params:
-                if p.grad is not None and p.grad.dtype.is_floating_point and not bool(torch.isfinite(p.grad).all()):
+                if p.grad is not None and not _finite(p.grad):
                     self.reported_nonfinite = True
                     names = names or self._parameter_names()
                     self.record("nonfinite", site, where="gradient", name=names.get(id(p)), tensor=_describe(p),
