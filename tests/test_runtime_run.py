@@ -289,6 +289,9 @@ def test_only_executed_files_are_linted(tmp_path):
     assert finding["code"] == "TL101" and finding["filename"] == str(tmp_path / "helper.py")
     assert finding["runtime"] == {"verdict": "not-reached", "evidence": "no backward/grad call ran at this line",
                                   "hits": 0}
+    quiet = torchlint_run("--confirmed-only", "--output-format", "json", "--", sys.executable, "main.py",
+                          cwd=tmp_path)
+    assert quiet.returncode == 0 and findings_of(quiet) == []
 
 
 def test_commands_that_cannot_run(tmp_path):

@@ -553,16 +553,18 @@ def server() -> None:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="Use this config file.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when something is confirmed.")
+@click.option("--confirmed-only", is_flag=True, help="Report only what the run confirmed (drop not-observed, "
+              "not-reached and not-monitored static findings).")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 def run(command: tuple[str, ...], max_steps: int, timeout: float, output_format: str, output_file: Optional[str],
         select: Optional[str], extend_select: Optional[str], ignore: Optional[str], config_path: Optional[Path],
-        isolated: bool, exit_zero: bool, quiet: bool) -> None:
+        isolated: bool, exit_zero: bool, confirmed_only: bool, quiet: bool) -> None:
     """Run COMMAND (e.g. `-- python train.py`) with runtime monitors, then report which findings
     it confirmed. This runs your code, as pytest does."""
     from torchlint.runtime.command import RunOptions, run_command
 
     run_command(RunOptions(list(command), max_steps, timeout, output_format, output_file, select, extend_select,
-                           ignore, config_path, isolated, exit_zero, quiet))
+                           ignore, config_path, isolated, exit_zero, quiet, confirmed_only))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -36,6 +36,7 @@ class RunOptions:
     isolated: bool
     exit_zero: bool
     quiet: bool
+    confirmed_only: bool = False
 
 
 def _split(value: Optional[str], option: str) -> Optional[list[str]]:
@@ -113,6 +114,8 @@ def run_command(opts: RunOptions) -> None:
     judge_static(static, obs, cwd, _stopped_early(opts, outcome, obs))
     problems = [p for p in runtime_problems(obs, static, cwd) if _runtime_enabled(p.code, select, extend, ignore)]
     findings = sorted(static + problem_findings(problems, cwd), key=Finding.sort_key)
+    if opts.confirmed_only:
+        findings = [f for f in findings if f.runtime and f.runtime["verdict"] == "confirmed"]
     framed = {t.display for t in tasks}
     for path in sorted({f.path for f in findings} - framed):  # runtime findings outside the linted files
         tasks.append(FileTask(path=str(cwd / path), display=path, codes=frozenset()))
