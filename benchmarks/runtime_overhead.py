@@ -59,6 +59,48 @@ def main() -> None:
               f"{plain[1]:10.2f} {monitored[1]:8.2f} {ratios[-1][1]:6.2f}")
     print(f"{'worst':<50} {'':>8} {'':>8} {max(r[0] for r in ratios):7.2f} {'':>10} {'':>8} "
           f"{max(r[1] for r in ratios):6.2f}")
+    step_overhead()
+
+
+def step_overhead(blocks: int = 15, steps: int = 10) -> None:
+    """The monitors' cost per training step, in one process: blocks of steps with and without
+    the monitors alternate, so a busy machine slows both alike. One monitor is installed and
+    removed around each monitored block, so its caches are warm as in a real run."""
+    sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+    import torch
+    import torch.nn.functional as F
+    from runtime_workload import SmallCnn
+
+    from torchlint.runtime.monitor import ListSink, Monitor
+
+    torch.manual_seed(0)
+    model = SmallCnn()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = torch.randn(40, 1, 28, 28), torch.randint(0, 10, (40,))
+
+    def block() -> float:
+        start = time.perf_counter()
+        for _ in range(steps):
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+        return time.perf_counter() - start
+
+    monitor = Monitor(ListSink())
+    block()  # warm-up
+    plain, watched = [], []
+    for _ in range(blocks):
+        plain.append(block())
+        monitor.install()
+        watched.append(block())
+        monitor.uninstall()
+    plain.sort()
+    watched.sort()
+    middle = blocks // 2
+    print(f"in-process, blocks of {steps} steps of runtime_workload's CNN (batch 40): plain {plain[0] / steps * 1e3:.1f} "
+          f"ms/step, monitored {watched[0] / steps * 1e3:.1f} ms/step; ratio of best {watched[0] / plain[0]:.2f}, "
+          f"of medians {watched[middle] / plain[middle]:.2f}")
+
 
 if __name__ == "__main__":
     main()

@@ -72,6 +72,7 @@ class _UserCode:
     def __init__(self) -> None:
         self.prefixes = _excluded_prefixes()
         self._cache: dict[str, bool] = {}
+        self._real: dict[str, str] = {}
         self._last_lines: dict[Any, int] = {}
         self._files_at = -1
         self._files: list[str] = []
@@ -83,9 +84,15 @@ class _UserCode:
     def is_user(self, filename: str) -> bool:
         known = self._cache.get(filename)
         if known is None:
-            known = not filename.startswith("<") and not os.path.realpath(filename).startswith(self.prefixes)
+            known = not filename.startswith("<") and not self.realpath(filename).startswith(self.prefixes)
             self._cache[filename] = known
         return known
+
+    def realpath(self, filename: str) -> str:
+        real = self._real.get(filename)
+        if real is None:
+            real = self._real[filename] = os.path.realpath(filename)
+        return real
 
     def site(self, depth: int = 2) -> Optional[list]:
         """[file, line, function, first line, last line] of the innermost user frame."""
@@ -93,7 +100,7 @@ class _UserCode:
         while frame is not None:
             code = frame.f_code
             if self.is_user(code.co_filename):
-                return [os.path.realpath(code.co_filename), frame.f_lineno, code.co_name, code.co_firstlineno,
+                return [self.realpath(code.co_filename), frame.f_lineno, code.co_name, code.co_firstlineno,
                         self._last_line(code)]
             frame = frame.f_back
         return None
@@ -118,7 +125,7 @@ class _UserCode:
         for module in list(sys.modules.values()):
             path = getattr(module, "__file__", None)
             if isinstance(path, str) and os.path.isabs(path) and path.endswith(".py") and self.is_user(path):
-                out.add(os.path.realpath(path))
+                out.add(self.realpath(path))
         return sorted(out)
 
 
@@ -213,6 +220,7 @@ class Monitor:
         self.steps = 0
         self.local = threading.local()
         self.reported_nonfinite = False
+        self._last_screened: Any = lambda: None  # weakref to the last module output screened for NaN/Inf
         self.pending_roots: list = []  # (module ref, site, training) of grad-enabled forwards since the last backward
         self.pending_data: list = []  # `.data` accesses while a forward awaited its backward
         self.roots: Any = None  # WeakSet of root modules seen
@@ -251,7 +259,7 @@ class Monitor:
     def _main_file(self) -> Optional[str]:
         # Python deletes __main__.__file__ when the script ends, before atexit: fall back to argv.
         path = getattr(sys.modules.get("__main__"), "__file__", None) or self.script
-        return os.path.realpath(path) if isinstance(path, str) and self.user.is_user(path) else None
+        return self.user.realpath(path) if isinstance(path, str) and self.user.is_user(path) else None
 
     def _dist(self) -> Any:
         torch = sys.modules.get("torch")
@@ -523,7 +531,11 @@ class Monitor:
             return
         import torch
 
-        for tensor in _tensors(output):
+        outputs = _tensors(output)
+        if len(outputs) == 1 and outputs[0] is self._last_screened():
+            return  # a container returning its last layer's output: already screened
+        for tensor in outputs:
+            self._last_screened = weakref.ref(tensor)
             if not _finite(tensor):
                 inputs_finite = all(_finite(t) for t in _tensors(args))
                 bad_params = [n for n, p in module.named_parameters(recurse=False)
@@ -571,7 +583,8 @@ class Monitor:
     def _step_post_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.steps += 1
         self.zeroed_since_step = self.backward_since_step = False
-        self.dump()
+        if self.steps <= 10 or self.steps % 10 == 0:  # atexit writes the last; this guards against a kill
+            self.dump()
         if self.max_steps and self.steps >= self.max_steps and not getattr(self.local, "stopping", False):
             self.local.stopping = True
             self.sink.write({"kind": "budget", "pid": os.getpid(), "rank": self._rank(), "steps": self.steps})
