@@ -97,7 +97,8 @@ def render(findings: list[Finding], sources: Optional[dict] = None, *,
     root = (root or cwd).resolve()
     over_limit = truncation_warning(len(findings))
     kept = findings[:MAX_RESULTS]
-    codes = sorted({*rules, *(f.code for f in findings), *(e.code for e in errors or [])} & set(RULES_BY_CODE))
+    codes = sorted({*rules, *(f.code for f in findings), *(e.code for e in errors or [])}
+                   & (set(RULES_BY_CODE) | set(RUNTIME_CHECKS_BY_CODE)))
     index = {code: i for i, code in enumerate(codes)}
     seen: dict[tuple[str, str, str], int] = {}
     results = []
