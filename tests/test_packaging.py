@@ -38,6 +38,9 @@ def test_wheel_ships_rule_docs(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "torchlint", "check", "--isolated", "--no-cache", "--select",
                            "TL901", str(probe)], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert proc.returncode == 1 and "torch.linalg.solve" in proc.stdout, proc.stdout + proc.stderr
+    # `torchlint run` puts this directory first on the program's PYTHONPATH.
+    assert (target / "torchlint" / "runtime" / "boot" / "sitecustomize.py").is_file()
+    assert (target / "torchlint" / "rules_docs" / "TL320-identical-worker-random-streams.md").is_file()
 
 
 @pytest.mark.network
