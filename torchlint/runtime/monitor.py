@@ -54,16 +54,16 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # t
 
 
 def _excluded_prefixes() -> tuple[str, ...]:
-    paths = {_PACKAGE_DIR}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        path = sysconfig.get_paths().get(key)
-        if path:
-            paths.add(os.path.realpath(path))
+    """Directories whose files are not the user's: the stdlib, site-packages, torchlint. Both
+    the names as given and with links resolved, so most files match without resolving."""
+    given = [_PACKAGE_DIR, *(p for p in (sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib",
+                                                                              "platlib")) if p)]
     try:
-        paths.update(os.path.realpath(p) for p in site.getsitepackages())
+        given.extend(site.getsitepackages())
     except AttributeError:  # some virtualenv versions
         pass
-    return tuple(p.rstrip(os.sep) + os.sep for p in paths)
+    paths = {os.path.abspath(p) for p in given} | {os.path.realpath(p) for p in given}
+    return tuple(p.rstrip(os.sep) + os.sep for p in sorted(paths))
 
 
 class _UserCode:
@@ -84,7 +84,10 @@ class _UserCode:
     def is_user(self, filename: str) -> bool:
         known = self._cache.get(filename)
         if known is None:
-            known = not filename.startswith("<") and not self.realpath(filename).startswith(self.prefixes)
+            # The raw name first: most library files match without resolving links (one lstat per
+            # path component), which matters for the thousands of modules torch loads.
+            known = not filename.startswith(("<", *self.prefixes)) and not self.realpath(filename).startswith(
+                self.prefixes)
             self._cache[filename] = known
         return known
 
