@@ -561,10 +561,11 @@ def run(command: tuple[str, ...], max_steps: int, timeout: float, output_format:
         isolated: bool, exit_zero: bool, confirmed_only: bool, quiet: bool) -> None:
     """Run COMMAND (e.g. `-- python train.py`) with runtime monitors, then report which findings
     it confirmed. This runs your code, as pytest does."""
-    from torchlint.runtime.command import RunOptions, run_command
+    from torchlint.runtime.command import CheckSteps, RunOptions, run_command
 
     run_command(RunOptions(list(command), max_steps, timeout, output_format, output_file, select, extend_select,
-                           ignore, config_path, isolated, exit_zero, quiet, confirmed_only))
+                           ignore, config_path, isolated, exit_zero, quiet, confirmed_only),
+                CheckSteps(_build_tasks, _run, _collect, _render, _cache_root))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,7 +7,7 @@ import shlex
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import click
 
@@ -20,6 +20,18 @@ from torchlint.runtime.launcher import Outcome, program_env, run_program
 from torchlint.selection import SelectionError, validate_prefix
 
 EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class CheckSteps:
+    """The steps of `check` that `run` reuses, handed over by the CLI (which owns them) so that
+    this module does not import it."""
+
+    build_tasks: Callable[..., tuple[list[FileTask], list[str]]]
+    lint: Callable[..., list[Any]]
+    collect: Callable[..., tuple[list[Finding], list[Finding], int]]
+    render: Callable[..., str]
+    cache_root: Callable[..., Optional[Path]]
 
 
 @dataclass
@@ -84,9 +96,7 @@ def _fail(message: str) -> click.exceptions.Exit:
     return click.exceptions.Exit(2)
 
 
-def run_command(opts: RunOptions) -> None:
-    from torchlint import cli
-
+def run_command(opts: RunOptions, check: CheckSteps) -> None:
     select = _split(opts.select, "--select")
     extend = _split(opts.extend_select, "--extend-select") or []
     ignore = _split(opts.ignore, "--ignore") or []
@@ -106,11 +116,11 @@ def run_command(opts: RunOptions) -> None:
 
     files = sorted(f for f in obs.files if f.endswith(".py") and Path(f).is_file())
     try:
-        tasks, _ = cli._build_tasks(files, resolver, cwd, None, False) if files else ([], [])
+        tasks, _ = check.build_tasks(files, resolver, cwd, None, False) if files else ([], [])
     except ConfigError as exc:
         raise _fail(str(exc)) from None
-    results = cli._run(tasks, jobs=None, cache_root=cli._cache_root(None, resolver), resolver=resolver)
-    static, parse_errors, internal_errors = cli._collect(tasks, results)
+    results = check.lint(tasks, jobs=None, cache_root=check.cache_root(None, resolver), resolver=resolver)
+    static, parse_errors, internal_errors = check.collect(tasks, results)
     judge_static(static, obs, cwd, _stopped_early(opts, outcome, obs))
     problems = [p for p in runtime_problems(obs, static, cwd) if _runtime_enabled(p.code, select, extend, ignore)]
     findings = sorted(static + problem_findings(problems, cwd), key=Finding.sort_key)
@@ -120,7 +130,7 @@ def run_command(opts: RunOptions) -> None:
     for path in sorted({f.path for f in findings} - framed):  # runtime findings outside the linted files
         tasks.append(FileTask(path=str(cwd / path), display=path, codes=frozenset()))
 
-    text = cli._render(opts.output_format, findings, tasks, parse_errors, cwd, False, opts.quiet)
+    text = check.render(opts.output_format, findings, tasks, parse_errors, cwd, False, opts.quiet)
     if opts.output_file:
         try:
             Path(opts.output_file).write_text(text, encoding="utf-8")
