@@ -6,12 +6,21 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
-
-from torchlint.rules.base import Rule
+from typing import Optional, Protocol
 
 SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
 
+
+
+class Documented(Protocol):
+    """What the docs need of a static rule or a runtime check."""
+
+    @property
+    def code(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def summary(self) -> str: ...
 
 def docs_dir() -> Optional[Path]:
     here = Path(__file__).resolve().parent
@@ -78,7 +87,7 @@ def clip_at_sentence(text: str, limit: int) -> str:
     return cut + "\u2026"
 
 
-def full_description(rule: type[Rule], limit: int = 1024) -> str:
+def full_description(rule: Documented, limit: int = 1024) -> str:
     doc = rule_doc(rule.code)
     if doc is None:
         return plain_text(rule.summary)
@@ -87,7 +96,7 @@ def full_description(rule: type[Rule], limit: int = 1024) -> str:
     return clip_at_sentence(text or plain_text(rule.summary), limit)
 
 
-def help_text(rule: type[Rule]) -> tuple[str, str]:
+def help_text(rule: Documented) -> tuple[str, str]:
     """(plain text, markdown) for SARIF's rule help."""
     doc = rule_doc(rule.code) or f"# {rule.code} ({rule.name})\n\n{rule.summary}\n"
     return _plain_multiline(doc), doc

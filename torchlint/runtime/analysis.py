@@ -47,7 +47,7 @@ class Observation:
     def __post_init__(self) -> None:
         last_counts: dict[int, dict[str, Any]] = {}
         for event in self.events:
-            kind = event.get("kind")
+            kind = str(event.get("kind"))
             self.by_kind[kind].append(event)
             if kind == "counts":
                 last_counts[event["pid"]] = event
@@ -76,7 +76,7 @@ class Observation:
 
 
 def _at(site: Optional[list], path: str, rows: tuple[int, int]) -> bool:
-    return bool(site) and site[0] == path and rows[0] <= site[1] <= rows[1]
+    return site is not None and len(site) > 1 and site[0] == path and rows[0] <= site[1] <= rows[1]
 
 
 def _where(site: Optional[list], cwd: Path) -> str:
@@ -152,7 +152,7 @@ def _loss_calls(obs: Observation, path: str, rows: tuple[int, int], functions: I
 
 
 def _is_float(desc: Optional[dict[str, Any]]) -> bool:
-    return bool(desc) and "float" in desc["dtype"]
+    return desc is not None and "float" in desc["dtype"]
 
 
 def _tl201(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
@@ -240,9 +240,9 @@ def _tl501(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
         if len(set(counts)) > 1:
             total, world = sum(counts), len(ranks)
             parts = ", ".join(f"rank {r} counted {n}" for r, n in zip(ranks, counts))
-            errors = ", ".join(f"rank {r} {_weight_error(total, world, n)}" for r, n in zip(ranks, counts))
+            weight_errors = ", ".join(f"rank {r} {_weight_error(total, world, n)}" for r, n in zip(ranks, counts))
             return _verdict("confirmed", f"call {index + 1}: {parts} (of {total}); DDP's mean of per-rank means "
-                                         f"weights each element, relative to the global mean, by: {errors}",
+                                         f"weights each element, relative to the global mean, by: {weight_errors}",
                             len(calls))
     sample = sorted({n for v in by_rank.values() for n in v})
     return _verdict("not-observed", f"ran {len(distributed)} time(s) across {len(ranks)} ranks; every rank counted the "
@@ -443,7 +443,8 @@ def _tl221(obs: Observation, cwd: Path, explained: set) -> list[RuntimeProblem]:
         if e["fn"] in CLASS_INDEX_LOSSES:
             classes = e.get("classes")
             low_high = e.get("label_range")
-            if e.get("class_index") and low_high and (low_high[0] < 0 or low_high[1] >= classes):
+            if e.get("class_index") and low_high and isinstance(classes, int) \
+                    and (low_high[0] < 0 or low_high[1] >= classes):
                 error = f": {e['error']}" if e.get("error") else ""
                 out.append(RuntimeProblem("TL221", e["site"],
                                           f"labels reaching {e['fn']} range over [{low_high[0]}, {low_high[1]}] but "
@@ -467,7 +468,7 @@ def _tl221(obs: Observation, cwd: Path, explained: set) -> list[RuntimeProblem]:
 
 def _bad_probabilities(e: dict[str, Any]) -> bool:
     low_high = e.get("prob_range")
-    return bool(low_high) and (low_high[0] < 0 or low_high[1] > 1)
+    return low_high is not None and (low_high[0] < 0 or low_high[1] > 1)
 
 
 def _tl222(obs: Observation, cwd: Path) -> list[RuntimeProblem]:

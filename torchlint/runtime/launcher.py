@@ -139,7 +139,7 @@ def _reap(pids: set[int]) -> None:
 
 def _proc_table() -> dict[int, tuple[int, int, str]]:
     """pid -> (ppid, pgid, state) for every process we can see (Linux /proc)."""
-    table = {}
+    table: dict[int, tuple[int, int, str]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:

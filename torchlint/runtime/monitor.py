@@ -532,7 +532,6 @@ class Monitor:
         self.local.depth = max(0, self._depth() - 1)
         if self.reported_nonfinite:
             return
-        import torch
 
         outputs = _tensors(output)
         if len(outputs) == 1 and outputs[0] is self._last_screened():
@@ -688,7 +687,7 @@ class Monitor:
         def softmax(*args: Any, **kwargs: Any) -> Any:
             dim = args[1] if len(args) > 1 else kwargs.get("dim")
             tensor = args[0] if args else kwargs.get("input")
-            if dim is None and hasattr(tensor, "dim"):
+            if dim is None and tensor is not None and hasattr(tensor, "dim"):
                 ndim = tensor.dim()
                 owner = monitor._owner(sys._getframe(1))
                 monitor.record("implicit_softmax", monitor.user.site(2), fn=name, shape=list(tensor.shape),
@@ -792,10 +791,10 @@ class Monitor:
                 event["counted"] = target.numel() // max(1, classes)
                 if checked < LABEL_CHECK_LIMIT:
                     self.counts[key] = checked + 1
-                    sums = target.detach().reshape(-1, classes).sum(dim=-1) if target.dim() == 2 else None
+                    row_sums = target.detach().reshape(-1, classes).sum(dim=-1) if target.dim() == 2 else None
                     event["prob_range"] = [float(target.min()), float(target.max())]
-                    if sums is not None:
-                        event["row_sums"] = _rounded(sums[:4].tolist())
+                    if row_sums is not None:
+                        event["row_sums"] = _rounded(row_sums[:4].tolist())
         else:
             event["counted"] = inp.numel()
             if name.startswith("binary_cross_entropy") and target.numel():
@@ -865,7 +864,7 @@ def _fingerprint(tensor: Any) -> str:
 
 
 def _dataset_rngs(dataset: Any, prefix: str = "self", depth: int = 0) -> list:
-    found = []
+    found: list = []
     attributes = getattr(dataset, "__dict__", None)
     if not isinstance(attributes, dict):
         return found
@@ -962,7 +961,7 @@ class _TorchImportHook:
                 monitor.sink.write({"kind": "internal_error", "pid": os.getpid(), "where": "install",
                                     "error": repr(exc)})
 
-        loader.exec_module = exec_module
+        loader.exec_module = exec_module  # type: ignore[method-assign]  # wrap this one module's import
         return spec
 
     def find_module(self, *args: Any) -> None:  # Python < 3.4 protocol; never used

@@ -7,13 +7,16 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
+if TYPE_CHECKING:
+    from torchlint.runtime.api import RuntimeSession
+
 
 @pytest.fixture
-def torchlint_runtime() -> Iterator["RuntimeSession"]:  # noqa: F821
+def torchlint_runtime() -> Iterator["RuntimeSession"]:
     """Runtime monitors installed for the test; `.findings()` / `.assert_clean()` report."""
     from torchlint.runtime.api import monitored
 
