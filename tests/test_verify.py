@@ -30,16 +30,24 @@ DEMONSTRATE_FACTS: dict[str, dict] = {
     "TL202": {"method": "float"},
     "TL204": {"source": "np.random.rand", "converter": "torch.from_numpy"},
     "TL301": {"rng": "np.random.default_rng", "num_workers": 2},
+    "TL302": {},
+    "TL303": {"num_workers": 4, "iterations": 10},
     "TL304": {"conflict": "sampler"},
     "TL401": {"activation": "softmax", "loss": "F.cross_entropy"},
+    "TL402": {"function": "dropout", "p": 0.5},
     "TL501": {"loss": "F.cross_entropy", "explicit": False},
+    "TL502": {"seed_per_epoch": False},
     "TL601": {"explicit_false": True},
 }
 FLIP_FACTS: dict[str, tuple[dict, str]] = {
     "TL202": ({"method": "cpu"}, "not-reproduced"),
     "TL301": ({"rng": "np.random.default_rng", "num_workers": 1}, "not-reproduced"),
+    "TL302": ({"context": "fork"}, "not-reproduced"),
+    "TL303": ({"num_workers": 4, "iterations": 1}, "not-reproduced"),
     "TL401": ({"activation": "log_softmax", "loss": "F.cross_entropy"}, "not-reproduced"),
+    "TL402": ({"function": "alpha_dropout", "p": 0.5}, "not-reproduced"),
     "TL501": ({"loss": "nn.MSELoss", "explicit": True}, "not-reproduced"),
+    "TL502": ({"seed_per_epoch": True}, "not-reproduced"),
     "TL601": ({"explicit_false": False}, "not-applicable"),
 }
 
@@ -83,9 +91,104 @@ def test_every_probed_rule_has_a_probe_and_others_say_why(worker):
     assert set(probes.PROBES) == set(PROBED)
 
 
-def test_tl804_control_uses_a_finite_loss_scale(worker):
-    result = _probe(worker, "TL804", {})
-    assert result["verdict"] == "demonstrated" and "inf" not in result["evidence"], result
+# Real findings whose facts decide a fact probe's verdict: (code the rule flags whose probe
+# shows the hazard, code the rule also flags whose facts make it absent). Each file is linted,
+# and its finding goes through --verify's own path (plan, worker, probe).
+FINDING_PAIRS: dict[str, tuple[str, str]] = {
+    "TL302": ("from torch.utils.data import DataLoader\n"
+              "loader = DataLoader(list(range(8)), num_workers=2)\nfor batch in loader:\n    pass\n",
+              "from torch.utils.data import DataLoader\n"
+              "loader = DataLoader(list(range(8)), num_workers=2, multiprocessing_context='fork')\n"
+              "for batch in loader:\n    pass\n"),
+    "TL303": ("import torch\ndef train(ds):\n    for epoch in range(10):\n"
+              "        for b in torch.utils.data.DataLoader(ds, num_workers=4):\n            pass\n",
+              "import torch\ndef train(ds):\n    for epoch in range(1):\n"
+              "        for b in torch.utils.data.DataLoader(ds, num_workers=4):\n            pass\n"),
+    "TL402": ("import torch.nn as nn\nimport torch.nn.functional as F\nclass M(nn.Module):\n"
+              "    def forward(self, x):\n        return F.dropout(x, 0.2)\n",
+              "import torch.nn as nn\nimport torch.nn.functional as F\nclass M(nn.Module):\n"
+              "    def forward(self, x):\n        return F.alpha_dropout(x, 0.2)\n"),
+    "TL502": ("from torch.utils.data import DataLoader, DistributedSampler\ndef train(ds):\n"
+              "    sampler = DistributedSampler(ds)\n    loader = DataLoader(ds, sampler=sampler)\n"
+              "    for epoch in range(3):\n        for batch in loader:\n            pass\n",
+              "from torch.utils.data import DataLoader, DistributedSampler\ndef train(ds):\n"
+              "    for epoch in range(3):\n        sampler = DistributedSampler(ds, seed=epoch)\n"
+              "        loader = DataLoader(ds, sampler=sampler)\n        for batch in loader:\n            pass\n"),
+}
+# The "no" side's extra cases: F.dropout with p=0 drops nothing, and a module-level
+# set_start_method('fork') pins fork for every loader.
+FINDING_PAIRS_MORE: dict[str, str] = {
+    "TL402": "import torch.nn as nn\nimport torch.nn.functional as F\nclass M(nn.Module):\n"
+             "    def forward(self, x):\n        return F.dropout(x, p=0.0)\n",
+    "TL302": "import torch.multiprocessing as mp\nfrom torch.utils.data import DataLoader\n"
+             "mp.set_start_method('fork')\nfor batch in DataLoader(list(range(8)), num_workers=2):\n    pass\n",
+}
+
+
+def _lint(code: str, source: str, path: str):
+    from torchlint.checker import check_source
+    from torchlint.rules.registry import RULES_BY_CODE
+
+    found = [f for f in check_source(path, source.encode(), [RULES_BY_CODE[code]]) if f.code == code]
+    assert len(found) == 1, (code, path, found)
+    return found[0]
+
+
+def test_real_finding_pairs_come_out_both_ways():
+    sources = {}
+    for code, (yes, no) in FINDING_PAIRS.items():
+        sources[f"{code}_yes.py"], sources[f"{code}_no.py"] = yes, no
+    for code, no in FINDING_PAIRS_MORE.items():
+        sources[f"{code}_no2.py"] = no
+    findings = [_lint(path[:5], src, path) for path, src in sources.items()]
+    runner.verify_findings(findings, device="cpu", timeout=120, sources=sources.get)
+    got = {f.path: f.verify["verdict"] for f in findings}
+    evidence = {f.path: f.verify["runs"][0]["evidence"] for f in findings}
+    for path, verdict in got.items():
+        want = "demonstrated" if path.endswith("_yes.py") else "not-reproduced"
+        assert verdict == want, (path, verdict, evidence[path])
+    # The evidence quotes the facts read from the code, not the probe's defaults.
+    assert "p=0.2" in evidence["TL402_yes.py"] and "alpha_dropout" in evidence["TL402_no.py"]
+    assert "p=0" in evidence["TL402_no2.py"]
+    assert "10 iterations" in evidence["TL303_yes.py"] and "the code's 4" in evidence["TL303_yes.py"]
+    assert "fork start method, which the code pins" in evidence["TL302_no2.py"]
+
+
+@pytest.mark.parametrize("code", ["TL602", "TL804"])
+def test_rules_no_run_can_decide_are_skipped_with_their_reason(code):
+    from torchlint.rules.registry import RULES_BY_CODE
+
+    source = {"TL602": "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ntorch.save(model, 'm.pt')\n",
+              "TL804": "import torch\ndef step(model, x):\n    with torch.autocast('cuda'):\n"
+                       "        loss = model(x).sum()\n    loss.backward()\n"}[code]
+    finding = _lint(code, source, "x.py")
+    runner.verify_findings([finding], device="cpu", timeout=60, sources=lambda _: source)
+    assert code not in PROBED
+    assert finding.verify["verdict"] == "skipped", finding.verify
+    assert finding.verify["runs"][0]["evidence"] == RULES_BY_CODE[code].verify_note
+
+
+def test_tl602_note_is_true_of_the_installed_torch():
+    """The note says a default torch.load refuses a pickled module unless its class is allow-listed."""
+    import io
+
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(torch.nn.Linear(2, 2), buf)
+    buf.seek(0)
+    with pytest.raises(Exception, match="Weights only load failed"):
+        torch.load(buf)
+    buf.seek(0)
+    with torch.serialization.safe_globals([torch.nn.Linear]):
+        assert isinstance(torch.load(buf), torch.nn.Linear)
+
+
+def test_tl804_note_is_true_of_float16():
+    import torch
+
+    assert torch.tensor(2.0**-24, dtype=torch.float16).item() == 2.0**-24
+    assert torch.tensor(2.0**-26, dtype=torch.float16).item() == 0.0
 
 
 def test_tl202_probe_does_not_pass_float64_off_as_cuda(worker):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional, Sequence
 
 from torchlint.analysis.scopes import assigned_names, iter_scope
 from torchlint.analysis.torch_api import DATALOADER
@@ -47,4 +48,33 @@ class DataloaderInLoop(Rule):
         persistent = keyword(node, "persistent_workers")
         extra = " (defeating persistent_workers)" if persistent is not None and literal(persistent.value) is True else ""
         self.report(node, f"`DataLoader(num_workers={workers})` in a loop restarts its workers every iteration{extra}",
-                    help="Build it once before the loop")
+                    help="Build it once before the loop",
+                    params={"num_workers": workers if type(workers) is int else None,
+                            "iterations": _literal_iterations(ctx.loops)})
+
+
+def _literal_iterations(loops: Sequence[ast.AST]) -> Optional[int]:
+    """How many times the innermost body runs, when every enclosing loop is `for ... in range(<literals>)`
+    or `for ... in [a, b, ...]`; None if unknown."""
+    total = 1
+    for loop in loops:
+        count = _loop_count(loop)
+        if count is None:
+            return None
+        total *= count
+    return total
+
+
+def _loop_count(loop: ast.AST) -> Optional[int]:
+    it = loop.iter if isinstance(loop, (ast.For, ast.AsyncFor)) else None
+    if isinstance(it, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in it.elts):
+        return len(it.elts)
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" \
+            and 1 <= len(it.args) <= 3 and not it.keywords:
+        bounds = [literal(a) for a in it.args]
+        if all(type(b) is int for b in bounds) and (len(bounds) < 3 or bounds[2] != 0):
+            try:
+                return min(len(range(*bounds)), 2**20)
+            except OverflowError:
+                return None
+    return None

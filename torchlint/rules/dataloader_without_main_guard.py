@@ -9,7 +9,10 @@ from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.analysis.dataloader import iterated, nonzero_workers
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Rule, keyword, literal
+
+_START_METHODS = ("fork", "spawn", "forkserver")
+_SET_START_METHOD = ("multiprocessing.set_start_method", "torch.multiprocessing.set_start_method")
 
 
 def is_main_guard(node: ast.AST) -> bool:
@@ -36,6 +39,9 @@ class DataloaderWithoutMainGuard(Rule):
         functions = {s.name: s for s in ctx.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
         # Names bound at module level to a multi-worker DataLoader.
         loaders = self._worker_loaders(module_stmts, ctx)
+        self._start_method = self._module_start_method(module_stmts, ctx)
+        self._loader_calls = {t.id: s.value for s in module_stmts if isinstance(s, ast.Assign)
+                              for t in s.targets if isinstance(t, ast.Name) and t.id in loaders}
         for stmt in module_stmts:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
@@ -43,8 +49,9 @@ class DataloaderWithoutMainGuard(Rule):
                 it = iterated(node)
                 if it is not None and self._is_worker_loader(it, loaders, ctx):
                     # A comprehension's `for` clause has no position of its own: point at its iterable.
+                    call = self._loader_calls.get(it.id) if isinstance(it, ast.Name) else it
                     self._report(it if isinstance(node, ast.comprehension) else node,
-                                 "starts DataLoader workers")
+                                 "starts DataLoader workers", self._context(call, ctx))
                     reported.add(id(stmt))
                     break
         spawning = self._spawning_functions(functions, loaders, ctx)
@@ -58,8 +65,28 @@ class DataloaderWithoutMainGuard(Rule):
 
     help = 'Move it under `if __name__ == "__main__":`'
 
-    def _report(self, node: ast.AST, what: str) -> None:
-        self.report(node, f"Module-level code {what}: fails under the spawn start method")
+    def _report(self, node: ast.AST, what: str, context: object = None) -> None:
+        # Facts for --verify: the start method the loader or the module pins, when a literal says so.
+        self.report(node, f"Module-level code {what}: fails under the spawn start method",
+                    params={"context": context, "start_method": self._start_method})
+
+    @staticmethod
+    def _module_start_method(stmts: list[ast.stmt], ctx: FileContext) -> object:
+        method = None
+        for node in iter_scope(stmts):
+            if isinstance(node, ast.Call) and ctx.call_name(node) in _SET_START_METHOD and node.args:
+                method = literal(node.args[0])
+        return method if method in _START_METHODS else None
+
+    @staticmethod
+    def _context(call: object, ctx: FileContext) -> object:
+        """`multiprocessing_context="fork"` or `=multiprocessing.get_context("fork")`, as "fork"."""
+        kw = keyword(call, "multiprocessing_context") if isinstance(call, ast.Call) else None
+        value = kw.value if kw is not None else None
+        if isinstance(value, ast.Call) and (ctx.call_name(value) or "").endswith("get_context") and value.args:
+            value = value.args[0]
+        method = literal(value) if value is not None else None
+        return method if method in _START_METHODS else None
 
     def _worker_loaders(self, stmts: list[ast.stmt], ctx: FileContext) -> set[str]:
         names: set[str] = set()

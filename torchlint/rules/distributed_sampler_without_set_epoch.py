@@ -23,24 +23,26 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     tags = ("correctness", "distributed", "data-loading")
     requires_text = ('DistributedSampler',)
 
-    def _shuffling_sampler(self, node: Optional[ast.AST], lineno: int, ctx: FileContext) -> bool:
+    def _shuffling_sampler(self, node: Optional[ast.AST], lineno: int, ctx: FileContext) -> Optional[ast.Call]:
         if isinstance(node, ast.Name):
             node = ctx.value_before(node, lineno, module_fallback=True)
         if not isinstance(node, ast.Call) or ctx.call_name(node) != SAMPLER:
-            return False
+            return None
         shuffle = keyword(node, "shuffle")
-        return shuffle is None or literal(shuffle.value) is True
+        return node if shuffle is None or literal(shuffle.value) is True else None
 
-    def _loader_with_sampler(self, it: ast.AST, lineno: int, ctx: FileContext) -> bool:
+    def _loader_sampler(self, it: ast.AST, lineno: int, ctx: FileContext) -> Optional[ast.Call]:
+        """The shuffling DistributedSampler of the DataLoader `it`, if it has one."""
         if isinstance(it, ast.Name):
             it = ctx.value_before(it, lineno, module_fallback=True)  # type: ignore[assignment]
         if not isinstance(it, ast.Call) or ctx.call_name(it) != DATALOADER:
-            return False
+            return None
         return self._shuffling_sampler(arg_or_keyword(it, 3, "sampler"), it.lineno, ctx)
 
     def visit_For(self, node: ast.For, ctx: FileContext) -> None:
         it = iterated(node)
-        if it is None or not self._loader_with_sampler(it, node.lineno, ctx):
+        sampler = self._loader_sampler(it, node.lineno, ctx) if it is not None else None
+        if sampler is None:
             return
         self._check_set_epoch_argument(node, ctx)
         if not ctx.loops:
@@ -48,8 +50,15 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         epoch_loop = ctx.loops[0]
         if any(method_name(c) == "set_epoch" for c in ctx.followed_calls(epoch_loop)):
             return  # called here, or in a same-file helper the epoch loop calls
+        # A fact for --verify: a sampler built in the epoch loop from the loop's counter reorders anyway.
+        inside = isinstance(epoch_loop, ast.stmt) and \
+            epoch_loop.lineno <= sampler.lineno <= (epoch_loop.end_lineno or epoch_loop.lineno)
+        seed = arg_or_keyword(sampler, 4, "seed") if inside else None
+        counters = {n for n, _ in assigned_names(epoch_loop.target)} if isinstance(epoch_loop, ast.For) else set()
+        seed_per_epoch = seed is not None and any(isinstance(n, ast.Name) and n.id in counters for n in ast.walk(seed))
         self.report(epoch_loop, "`DistributedSampler.set_epoch()` is never called: every epoch has the same order",
-                    help="Call `sampler.set_epoch(epoch)` at the start of each epoch")
+                    help="Call `sampler.set_epoch(epoch)` at the start of each epoch",
+                    params={"seed_per_epoch": seed_per_epoch})
 
     def _check_set_epoch_argument(self, batch_loop: ast.For, ctx: FileContext) -> None:
         """`sampler.set_epoch(i)` inside the batch loop, with that loop's own counter."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword, has_star_kwargs
+from torchlint.rules.base import Rule, arg_or_keyword, has_star_kwargs, literal
 
 _DROPOUTS = frozenset(f"torch.nn.functional.{n}" for n in (
     "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"))
@@ -32,5 +32,8 @@ class FunctionalDropoutAlwaysOn(Rule):
         if any(isinstance(p, (ast.If, ast.IfExp)) and _tests_training(p.test) for p in ctx.parents):
             return  # `if self.training:` already limits it to training
         short = name.rsplit(".", 1)[1]  # type: ignore[union-attr]
+        p_node = arg_or_keyword(node, 1, "p")
+        p = 0.5 if p_node is None else literal(p_node)  # 0.5: the default
         self.report(node, f"`F.{short}` without `training=` stays on after `model.eval()`",
-                    help="Pass `training=self.training`, or use an `nn.Dropout` layer")
+                    help="Pass `training=self.training`, or use an `nn.Dropout` layer",
+                    params={"function": short, "p": p if type(p) in (int, float) else None})

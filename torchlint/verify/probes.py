@@ -18,8 +18,8 @@ executed here."""
 
 from __future__ import annotations
 
+import inspect
 import io
-import math
 import os
 import pickle
 import random
@@ -373,51 +373,74 @@ def worker_rng(params: dict, device: str) -> Result:
 @probe("TL302")
 def main_guard(params: dict, device: str) -> Result:
     import subprocess
+    # The start method the flagged code pins (the loader's context, else the module's
+    # set_start_method); unpinned, spawn: the default on macOS and Windows.
+    pinned = params.get("context") or params.get("start_method")
+    method = pinned if pinned in ("fork", "spawn", "forkserver") else "spawn"
+    if method == "fork" and not sys.platform.startswith("linux"):
+        return "skipped", "the code pins the fork start method, which this platform does not offer safely"
     script = (
-        "import torch, torch.multiprocessing as mp\n"
         "from torch.utils.data import DataLoader\n"
-        "mp.set_start_method('spawn', force=True)\n"
-        "for _ in DataLoader(list(range(4)), num_workers=1):\n    pass\n"
+        f"for _ in DataLoader(list(range(4)), num_workers=1, multiprocessing_context={method!r}):\n    pass\n"
     )
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "unguarded.py")
         with open(path, "w") as fh:
             fh.write(script)
         proc = subprocess.run([sys.executable, "-I", path], capture_output=True, text=True, timeout=120, cwd=tmp)
+    how = f"the {method} start method, which the code pins" if pinned else f"the {method} start method (the default " \
+        "on macOS and Windows; the code pins none)"
     if "bootstrapping phase" in proc.stderr:
-        return "confirmed", "with the spawn start method: RuntimeError: An attempt has been made to start a new " \
-                            "process before the current process has finished its bootstrapping phase"
-    return "not-reproduced", f"exit {proc.returncode}"
+        return "confirmed", f"an unguarded module-level loop over a multi-worker DataLoader, with {how}: " \
+                            "RuntimeError: An attempt has been made to start a new process before the current " \
+                            "process has finished its bootstrapping phase"
+    if proc.returncode == 0:
+        return "not-reproduced", f"an unguarded module-level loop over a multi-worker DataLoader ran (exit 0) " \
+                                 f"with {how}: forked workers do not re-import the main module"
+    raise RuntimeError(f"the unguarded script exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
 
 
 @probe("TL303")
 def dataloader_in_loop(params: dict, device: str) -> Result:
     import multiprocessing
+    code_workers = params.get("num_workers")
+    workers = min(code_workers, 2) if type(code_workers) is int and code_workers > 0 else 2
+    shown = f"num_workers={workers}" + (f" (the code's {code_workers}, capped)" if code_workers != workers and
+                                        type(code_workers) is int else "")
+    iterations = params.get("iterations")
+    known = type(iterations) is int and iterations >= 0
+    rounds = min(iterations, 3) if known else 3
     counter = multiprocessing.get_context("fork").Value("i", 0) if sys.platform.startswith("linux") else None
     if counter is None:
-        return "not-reproduced", "needs the fork start method to count worker starts"
+        return "skipped", "counting worker starts needs the fork start method"
 
     def init(_: int) -> None:
         with counter.get_lock():
             counter.value += 1
 
     data = list(range(8))
-    for _ in range(3):
-        for _ in torch.utils.data.DataLoader(data, num_workers=2, worker_init_fn=init,
+    for _ in range(rounds):
+        for _ in torch.utils.data.DataLoader(data, num_workers=workers, worker_init_fn=init,
                                              multiprocessing_context="fork"):
             pass
     in_loop = counter.value
     counter.value = 0
-    loader = torch.utils.data.DataLoader(data, num_workers=2, worker_init_fn=init, persistent_workers=True,
+    loader = torch.utils.data.DataLoader(data, num_workers=workers, worker_init_fn=init, persistent_workers=True,
                                          multiprocessing_context="fork")
-    for _ in range(3):
+    for _ in range(rounds):
         for _ in loader:
             pass
     once = counter.value
     del loader
+    runs = "the loop's iterations (how many is not known here)"
+    if known:
+        runs = {0: "the loop, which runs 0 times,", 1: "the loop's single iteration"}.get(
+            iterations, f"the loop's {iterations} iterations")
     if in_loop > once:
-        return "confirmed", f"3 epochs started {in_loop} worker processes; one persistent loader started {once}"
-    return "not-reproduced", f"{in_loop} vs {once} worker starts"
+        return ("confirmed", f"{rounds} of {runs} with {shown} started {in_loop} worker processes; "
+                             f"one persistent loader built before the loop started {once}")
+    return ("not-reproduced", f"{runs} with {shown} started {in_loop} worker processes, no more than one loader "
+                              f"built before the loop ({once}): a loop that runs once restarts nothing")
 
 
 @probe("TL304")
@@ -470,17 +493,32 @@ def softmax_before_ce(params: dict, device: str) -> Result:
 
 @probe("TL402")
 def functional_dropout(params: dict, device: str) -> Result:
+    # An input shape each functional dropout accepts (dropout1d wants 2-D or 3-D, and so on).
+    shapes = {"dropout": (1000,), "alpha_dropout": (1000,), "dropout1d": (10, 100, 1),
+              "dropout2d": (10, 100, 1, 1), "dropout3d": (10, 100, 1, 1, 1), "feature_alpha_dropout": (10, 100, 1)}
+    name = str(params.get("function", "dropout"))
+    name = name if name in shapes else "dropout"
+    fn = getattr(F, name)
+    p = params.get("p", 0.5)
+    p = min(max(float(p), 0.0), 1.0) if type(p) in (int, float) else 0.5
+    shown = f"F.{name}(x, p={p:g})"
+
     class M(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return F.dropout(x, 0.5)
+            return fn(x, p)
 
     m = M().eval()
     torch.manual_seed(0)
-    out = m(torch.ones(1000, device=device))
-    zeros = int((out == 0).sum())
-    if zeros:
-        return "confirmed", f"in eval() mode F.dropout still zeroed {zeros} of 1000 activations"
-    return "not-reproduced", "no activations dropped in eval()"
+    x = torch.ones(shapes[name], device=device)
+    out = m(x)
+    changed = int((out != x).sum())
+    if changed:
+        zeroed = int((out == 0).sum())
+        return "confirmed", (f"in eval() mode `{shown}` on {x.numel()} ones still zeroed {zeroed} and changed "
+                             f"{changed} in all (the survivors are scaled by 1/(1-p))")
+    default = inspect.signature(fn).parameters["training"].default
+    why = f"F.{name} defaults to training={default}" if default is False else f"p={p:g} drops nothing"
+    return "not-reproduced", f"in eval() mode `{shown}` left all {x.numel()} activations unchanged: {why}"
 
 
 @probe("TL403")
@@ -569,13 +607,22 @@ def mean_under_ddp(params: dict, device: str) -> Result:
 @probe("TL502")
 def sampler_set_epoch(params: dict, device: str) -> Result:
     data = list(range(16))
-    sampler = torch.utils.data.DistributedSampler(data, num_replicas=2, rank=0, shuffle=True)
-    first, second = list(sampler), list(sampler)
-    sampler.set_epoch(1)
-    third = list(sampler)
-    if first == second and first != third:
-        return "confirmed", f"epochs 0 and 1 without set_epoch both yield {first[:4]}...; after set_epoch(1): {third[:4]}..."
-    return "not-reproduced", "the order changed without set_epoch"
+    per_epoch = params.get("seed_per_epoch") is True
+
+    def sampler(epoch: int) -> torch.utils.data.DistributedSampler:
+        # Built once (seed 0), or, as the flagged code does, in the epoch loop with the epoch as its seed.
+        return torch.utils.data.DistributedSampler(data, num_replicas=2, rank=0, shuffle=True,
+                                                   seed=epoch if per_epoch else 0)
+
+    once = sampler(0)
+    first, second = (list(sampler(e)) for e in (0, 1)) if per_epoch else (list(once), list(once))
+    if first == second:
+        fresh = sampler(0)
+        fresh.set_epoch(1)
+        return ("confirmed", f"epochs 0 and 1 without set_epoch both yield {first[:4]}... (rank 0 of 2); "
+                             f"after set_epoch(1): {list(fresh)[:4]}...")
+    return ("not-reproduced", f"the sampler is rebuilt each epoch with the epoch as its seed: epochs 0 and 1 yield "
+                              f"{first[:4]}... and {second[:4]}... (rank 0 of 2) without set_epoch")
 
 
 # -- serialization -------------------------------------------------------------------
@@ -602,20 +649,6 @@ def unsafe_load(params: dict, device: str) -> Result:
         return "confirmed", "the default torch.load (weights_only unset) ran a pickled callable while loading"
     return ("not-applicable", f"on torch {torch.__version__} an unset weights_only means weights_only=True: the "
                               f"pickled callable was refused ({_first_line(default)}); a state_dict loads safely")
-
-
-@probe("TL602")
-def save_whole_module(params: dict, device: str) -> Result:
-    buf = io.BytesIO()
-    torch.save(nn.Linear(2, 2), buf)
-    data = buf.getvalue()
-    buf.seek(0)
-    exc = _raises(lambda: torch.load(buf, weights_only=True))
-    by_ref = b"torch.nn.modules.linear" in data
-    if exc is not None or by_ref:
-        detail = f"; loading with weights_only=True fails: {_first_line(exc)}" if exc else ""
-        return "confirmed", f"the file stores the class by import path (torch.nn.modules.linear.Linear){detail}"
-    return "not-reproduced", "the module loaded with weights_only=True"
 
 
 # -- module structure ----------------------------------------------------------------
@@ -690,18 +723,3 @@ def create_then_move(params: dict, device: str) -> Result:
     if moved > direct:
         return "confirmed", f"create-then-move ran {moved} host-to-device copy events, creating on the device {direct}"
     return "not-reproduced", f"{moved} vs {direct} copy events"
-
-
-@probe("TL804")
-def fp16_without_scaler(params: dict, device: str) -> Result:
-    w = torch.ones(4, dtype=torch.float16, device=device, requires_grad=True)
-    ((w * 1e-4).sum() * 1e-4).backward()  # true gradient 1e-8 per element
-    unscaled = float(w.grad[0])
-    w.grad = None
-    scale = 1024.0  # what GradScaler does; 65536 itself overflows float16 (max 65504)
-    (((w * 1e-4).sum() * 1e-4) * scale).backward()
-    scaled = float(w.grad[0]) / scale
-    if unscaled == 0.0 and scaled != 0.0 and math.isfinite(scaled):
-        return ("confirmed", f"a float16 gradient of 1e-8 underflows to {unscaled}; with a loss scale of {scale:g} "
-                             f"it survives as {scaled:.2e}")
-    return "not-reproduced", f"unscaled {unscaled}, scaled {scaled}"
