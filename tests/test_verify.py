@@ -154,6 +154,17 @@ def test_real_finding_pairs_come_out_both_ways():
     assert "fork start method, which the code pins" in evidence["TL302_no2.py"]
 
 
+def test_tl801_move_to_the_cpu_is_not_reproduced_on_any_device(worker):
+    """`torch.zeros(3).to("cpu")` is flagged, but copies nothing: the verdict says so whatever the
+    run's device, so the CUDA probe can come out no too."""
+    finding = _lint("TL801", "import torch\nm = torch.zeros(3).to('cpu')\n", "x.py")
+    assert finding.probe_params == {"target": "cpu"}
+    for device in ("cpu", "cuda"):
+        result = _probe(worker, "TL801", finding.probe_params, device)
+        assert result["verdict"] == "not-reproduced" and "returns the tensor itself" in result["evidence"], result
+    assert _lint("TL801", "import torch\nm = torch.zeros(3).to('cuda')\n", "x.py").probe_params == {"target": "cuda"}
+
+
 @pytest.mark.parametrize("code", ["TL602", "TL804"])
 def test_rules_no_run_can_decide_are_skipped_with_their_reason(code):
     from torchlint.rules.registry import RULES_BY_CODE
@@ -763,7 +774,8 @@ def test_cuda_probes(tmp_path, run_cli):
         devices = {r["device"]: r["verdict"] for r in f["verify"]["runs"]}
         assert set(devices) == {"cpu", "cuda"}
     tl801 = next(f for f in out if f["code"] == "TL801")
-    assert {r["device"]: r["verdict"] for r in tl801["verify"]["runs"]}["cuda"] == "confirmed"
+    # Its code (`.to(device)`, a parameter) cannot run alone: the probe demonstrates on CUDA.
+    assert {r["device"]: r["verdict"] for r in tl801["verify"]["runs"]}["cuda"] == "demonstrated"
 
 
 def test_without_findings_verify_still_checks_torch(tmp_path, run_cli):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
 from torchlint.fix.edits import UNSAFE, SAFE, add_keyword, edit, end_of, has_comment, make_fix, text_of
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Rule, literal
 
 _FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
@@ -41,7 +42,8 @@ class CreateThenMove(Rule):
             if "device" not in targets:
                 return  # a dtype change, or not known to be a move
         self.report(node, f"`{factory}(...)` is allocated on the CPU, then copied to the device",
-                    help=f"Pass `device=` to `{factory}`", fix=_fix(node, inner, factory, ctx) if isinstance(inner, ast.Call) else None)
+                    help=f"Pass `device=` to `{factory}`", fix=_fix(node, inner, factory, ctx) if isinstance(inner, ast.Call) else None,
+                    params={"target": _literal_device(node)})
 
 
 def _fix(move: ast.Call, factory_call: ast.Call, factory: str, ctx: FileContext):  # type: ignore[no-untyped-def]
@@ -65,3 +67,15 @@ def _fix(move: ast.Call, factory_call: ast.Call, factory: str, ctx: FileContext)
     # non-leaf (the moved copy) into a leaf.
     unsafe = factory in _RANDOM or any("grad" in (k.arg or "") for k in factory_call.keywords)
     return make_fix(f"Pass `device={device}` to `{factory}`", [add, suffix], UNSAFE if unsafe else SAFE)
+
+
+def _literal_device(call: ast.Call) -> Optional[str]:
+    """The device a `.to(...)`/`.cuda()` moves to, when the code spells it: "cuda", "cpu", "cuda:1"."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "cuda":
+        return "cuda"
+    value = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
+    if isinstance(value, ast.Call) and isinstance(value.func, (ast.Attribute, ast.Name)) and value.args \
+            and (value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id) == "device":
+        value = value.args[0]
+    device = literal(value) if value is not None else None
+    return device if isinstance(device, str) and len(device) <= 20 else None

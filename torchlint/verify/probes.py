@@ -709,6 +709,12 @@ def train_mode(params: dict, device: str) -> Result:
 # -- performance and mixed precision -------------------------------------------------
 @probe("TL801")
 def create_then_move(params: dict, device: str) -> Result:
+    target = params.get("target")
+    if isinstance(target, str) and target.split(":")[0] == "cpu":
+        x = torch.zeros(4)
+        same = x.to(target) is x
+        return ("not-reproduced", f"the code moves to {target!r}: `.to({target!r})` of a CPU tensor returns "
+                                  f"{'the tensor itself' if same else 'a copy'}, and no device is involved")
     if device == "cpu":
         return "not-reproduced", "on the CPU `.to('cpu')` copies nothing; the cost appears only with an accelerator"
     from torch.profiler import ProfilerActivity, profile
