@@ -42,7 +42,8 @@ class CreateThenMove(Rule):
             if "device" not in targets:
                 return  # a dtype change, or not known to be a move
         self.report(node, f"`{factory}(...)` is allocated on the CPU, then copied to the device",
-                    help=f"Pass `device=` to `{factory}`", fix=_fix(node, inner, factory, ctx) if isinstance(inner, ast.Call) else None,
+                    help=f"Pass `device=` to `{factory}`",
+                    fix=_fix(node, inner, factory, ctx) if isinstance(inner, ast.Call) else None,
                     params={"target": _literal_device(node)})
 
 
