@@ -44,8 +44,7 @@ FLIP_FACTS: dict[str, tuple[dict, str]] = {
     "TL301": ({"rng": "np.random.default_rng", "num_workers": 1}, "not-reproduced"),
     "TL302": ({"context": "fork"}, "not-reproduced"),
     "TL303": ({"num_workers": 4, "iterations": 1}, "not-reproduced"),
-    "TL401": ({"activation": "log_softmax", "loss": "F.cross_entropy"}, "not-reproduced"),
-    "TL402": ({"function": "alpha_dropout", "p": 0.5}, "not-reproduced"),
+    "TL402": ({"function": "dropout", "p": 0.0}, "not-reproduced"),
     "TL501": ({"loss": "nn.MSELoss", "explicit": True}, "not-reproduced"),
     "TL502": ({"seed_per_epoch": True}, "not-reproduced"),
     "TL601": ({"explicit_false": False}, "not-applicable"),
@@ -107,7 +106,7 @@ FINDING_PAIRS: dict[str, tuple[str, str]] = {
     "TL402": ("import torch.nn as nn\nimport torch.nn.functional as F\nclass M(nn.Module):\n"
               "    def forward(self, x):\n        return F.dropout(x, 0.2)\n",
               "import torch.nn as nn\nimport torch.nn.functional as F\nclass M(nn.Module):\n"
-              "    def forward(self, x):\n        return F.alpha_dropout(x, 0.2)\n"),
+              "    def forward(self, x):\n        return F.dropout(x, p=0.0)\n"),
     "TL502": ("from torch.utils.data import DataLoader, DistributedSampler\ndef train(ds):\n"
               "    sampler = DistributedSampler(ds)\n    loader = DataLoader(ds, sampler=sampler)\n"
               "    for epoch in range(3):\n        for batch in loader:\n            pass\n",
@@ -115,11 +114,8 @@ FINDING_PAIRS: dict[str, tuple[str, str]] = {
               "    for epoch in range(3):\n        sampler = DistributedSampler(ds, seed=epoch)\n"
               "        loader = DataLoader(ds, sampler=sampler)\n        for batch in loader:\n            pass\n"),
 }
-# The "no" side's extra cases: F.dropout with p=0 drops nothing, and a module-level
-# set_start_method('fork') pins fork for every loader.
+# The "no" side's extra case: a module-level set_start_method('fork') pins fork for every loader.
 FINDING_PAIRS_MORE: dict[str, str] = {
-    "TL402": "import torch.nn as nn\nimport torch.nn.functional as F\nclass M(nn.Module):\n"
-             "    def forward(self, x):\n        return F.dropout(x, p=0.0)\n",
     "TL302": "import torch.multiprocessing as mp\nfrom torch.utils.data import DataLoader\n"
              "mp.set_start_method('fork')\nfor batch in DataLoader(list(range(8)), num_workers=2):\n    pass\n",
 }
@@ -148,21 +144,22 @@ def test_real_finding_pairs_come_out_both_ways():
         want = "demonstrated" if path.endswith("_yes.py") else "not-reproduced"
         assert verdict == want, (path, verdict, evidence[path])
     # The evidence quotes the facts read from the code, not the probe's defaults.
-    assert "p=0.2" in evidence["TL402_yes.py"] and "alpha_dropout" in evidence["TL402_no.py"]
-    assert "p=0" in evidence["TL402_no2.py"]
+    assert "p=0.2" in evidence["TL402_yes.py"] and "p=0 drops nothing" in evidence["TL402_no.py"]
     assert "10 iterations" in evidence["TL303_yes.py"] and "the code's 4" in evidence["TL303_yes.py"]
     assert "fork start method, which the code pins" in evidence["TL302_no2.py"]
 
 
-def test_tl801_move_to_the_cpu_is_not_reproduced_on_any_device(worker):
-    """`torch.zeros(3).to("cpu")` is flagged, but copies nothing: the verdict says so whatever the
-    run's device, so the CUDA probe can come out no too."""
-    finding = _lint("TL801", "import torch\nm = torch.zeros(3).to('cpu')\n", "x.py")
-    assert finding.probe_params == {"target": "cpu"}
-    for device in ("cpu", "cuda"):
-        result = _probe(worker, "TL801", finding.probe_params, device)
-        assert result["verdict"] == "not-reproduced" and "returns the tensor itself" in result["evidence"], result
-    assert _lint("TL801", "import torch\nm = torch.zeros(3).to('cuda')\n", "x.py").probe_params == {"target": "cuda"}
+def test_tl801_never_flags_a_move_to_the_cpu_and_emits_the_target(worker):
+    """`.to("cpu")` of a CPU tensor returns the tensor itself: no finding. A move to a spelled
+    device carries it to the probe, which says no on a machine without an accelerator."""
+    from torchlint.checker import check_source
+    from torchlint.rules.registry import RULES_BY_CODE
+
+    assert check_source("x.py", b"import torch\nm = torch.zeros(3).to('cpu')\n", [RULES_BY_CODE["TL801"]]) == []
+    finding = _lint("TL801", "import torch\nm = torch.zeros(3).to('cuda')\n", "x.py")
+    assert finding.probe_params == {"target": "cuda"}
+    result = _probe(worker, "TL801", finding.probe_params, "cpu")
+    assert result["verdict"] == "not-reproduced" and "'cuda'" in result["evidence"], result
 
 
 @pytest.mark.parametrize("code", ["TL602", "TL804"])
@@ -681,7 +678,8 @@ CASE_PAIRS = {
     "TL203": (None, "tl203_float_then_cpu.py"),  # the confirmed side needs a CUDA device
     "TL204": ("tl204_rand_float64.py", "tl204_zeros_float32.py"),
     "TL205": ("tl205_size_constructor.py", "tl205_values_constructor.py"),
-    "TL401": ("tl401_softmax_into_ce.py", "tl401_log_softmax_into_ce.py"),
+    # TL401 has no "no" side since the rule stopped flagging log_softmax before cross_entropy
+    # (idempotent, so harmless): every activation it still flags changes the loss.
     "TL403": ("tl403_3d_input.py", "tl403_2d_input.py"),
     "TL701": ("tl701_list_of_layers.py", "tl701_rewrapped_list.py"),
     "TL702": ("tl702_missing_super.py", "tl702_plain_attributes.py"),

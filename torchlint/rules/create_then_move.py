@@ -41,10 +41,13 @@ class CreateThenMove(Rule):
                 conversion_target(k.value, ctx, k.arg) for k in node.keywords if k.arg in ("device", "dtype")]
             if "device" not in targets:
                 return  # a dtype change, or not known to be a move
+        target = _literal_device(node)
+        if target is not None and target.startswith("cpu"):
+            return  # `.to("cpu")` on a CPU tensor returns the tensor itself: nothing is copied
         self.report(node, f"`{factory}(...)` is allocated on the CPU, then copied to the device",
                     help=f"Pass `device=` to `{factory}`",
                     fix=_fix(node, inner, factory, ctx) if isinstance(inner, ast.Call) else None,
-                    params={"target": _literal_device(node)})
+                    params={"target": target})
 
 
 def _fix(move: ast.Call, factory_call: ast.Call, factory: str, ctx: FileContext):  # type: ignore[no-untyped-def]

