@@ -678,8 +678,8 @@ CASE_PAIRS = {
     "TL203": (None, "tl203_float_then_cpu.py"),  # the confirmed side needs a CUDA device
     "TL204": ("tl204_rand_float64.py", "tl204_zeros_float32.py"),
     "TL205": ("tl205_size_constructor.py", "tl205_values_constructor.py"),
-    # TL401 has no "no" side since the rule stopped flagging log_softmax before cross_entropy
-    # (idempotent, so harmless): every activation it still flags changes the loss.
+    # Softmax of equal logits is uniform, and so is the logits' own softmax: the same loss.
+    "TL401": ("tl401_softmax_into_ce.py", "tl401_softmax_of_equal_logits.py"),
     "TL403": ("tl403_3d_input.py", "tl403_2d_input.py"),
     "TL701": ("tl701_list_of_layers.py", "tl701_rewrapped_list.py"),
     "TL702": ("tl702_missing_super.py", "tl702_plain_attributes.py"),
