@@ -20,7 +20,15 @@ _FILE_NOQA_RE = re.compile(
     re.IGNORECASE,
 )
 _CODE_SPLIT = re.compile(r"[,\s]+")
-_LINE_END = re.compile(r"\r\n|\r|\n")
+# Python ends lines only at \n, \r\n and \r; str.splitlines() also splits at form feed,
+# U+2028 and others, which would shift every later row (and its noqa).
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """The physical lines of `text` as the parser counts them, without their breaks (a text
+    ending in a break has a last, empty element)."""
+    return LINE_BREAK.split(text) if "\r" in text else text.split("\n")
 
 ALL_CODES = None  # sentinel in noqa maps meaning "every code"
 
@@ -61,9 +69,7 @@ class SourceFile:
     text: str
 
     def __post_init__(self) -> None:
-        # Python ends lines only at \n, \r\n and \r; str.splitlines() also splits at form
-        # feed, U+2028 and others, which would shift every later row (and its noqa).
-        self.lines = _LINE_END.split(self.text) if "\r" in self.text else self.text.split("\n")
+        self.lines = split_lines(self.text)
         if self.lines and self.lines[-1] == "":
             self.lines.pop()
         self._noqa: Optional[dict[int, Optional[frozenset[str]]]] = None

@@ -6,8 +6,9 @@ Rules build fixes from AST nodes with the helpers here; nothing here imports Lib
 from __future__ import annotations
 
 import ast
-import re
 from typing import TYPE_CHECKING, Any, Optional
+
+from torchlint.source import LINE_BREAK
 
 if TYPE_CHECKING:
     from torchlint.source import SourceFile
@@ -15,38 +16,13 @@ if TYPE_CHECKING:
 SAFE, UNSAFE = "safe", "unsafe"
 APPLICABILITIES = (SAFE, UNSAFE)
 
-# ast numbers lines by \n, \r\n and \r only (str.splitlines also splits on \f, \v, ...).
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def ast_lines(text: str) -> list[str]:
-    """The physical lines of `text` as the parser counts them, without their breaks."""
-    return _LINE_BREAK.split(text)
-
-
-def _lines_of(source: "SourceFile") -> list[str]:
-    lines = getattr(source, "_ast_lines", None)
-    if lines is None:
-        lines = ast_lines(source.text)
-        source._ast_lines = lines  # type: ignore[attr-defined]  # cached for the file's other fixes
-    return lines
-
-
-def _column(source: "SourceFile", row: int, byte_offset: int) -> int:
-    lines = _lines_of(source)
-    line = lines[row - 1] if 0 < row <= len(lines) else ""
-    if line.isascii():
-        return byte_offset + 1
-    return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace")) + 1
-
-
 def start_of(source: "SourceFile", node: ast.AST) -> tuple[int, int]:
-    return node.lineno, _column(source, node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    return node.lineno, source.to_col(node.lineno, node.col_offset)  # type: ignore[attr-defined]
 
 
 def end_of(source: "SourceFile", node: ast.AST) -> tuple[int, int]:
     row = node.end_lineno  # type: ignore[attr-defined]
-    return row, _column(source, row, node.end_col_offset)  # type: ignore[attr-defined]
+    return row, source.to_col(row, node.end_col_offset)  # type: ignore[attr-defined]
 
 
 def edit(start: tuple[int, int], end: tuple[int, int], content: str) -> dict[str, Any]:
@@ -65,7 +41,7 @@ def insert_at(position: tuple[int, int], content: str) -> dict[str, Any]:
 def _line_starts(source: "SourceFile") -> list[int]:
     starts = getattr(source, "_line_starts", None)
     if starts is None:
-        starts = [0] + [m.end() for m in _LINE_BREAK.finditer(source.text)]
+        starts = [0] + [m.end() for m in LINE_BREAK.finditer(source.text)]
         source._line_starts = starts  # type: ignore[attr-defined]  # cached for the file's other fixes
     return starts
 
@@ -78,8 +54,8 @@ def text_of(source: "SourceFile", node: ast.AST) -> str:
     if end_row is None:
         return ast.unparse(node)
     starts = _line_starts(source)
-    begin = starts[node.lineno - 1] + _column(source, node.lineno, node.col_offset) - 1  # type: ignore[attr-defined]
-    end = starts[end_row - 1] + _column(source, end_row, node.end_col_offset) - 1  # type: ignore[attr-defined]
+    begin = starts[node.lineno - 1] + source.to_col(node.lineno, node.col_offset) - 1  # type: ignore[attr-defined]
+    end = starts[end_row - 1] + source.to_col(end_row, node.end_col_offset) - 1  # type: ignore[attr-defined]
     return source.text[begin:end]
 
 
@@ -115,7 +91,7 @@ def add_keyword(source: "SourceFile", call: ast.Call, text: str) -> Optional[dic
 
 
 def _slice(source: "SourceFile", start: tuple[int, int], end: tuple[int, int]) -> Optional[str]:
-    lines = _lines_of(source)
+    lines = source.lines
     if start > end or end[0] > len(lines):
         return None
     if start[0] == end[0]:

@@ -10,7 +10,7 @@ import tokenize
 from collections import defaultdict
 
 from torchlint.diagnostics import Finding
-from torchlint.fix.edits import ast_lines
+from torchlint.source import LINE_BREAK, split_lines
 from torchlint.source import _comment_part
 
 _NOQA_CODES = re.compile(r"#\s*noqa(?P<colon>:\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -33,8 +33,8 @@ def add_noqa(text: str, findings: list[Finding]) -> tuple[str, int, int]:
     by_row: dict[int, set[str]] = defaultdict(set)
     for f in findings:
         by_row[f.row].add(f.code)
-    lines = ast_lines(text)
-    breaks = re.findall(r"\r\n|\r|\n", text)
+    lines = split_lines(text)
+    breaks = LINE_BREAK.findall(text)
     blocked = _rows_inside_strings(text)
     added = skipped = 0
     for row, codes in sorted(by_row.items()):

@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
-from torchlint.fix.edits import UNSAFE, _lines_of, edit, end_of, has_comment, make_fix, module_alias, start_of, text_of
+from torchlint.fix.edits import UNSAFE, edit, end_of, has_comment, make_fix, module_alias, start_of, text_of
 from torchlint.rules.base import Option, Rule, dotted
 
 _NOT_TENSORS = ("self", "cls")
@@ -110,8 +110,7 @@ def _no_grad_fix(call: ast.Call, data: ast.Attribute, ctx: FileContext):  # type
     source = ctx.source
     row, col = start_of(source, statement)
     end_row, end_col = end_of(source, statement)
-    lines = _lines_of(source)
-    indent, after = lines[row - 1][:col - 1], lines[end_row - 1][end_col - 1:]
+    indent, after = source.line(row)[:col - 1], source.line(end_row)[end_col - 1:]
     text = text_of(source, statement)
     if indent.strip() or (after.strip() and not after.lstrip().startswith("#")) or has_comment(text):
         return None  # shares its line with other code (`if x: ...`, `a; b`): left alone

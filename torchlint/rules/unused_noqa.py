@@ -43,10 +43,7 @@ class UnusedNoqa(Rule):
                 self._report(ctx, row, sorted(unused), KNOWN_CODES)
 
     def _report(self, ctx: FileContext, row: int, unused: list[str], known: set[str]) -> None:
-        from torchlint.fix.edits import _lines_of
-
-        lines = _lines_of(ctx.source)
-        line = lines[row - 1] if row <= len(lines) else ""
+        line = ctx.source.line(row)
         comment = _comment_part(line)
         match = _DIRECTIVE.search(comment) if comment else None
         if comment is None or match is None:
