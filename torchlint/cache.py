@@ -22,14 +22,13 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Optional
 
 from torchlint import __version__
 from torchlint.diagnostics import Finding
-from torchlint.safe_io import RefusedFile, is_within, read_regular_file
+from torchlint.safe_io import RefusedFile, is_within, read_regular_file, replace_atomically
 
 CACHE_DIR_NAME = ".torchlint_cache"
 _FORMAT = 5  # 5: findings carry `help`; 4: a notebook cell
@@ -84,9 +83,7 @@ class Cache:
 
     def _load(self) -> dict[str, Any]:
         try:
-            if os.path.islink(self.index_path):
-                raise RefusedFile("symlink")
-            data = json.loads(read_regular_file(str(self.index_path), MAX_INDEX_BYTES))
+            data = json.loads(read_regular_file(str(self.index_path), MAX_INDEX_BYTES, follow_symlinks=False))
         except (OSError, ValueError, RefusedFile, RecursionError, MemoryError):
             return {}  # missing, truncated, special or foreign: start afresh
         if type(data) is not dict or data.get("format") != _FORMAT or data.get("version") != __version__ \
@@ -144,14 +141,8 @@ class Cache:
                     or os.path.islink(self.root):
                 return
             _create_exclusive(self.root / ".gitignore", "# Automatically created by torchlint.\n*\n")
-            fd, tmp = tempfile.mkstemp(dir=self.index_path.parent, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump({"format": _FORMAT, "version": __version__, "files": self.entries}, fh)
-                os.replace(tmp, self.index_path)  # replaces a symlink itself, never its target
-            except BaseException:
-                os.unlink(tmp)
-                raise
+            index = {"format": _FORMAT, "version": __version__, "files": self.entries}
+            replace_atomically(str(self.index_path), json.dumps(index).encode("utf-8"))
         except OSError:
             pass  # a read-only checkout still lints; it just does not cache
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Iterable
+import tempfile
+from typing import Iterable, Optional
 
 # Pseudo file systems whose "regular" files report size 0 and hold process secrets.
 _PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
@@ -53,14 +54,19 @@ def refusal(path: str, roots: Iterable[str] = ()) -> str | None:
     return None
 
 
-def read_regular_file(path: str, max_bytes: int) -> bytes:
+def read_regular_file(path: str, max_bytes: int, follow_symlinks: bool = True) -> bytes:
     """The bytes of a regular file of at most `max_bytes`. Raises RefusedFile for anything
-    else (FIFO, device, directory, /proc, too large) and OSError when it cannot be opened.
-    O_NONBLOCK keeps a FIFO swapped in after the check from blocking the open."""
+    else (FIFO, device, directory, /proc, too large; a symlink when not `follow_symlinks`)
+    and OSError when it cannot be opened. O_NONBLOCK keeps a FIFO swapped in after the
+    check from blocking the open; O_NOFOLLOW makes the no-symlink promise atomic."""
+    if not follow_symlinks and os.path.islink(path):
+        raise RefusedFile("symlink")
     reason = refusal(path)
     if reason is not None:
         raise RefusedFile(reason)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags)
     try:
         st = os.fstat(fd)
@@ -82,6 +88,28 @@ def read_regular_file(path: str, max_bytes: int) -> bytes:
         return data
     finally:
         os.close(fd)
+
+
+def replace_atomically(path: str, data: bytes, mode: Optional[int] = None, durable: bool = False) -> None:
+    """Write `data` to a temporary file beside `path`, then os.replace it over `path`: readers
+    see the old or the new content, never a torn one, and a symlink at `path` is replaced
+    itself, never followed. `durable` fsyncs first (user files, not caches)."""
+    fd, tmp = tempfile.mkstemp(prefix=".torchlint-", suffix=".tmp", dir=os.path.dirname(path) or ".")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def too_large_message(size: int, max_bytes: int) -> str:

@@ -10,7 +10,6 @@ import io
 import os
 import re
 import stat
-import tempfile
 import tokenize
 from collections import Counter
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import Any, Callable, Iterable, Optional
 import libcst
 
 from torchlint.diagnostics import Finding
+from torchlint.safe_io import replace_atomically
 
 # ruff stops after 100 passes; our fixes converge in two or three.
 MAX_PASSES = 10
@@ -162,19 +162,4 @@ def write_atomic(path: str, data: bytes) -> None:
     """Replace the file's content in one step (temp file in the same directory, then
     os.replace), keeping its permission bits; a symlink's target is what gets replaced."""
     target = os.path.realpath(path)
-    mode = stat.S_IMODE(os.stat(target).st_mode)
-    directory = os.path.dirname(target) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".torchlint-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    replace_atomically(target, data, mode=stat.S_IMODE(os.stat(target).st_mode), durable=True)

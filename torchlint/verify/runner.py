@@ -23,7 +23,6 @@ import json
 import os
 import select
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from typing import Any, Callable, Optional
 
 from torchlint import __version__
 from torchlint.diagnostics import Finding
+from torchlint.safe_io import RefusedFile, read_regular_file, replace_atomically
 from torchlint.verify.plan import ProbeRequest, clean_facts, plan, verdict_code_hash
 
 WORKER = Path(__file__).resolve().parent / "_worker.py"
@@ -285,19 +285,8 @@ class VerdictCache:
         if self.root is None:
             return None
         try:
-            fd = os.open(self.root / f"{key}.json", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(
-                os, "O_NONBLOCK", 0))
-        except OSError:
-            return None
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            raw = os.read(fd, _MAX_ENTRY_BYTES + 1)
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        if len(raw) > _MAX_ENTRY_BYTES:
+            raw = read_regular_file(str(self.root / f"{key}.json"), _MAX_ENTRY_BYTES, follow_symlinks=False)
+        except (OSError, RefusedFile):
             return None
         try:
             data = json.loads(raw.decode("utf-8"))
@@ -315,10 +304,8 @@ class VerdictCache:
             return  # a skip (budget ran out) is not a fact about torch
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"key": key, "verdict": result["verdict"], "evidence": result["evidence"]}, fh)
-            os.replace(tmp, self.root / f"{key}.json")
+            entry = {"key": key, "verdict": result["verdict"], "evidence": result["evidence"]}
+            replace_atomically(str(self.root / f"{key}.json"), json.dumps(entry).encode("utf-8"))
         except OSError:
             pass
 
