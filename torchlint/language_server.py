@@ -31,9 +31,10 @@ from torchlint import __version__
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
 from torchlint.diagnostics import Finding
 from torchlint.integration import config_error_finding, lint_document, lint_notebook_cells
-from torchlint.notebook import Cell, Notebook, is_notebook, split_lines
+from torchlint.notebook import Cell, Notebook, is_notebook
 from torchlint.output.docs_url import rule_url
 from torchlint.rules.registry import RULES_BY_CODE
+from torchlint.source import physical_lines
 
 SOURCE = "torchlint"
 DEBOUNCE_SECONDS = 0.3
@@ -123,7 +124,7 @@ class TorchlintServer(LanguageServer):
             document = self.workspace.get_text_document(cell.document)
             if document.language_id not in (None, "python"):
                 continue  # a %%sql or R cell in a mixed notebook
-            notebook.cells.append(Cell(number, split_lines(document.source)))
+            notebook.cells.append(Cell(number, physical_lines(document.source)))
             cell_uris[number] = cell.document
         findings: list[Finding] = []
         if path is not None:

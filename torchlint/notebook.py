@@ -24,7 +24,7 @@ from typing import Any, Optional, Sequence
 
 from torchlint.checker import RuleClass, check_source, syntax_error_finding
 from torchlint.diagnostics import Finding
-from torchlint.source import SourceFile, newer_syntax_hint
+from torchlint.source import SourceFile, newer_syntax_hint, physical_lines
 
 NOTEBOOK_SUFFIX = ".ipynb"
 SIZE_FACTOR = 10  # a notebook may be this many times max-file-size (outputs are not linted)
@@ -105,16 +105,8 @@ def parse_notebook(path: str, data: bytes) -> Notebook:
             source = "".join(source)
         if not isinstance(source, str):
             raise NotebookError(f"cell {number}: `source` is neither a string nor a list of strings")
-        notebook.cells.append(Cell(number, split_lines(source)))
+        notebook.cells.append(Cell(number, physical_lines(source)))
     return notebook
-
-
-def split_lines(text: str) -> list[str]:
-    """A cell's lines without their endings (Python's line ends: \\n, \\r\\n, \\r)."""
-    lines = re.split(r"\r\n|\r|\n", text)
-    if lines and lines[-1] == "":
-        lines.pop()
-    return lines
 
 
 def _is_python(metadata: Any) -> bool:

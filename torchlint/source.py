@@ -30,6 +30,19 @@ def split_lines(text: str) -> list[str]:
     ending in a break has a last, empty element)."""
     return LINE_BREAK.split(text) if "\r" in text else text.split("\n")
 
+
+def physical_lines(text: str) -> list[str]:
+    """`split_lines` without the empty element after a final line break: one per line shown."""
+    lines = split_lines(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def line_starts(text: str) -> list[int]:
+    """The offset in `text` where each line starts, lines counted as `split_lines` counts them."""
+    return [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+
 ALL_CODES = None  # sentinel in noqa maps meaning "every code"
 
 
@@ -69,9 +82,7 @@ class SourceFile:
     text: str
 
     def __post_init__(self) -> None:
-        self.lines = split_lines(self.text)
-        if self.lines and self.lines[-1] == "":
-            self.lines.pop()
+        self.lines = physical_lines(self.text)
         self._noqa: Optional[dict[int, Optional[frozenset[str]]]] = None
         self._file_noqa: Optional[tuple[bool, frozenset[str]]] = None
         # (row, code) of every finding a line's `# noqa: CODE` suppressed, for TL001.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchlint.source import LINE_BREAK
+from torchlint.source import line_starts
 
 if TYPE_CHECKING:
     from torchlint.source import SourceFile
@@ -41,7 +41,7 @@ def insert_at(position: tuple[int, int], content: str) -> dict[str, Any]:
 def _line_starts(source: "SourceFile") -> list[int]:
     starts = getattr(source, "_line_starts", None)
     if starts is None:
-        starts = [0] + [m.end() for m in LINE_BREAK.finditer(source.text)]
+        starts = line_starts(source.text)
         source._line_starts = starts  # type: ignore[attr-defined]  # cached for the file's other fixes
     return starts
 

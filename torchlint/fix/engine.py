@@ -8,7 +8,6 @@ import ast
 import codecs
 import io
 import os
-import re
 import stat
 import tokenize
 from collections import Counter
@@ -19,11 +18,11 @@ import libcst
 
 from torchlint.diagnostics import Finding
 from torchlint.safe_io import replace_atomically
+from torchlint.source import LINE_BREAK, line_starts
 
 # ruff stops after 100 passes; our fixes converge in two or three.
 MAX_PASSES = 10
 
-_BREAK = re.compile(r"\r\n|\r|\n")
 
 Lint = Callable[[str], list[Finding]]
 
@@ -45,7 +44,7 @@ class _LineIndex:
     """(row, code-point column) -> offset in the text, lines counted the way `ast` does."""
 
     def __init__(self, text: str) -> None:
-        self.starts = [0] + [m.end() for m in _BREAK.finditer(text)]
+        self.starts = line_starts(text)
         self.length = len(text)
 
     def offset(self, location: dict[str, int]) -> int:
@@ -56,7 +55,7 @@ class _LineIndex:
 
 
 def newline_of(text: str) -> str:
-    m = _BREAK.search(text)
+    m = LINE_BREAK.search(text)
     return m.group(0) if m else "\n"
 
 

@@ -24,6 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
+from torchlint.source import split_lines
 from torchlint.verify.safety import ALLOWED_BUILTINS, Unsafe, Validator, check_shape, iter_with_depth
 
 MAX_SOURCE_BYTES = 2_000_000
@@ -316,7 +317,7 @@ class _FileAnalysis:
 
     def __init__(self, text: str) -> None:
         self.tree = parse(text)
-        self.lines = _python_lines(text)
+        self.lines = split_lines(text)
         self.parents = parent_map(self.tree)
         self.positions = position_index(self.tree)
         self._units: dict[int, _Units] = {}
@@ -543,8 +544,3 @@ def statement_scope(stmt: ast.AST, parents: dict[int, ast.AST]) -> Optional[ast.
         if isinstance(a, _SCOPES):
             return a
     return None
-
-
-def _python_lines(text: str) -> list[str]:
-    """Lines as Python's tokenizer splits them (\\n, \\r\\n, \\r only; not form feed or U+2028)."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
