@@ -11,7 +11,7 @@ from typing import Optional
 
 from torchlint.checker import RuleError, check_source
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
-from torchlint.diagnostics import Finding
+from torchlint.diagnostics import Finding, syntax_error_finding
 from torchlint.linter import rule_classes_for
 from torchlint.notebook import Notebook, lint_cells
 from torchlint.rules.registry import SYNTAX_ERROR
@@ -24,8 +24,7 @@ def resolver_for(cwd: Path) -> ConfigResolver:
 
 
 def config_error_finding(path: str, error: ConfigError) -> Finding:
-    return Finding(code=SYNTAX_ERROR.code, name=SYNTAX_ERROR.name, path=path, row=1, col=1, end_row=1,
-                   end_col=2, severity="error", message=f"torchlint configuration error: {error}")
+    return syntax_error_finding(path, f"torchlint configuration error: {error}", 1, 1)
 
 
 def _rules_for(path: Path, resolver: Optional[ConfigResolver]) -> tuple[frozenset[str], dict[str, dict]]:
@@ -52,8 +51,7 @@ def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = 
 
 
 def rule_error_finding(path: str, error: RuleError) -> Finding:
-    return Finding(code=SYNTAX_ERROR.code, name=SYNTAX_ERROR.name, path=path, row=1, col=1, end_row=1,
-                   end_col=2, severity="error", message=f"torchlint {error.describe()}")
+    return syntax_error_finding(path, f"torchlint {error.describe()}", 1, 1)
 
 
 def lint_notebook_cells(path: Path, notebook: Notebook, resolver: Optional[ConfigResolver] = None) -> list[Finding]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from torchlint.cache import content_hash, settings_key
 from torchlint.checker import RuleError, check_source
-from torchlint.diagnostics import Finding
+from torchlint.diagnostics import Finding, syntax_error_finding
 from torchlint import notebook
 from torchlint.rules.base import Rule
 from torchlint.rules.registry import RULES_BY_CODE, SYNTAX_ERROR
@@ -93,8 +93,7 @@ def read_task(task: FileTask) -> tuple[Optional[bytes], Optional[FileResult]]:
         message = str(exc) if "max-file-size" in str(exc) else f"cannot read file: {exc}"
     except OSError as exc:
         message = f"cannot read file: {exc.strerror or exc}"
-    f = Finding(code=SYNTAX_ERROR.code, name=SYNTAX_ERROR.name, path=task.display, row=1, col=1,
-                end_row=1, end_col=2, severity=SYNTAX_ERROR.severity, message=message)
+    f = syntax_error_finding(task.display, message, 1, 1)
     return None, FileResult(task.display, [f] if SYNTAX_ERROR.code in task.codes else [], parse_error=f)
 
 

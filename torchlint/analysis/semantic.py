@@ -299,9 +299,6 @@ class SemanticModel:
     def module_class(self, name: str) -> Optional[ast.ClassDef]:
         return self._module_classes.get(name)
 
-    def module_function(self, name: str) -> Optional[_FunctionNode]:
-        return self._module_functions.get(name)
-
     def is_module_class(self, cls: ast.ClassDef) -> bool:
         return self.is_module_class_name(cls.name) if self._module_classes.get(cls.name) is cls \
             else any(self._base_is_module(b, 0) for b in cls.bases)

@@ -22,6 +22,7 @@ from urllib.parse import quote
 from torchlint.diagnostics import Finding
 from torchlint.docs import full_description, help_text, plain_text
 from torchlint.output.docs_url import INFORMATION_URI, rule_url, version
+from torchlint.output.text import finding_line
 from torchlint.project_root import relative_to_root
 from torchlint.rules.registry import RULES_BY_CODE
 from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE
@@ -80,13 +81,7 @@ def _message(f: Finding) -> dict[str, Any]:
 
 def _line_of(sources: Any, f: Finding) -> str:
     source = sources.get(f.path)
-    if source is None:
-        return ""
-    cell = getattr(f, "cell", None)
-    if cell is not None:
-        cell_line = getattr(source, "cell_line", None)
-        return cell_line(cell, f.row) if cell_line is not None else ""
-    return source.line(f.row)
+    return finding_line(source, f) if source is not None else ""
 
 
 def render(findings: list[Finding], sources: Optional[dict] = None, *,

@@ -44,7 +44,7 @@ def _runtime_line(f: Finding) -> Optional[str]:
 def _frame(f: Finding, source: Optional[SourceFile], palette: Palette) -> list[str]:
     if source is None:
         return []
-    line = _source_line(source, f)
+    line = finding_line(source, f)
     if not line and f.code == "TL000":
         return []
     gutter = len(str(f.row))
@@ -59,9 +59,10 @@ def _frame(f: Finding, source: Optional[SourceFile], palette: Palette) -> list[s
     return [bar, palette.gutter(f"{f.row} |") + f" {printable(shown)}", f"{bar} {caret}"]
 
 
-def _source_line(source: SourceFile, f: Finding) -> str:
+def finding_line(source: SourceFile, f: Finding) -> str:
+    """The source line a finding points at (a notebook's rows count within the cell)."""
     cell = getattr(f, "cell", None)
-    if cell is not None:  # a notebook: rows count within the cell
+    if cell is not None:
         cell_line = getattr(source, "cell_line", None)
         return cell_line(cell, f.row) if cell_line is not None else ""
     return source.line(f.row)

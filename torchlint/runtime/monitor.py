@@ -964,9 +964,6 @@ class _TorchImportHook:
         loader.exec_module = exec_module  # type: ignore[method-assign]  # wrap this one module's import
         return spec
 
-    def find_module(self, *args: Any) -> None:  # Python < 3.4 protocol; never used
-        return None
-
 
 _CURRENT: Optional[Monitor] = None
 

@@ -84,15 +84,6 @@ def finish(module: ast.Module) -> ast.Module:
     return ast.fix_missing_locations(module)
 
 
-def _enclosing_call(sl: Slice, node: ast.AST) -> Optional[ast.Call]:
-    parent = sl.parent_of(node)
-    while parent is not None and not isinstance(parent, ast.stmt):
-        if isinstance(parent, ast.Call):
-            return parent
-        parent = sl.parent_of(parent)
-    return None
-
-
 # -- finding the call a flagged value feeds ------------------------------------------
 def _consumer(position: int, keyword: str) -> Related:
     """The call that takes the flagged node (or a name assigned from it) as its argument

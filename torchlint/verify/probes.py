@@ -51,7 +51,7 @@ def _raises(fn: Callable[[], Any]) -> BaseException | None:
     return None
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     text = text.split(" Hint:")[0]
     return f"{type(exc).__name__}: {text[:160]}"
@@ -80,7 +80,7 @@ def backward_under_no_grad(params: dict, device: str) -> Result:
                 loss.backward()
     exc = _raises(run)
     if exc is not None and "does not require grad" in str(exc):
-        return "confirmed", _first_line(exc)
+        return "confirmed", first_line(exc)
     return "not-reproduced", f"{call} inside {mode} did not raise ({exc!r})"
 
 
@@ -96,7 +96,7 @@ def data_attribute_mutation(params: dict, device: str) -> Result:
     true_grad = grad_after(lambda w: None)
     wrong = grad_after(lambda w: w.data.mul_(10.0))
     exc = _raises(lambda: grad_after(lambda w: _no_grad_mul(w)))
-    guarded = f"; the same write under no_grad raises {_first_line(exc)}" if exc else ""
+    guarded = f"; the same write under no_grad raises {first_line(exc)}" if exc else ""
     op = str(params.get("op", "mul_"))
     if not torch.allclose(true_grad, wrong):
         return ("confirmed", f"a write through .data (here `{op}`) after the forward pass: with `w.data.mul_(10)` "
@@ -144,7 +144,7 @@ def leaf_inplace(params: dict, device: str) -> Result:
     w = torch.randn(3, device=device, requires_grad=True)
     exc = _raises(lambda: w.sub_(0.1))
     if exc is not None and "leaf Variable" in str(exc):
-        return "confirmed", _first_line(exc)
+        return "confirmed", first_line(exc)
     return "not-reproduced", f"in-place update of a leaf did not raise ({exc!r})"
 
 
@@ -152,7 +152,7 @@ def leaf_inplace(params: dict, device: str) -> Result:
 def integer_requires_grad(params: dict, device: str) -> Result:
     exc = _raises(lambda: torch.tensor([1, 2, 3], device=device, requires_grad=True))
     if exc is not None and "floating point" in str(exc):
-        return "confirmed", _first_line(exc)
+        return "confirmed", first_line(exc)
     return "not-reproduced", f"no error ({exc!r})"
 
 
@@ -191,7 +191,7 @@ def grad_mode_not_called(params: dict, device: str) -> Result:
             pass
     exc = _raises(run)
     if isinstance(exc, (TypeError, AttributeError)):
-        return "confirmed", _first_line(exc)
+        return "confirmed", first_line(exc)
     return "not-reproduced", "the class worked as a context manager"
 
 
@@ -201,7 +201,7 @@ def requires_grad_typo(params: dict, device: str) -> Result:
     x.require_grad = True  # type: ignore[attr-defined]
     exc = _raises(lambda: torch.ones(3, require_grad=True))  # type: ignore[call-arg]
     if not x.requires_grad:
-        kw = f"; as a keyword: {_first_line(exc)}" if exc else ""
+        kw = f"; as a keyword: {first_line(exc)}" if exc else ""
         return "confirmed", f"after `x.require_grad = True`, x.requires_grad is {x.requires_grad}{kw}"
     return "not-reproduced", "requires_grad was set"
 
@@ -222,7 +222,7 @@ def label_float_cast(params: dict, device: str) -> Result:
     back = int(torch.tensor([big]).to(torch.float32).long().item())
     precision = f"; label {big} comes back as {back} after float32" if back != big else ""
     if exc is not None and "dtype" in str(exc).lower() or exc is not None and "Long" in str(exc):
-        return "confirmed", f"{loss_name} with {dtype} targets: {_first_line(exc)}{precision}"
+        return "confirmed", f"{loss_name} with {dtype} targets: {first_line(exc)}{precision}"
     return "not-reproduced", f"{loss_name} accepted {dtype} class-index targets{precision}"
 
 
@@ -250,14 +250,14 @@ def discarded_conversion(params: dict, device: str) -> Result:
 @probe("TL203")
 def chained_conversion(params: dict, device: str) -> Result:
     x = torch.randint(0, 10, (256, 256), device=device)
-    chained = _count_copies(lambda: x.float().to(torch.float64))
-    single = _count_copies(lambda: x.to(torch.float64))
+    chained = count_copies(lambda: x.float().to(torch.float64))
+    single = count_copies(lambda: x.to(torch.float64))
     if chained > single:
         return "confirmed", f"the chained form ran {chained} copy kernels, one `.to(...)` ran {single}"
     return "not-reproduced", f"{chained} vs {single} copy kernels"
 
 
-def _count_copies(fn: Callable[[], Any]) -> int:
+def count_copies(fn: Callable[[], Any]) -> int:
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         fn()
@@ -279,7 +279,7 @@ def float64_from_numpy(params: dict, device: str) -> Result:
     converter = str(params.get("converter", "torch.from_numpy"))
     layer = nn.Linear(3, 2).to(device)
     exc = _raises(lambda: layer(t.to(device)))
-    extra = f"; against float32 weights: {_first_line(exc)}" if exc else ""
+    extra = f"; against float32 weights: {first_line(exc)}" if exc else ""
     if t.dtype == torch.float64:
         return "confirmed", f"`{shown}(...)` with default dtype, converted by {converter}, gives a {t.dtype} tensor{extra}"
     return "not-reproduced", f"dtype {t.dtype}"
@@ -453,7 +453,7 @@ def conflicting_sampler(params: dict, device: str) -> Result:
     else:
         exc = _raises(lambda: torch.utils.data.DataLoader(data, shuffle=True, sampler=sampler))
     if isinstance(exc, ValueError):
-        return "confirmed", _first_line(exc)
+        return "confirmed", first_line(exc)
     return "not-reproduced", f"no error ({exc!r})"
 
 
@@ -643,12 +643,12 @@ def unsafe_load(params: dict, device: str) -> Result:
     if params.get("explicit_false", True):
         if ran:
             return ("confirmed", "torch.load(weights_only=False) called a pickled callable (os.getpid) while loading"
-                    + (f"; the default load refuses it: {_first_line(default)}" if default else ""))
+                    + (f"; the default load refuses it: {first_line(default)}" if default else ""))
         return "not-reproduced", "torch.load(weights_only=False) did not run the pickled callable"
     if default is None:
         return "confirmed", "the default torch.load (weights_only unset) ran a pickled callable while loading"
     return ("not-applicable", f"on torch {torch.__version__} an unset weights_only means weights_only=True: the "
-                              f"pickled callable was refused ({_first_line(default)}); a state_dict loads safely")
+                              f"pickled callable was refused ({first_line(default)}); a state_dict loads safely")
 
 
 # -- module structure ----------------------------------------------------------------
@@ -673,7 +673,7 @@ def missing_super(params: dict, device: str) -> Result:
 
     exc = _raises(M)
     if exc is not None:
-        return "confirmed", _first_line(exc)
+        return "confirmed", first_line(exc)
     return "not-reproduced", "no error"
 
 

@@ -22,6 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from safety import ALLOWED_BUILTINS  # next to this file in the worker's sys.path
+from probes import count_copies, first_line  # shared with the fact probes
 
 Result = tuple[str, str]
 _KEEP = 3  # records kept per tag
@@ -183,11 +184,6 @@ def _values(t: Optional[torch.Tensor]) -> list[float]:
     if t is None:
         return []
     return [round(float(v), 6) for v in t.detach().flatten()[:6].cpu()]
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text.split(' Hint:')[0][:160]}"
 
 
 def describe(value: Any) -> str:
@@ -498,16 +494,9 @@ def _judge_tl704(facts: dict, runs: list[dict[str, Any]]) -> Optional[Result]:
     return None
 
 
-def _copies(fn: Callable[[], Any]) -> int:
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        fn()
-    return sum(1 for e in prof.events() if e.name == "aten::_to_copy")
-
-
 @_ran("the conversion")
 def _judge_tl203(facts: dict, rec: Record, runs: list[dict[str, Any]]) -> Optional[Result]:
-    copies = _copies(rec["thunk"])
+    copies = count_copies(rec["thunk"])
     if copies >= 2:
         return "confirmed", f"the chained conversion ran {copies} copy kernels (aten::_to_copy); one .to() runs one"
     return ("not-reproduced", f"the chained conversion ran {copies} copy kernel{'s' if copies != 1 else ''} here: "
