@@ -11,7 +11,7 @@ from typing import Optional
 
 # `# noqa`, `# noqa: TL101, TL102` (case-insensitive, like ruff). Codes of other
 # tools (E501, B008) in the same comment are kept but never match a TL code.
-_NOQA_RE = re.compile(
+NOQA_RE = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
     re.IGNORECASE,
 )
@@ -19,7 +19,7 @@ _FILE_NOQA_RE = re.compile(
     r"#\s*torchlint\s*:\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
     re.IGNORECASE,
 )
-_CODE_SPLIT = re.compile(r"[,\s]+")
+CODE_SPLIT = re.compile(r"[,\s]+")
 # Python ends lines only at \n, \r\n and \r; str.splitlines() also splits at form feed,
 # U+2028 and others, which would shift every later row (and its noqa).
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -129,7 +129,7 @@ class SourceFile:
                     else:
                         file_all = True
                     continue
-                m = _NOQA_RE.search(comment)
+                m = NOQA_RE.search(comment)
                 if m:
                     codes = m.group("codes")
                     noqa[row] = frozenset(_split_codes(codes)) if codes else ALL_CODES
@@ -159,7 +159,7 @@ class SourceFile:
 
 
 def _split_codes(codes: str) -> list[str]:
-    return [c.upper() for c in _CODE_SPLIT.split(codes.strip()) if c]
+    return [c.upper() for c in CODE_SPLIT.split(codes.strip()) if c]
 
 
 def _comment_part(line: str) -> Optional[str]:

@@ -11,9 +11,8 @@ from collections import defaultdict
 
 from torchlint.diagnostics import Finding
 from torchlint.source import LINE_BREAK, split_lines
-from torchlint.source import _comment_part
+from torchlint.source import NOQA_RE, _comment_part
 
-_NOQA_CODES = re.compile(r"#\s*noqa(?P<colon>:\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
 def _rows_inside_strings(text: str) -> set[int]:
@@ -45,7 +44,7 @@ def add_noqa(text: str, findings: list[Finding]) -> tuple[str, int, int]:
             skipped += len(codes)
             continue
         comment = _comment_part(line)
-        match = _NOQA_CODES.search(comment) if comment else None
+        match = NOQA_RE.search(comment) if comment else None
         if match is not None and not match.group("codes"):
             continue  # a bare `# noqa` already suppresses everything
         if match is not None:

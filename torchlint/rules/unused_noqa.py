@@ -9,10 +9,9 @@ from torchlint.checker import FileContext
 from torchlint.fix.edits import edit, make_fix
 from torchlint.rules.base import Rule
 from torchlint.rules.codes import KNOWN_CODES
-from torchlint.source import ALL_CODES, _comment_part
+from torchlint.source import ALL_CODES, CODE_SPLIT, _comment_part
 
 _DIRECTIVE = re.compile(r"#\s*noqa:\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*)", re.IGNORECASE)
-_SEPARATOR = re.compile(r"[,\s]+")
 _TL_CODE = re.compile(r"TL[0-9]{3}")
 
 
@@ -61,7 +60,7 @@ class UnusedNoqa(Rule):
 
 
 def _removal(row: int, line: str, comment: str, offset: int, match: re.Match, unused: set[str]) -> dict:
-    codes = [c for c in _SEPARATOR.split(match.group("codes").strip()) if c]
+    codes = [c for c in CODE_SPLIT.split(match.group("codes").strip()) if c]
     keep = [c for c in codes if c.upper() not in unused]
     if keep:
         a, b = offset + match.start("codes"), offset + match.end("codes")
