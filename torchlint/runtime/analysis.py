@@ -14,6 +14,8 @@ from typing import Any, Callable, Iterable, Optional
 from torchlint.diagnostics import Finding
 from torchlint.files import display_path
 from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE
+from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
+from torchlint.source import DecodeFailure, SourceFile, decode_source
 
 CLASS_INDEX_LOSSES = ("cross_entropy", "nll_loss")
 
@@ -555,10 +557,14 @@ def runtime_problems(obs: Observation, static: list[Finding], cwd: Path) -> list
 
 def problem_findings(problems: list[RuntimeProblem], cwd: Path) -> list[Finding]:
     out = []
+    sources: dict[str, Optional[SourceFile]] = {}
     for p in problems:
         check = RUNTIME_CHECKS_BY_CODE[p.code]
         path, row = (p.site[0], p.site[1]) if p.site else ("<unknown>", 1)
-        line = _line(path, row)
+        if path not in sources:
+            sources[path] = _source(path)
+        source = sources[path]
+        line = source.line(row) if source is not None else ""
         col = len(line) - len(line.lstrip()) + 1
         out.append(Finding(code=p.code, message=p.message, path=display_path(Path(path), cwd), row=row, col=col,
                            end_row=row, end_col=max(col + 1, len(line.rstrip()) + 1), severity=check.severity,
@@ -566,12 +572,9 @@ def problem_findings(problems: list[RuntimeProblem], cwd: Path) -> list[Finding]
     return out
 
 
-def _line(path: str, row: int) -> str:
+def _source(path: str) -> Optional[SourceFile]:
+    """The file a problem points at, read and decoded as `check` reads it (once per file)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for number, text in enumerate(handle, 1):
-                if number == row:
-                    return text.rstrip("\n")
-    except OSError:
-        pass
-    return ""
+        return SourceFile(path, decode_source(read_regular_file(path, DEFAULT_MAX_FILE_SIZE)))
+    except (OSError, RefusedFile, DecodeFailure):
+        return None
