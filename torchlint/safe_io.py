@@ -8,9 +8,11 @@ under the kernel's pseudo file systems, and never more than a size cap."""
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
-from typing import Iterable, Optional
+import time
+from typing import Callable, Iterable, Optional
 
 # Pseudo file systems whose "regular" files report size 0 and hold process secrets.
 _PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
@@ -90,19 +92,73 @@ def read_regular_file(path: str, max_bytes: int, follow_symlinks: bool = True) -
         os.close(fd)
 
 
-def replace_atomically(path: str, data: bytes, mode: Optional[int] = None, durable: bool = False) -> None:
+# Temp files carry the writer's pid: a run killed between the write and the rename leaves
+# one behind, and the next write into that directory removes it once that pid is gone.
+TEMP_PREFIX = ".torchlint-"
+TEMP_SUFFIX = ".tmp"
+_TEMP_NAME = re.compile(r"\.torchlint-(\d+)-[A-Za-z0-9_]+\.tmp\Z")
+STALE_TEMP_SECONDS = 300  # a pid can be reused (or live in another PID namespace): also wait
+_swept: set[str] = set()
+
+
+def sweep_stale_temps(directory: str) -> None:
+    """Remove temp files that a dead torchlint process left in `directory` (once per run)."""
+    directory = os.path.abspath(directory or ".")
+    if directory in _swept:
+        return
+    _swept.add(directory)
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(TEMP_PREFIX)]
+    except OSError:
+        return
+    now = time.time()
+    for name in names:
+        match = _TEMP_NAME.match(name)
+        if match is None or int(match[1]) == os.getpid() or _pid_alive(int(match[1])):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and now - st.st_mtime > STALE_TEMP_SECONDS:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def replace_atomically(path: str, data: bytes, mode: Optional[int] = None, durable: bool = False,
+                       owner: Optional[tuple[int, int]] = None,
+                       before_replace: Optional[Callable[[], None]] = None) -> None:
     """Write `data` to a temporary file beside `path`, then os.replace it over `path`: readers
     see the old or the new content, never a torn one, and a symlink at `path` is replaced
-    itself, never followed. `durable` fsyncs first (user files, not caches)."""
-    fd, tmp = tempfile.mkstemp(prefix=".torchlint-", suffix=".tmp", dir=os.path.dirname(path) or ".")
+    itself, never followed. `durable` fsyncs first (user files, not caches); `owner` is the
+    (uid, gid) the new file gets; `before_replace` runs last and may raise to cancel."""
+    directory = os.path.dirname(path) or "."
+    sweep_stale_temps(directory)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
+        if owner is not None:
+            made = os.stat(tmp)
+            if (made.st_uid, made.st_gid) != owner:
+                os.chown(tmp, *owner)  # before chmod: chown clears setuid/setgid bits
         if mode is not None:
             os.chmod(tmp, mode)
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp, path)
     except BaseException:
         try:

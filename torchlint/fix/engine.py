@@ -1,5 +1,5 @@
 """Applying fixes: text edits applied to a fixed point, each pass's result checked by
-parsing it with LibCST and `ast`, files replaced atomically. Imported only for `--fix`,
+parsing it with LibCST and `ast` (fix/write.py writes the files). Imported only for `--fix`,
 `--diff` and `--add-noqa`, so a lint-only run never loads LibCST."""
 
 from __future__ import annotations
@@ -7,8 +7,6 @@ from __future__ import annotations
 import ast
 import codecs
 import io
-import os
-import stat
 import tokenize
 from collections import Counter
 from dataclasses import dataclass, field
@@ -17,7 +15,6 @@ from typing import Any, Callable, Iterable, Optional
 import libcst
 
 from torchlint.diagnostics import Finding
-from torchlint.safe_io import replace_atomically
 from torchlint.source import LINE_BREAK, line_starts
 
 # ruff stops after 100 passes; our fixes converge in two or three.
@@ -155,10 +152,3 @@ def encode_like(original: bytes, text: str) -> bytes:
     if encoding == "utf-8-sig":
         encoding = "utf-8"
     return (codecs.BOM_UTF8 if bom else b"") + text.encode(encoding)
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Replace the file's content in one step (temp file in the same directory, then
-    os.replace), keeping its permission bits; a symlink's target is what gets replaced."""
-    target = os.path.realpath(path)
-    replace_atomically(target, data, mode=stat.S_IMODE(os.stat(target).st_mode), durable=True)

@@ -1,20 +1,23 @@
 """`--fix`, `--diff`, `--fix-only` and `--add-noqa` over the files of a run: each file with
 an applicable fix is fixed to a fixed point (re-linted with the same rules after each pass)
-and written back atomically, or shown as a unified diff."""
+and written back (fix/write.py: only if unchanged meanwhile and writable), or shown as a
+unified diff."""
 
 from __future__ import annotations
 
 import difflib
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from torchlint import notebook
 from torchlint.diagnostics import Finding
-from torchlint.fix.engine import FixOutcome, encode_like, fix_text, parse_error, write_atomic
+from torchlint.fix.engine import FixOutcome, encode_like, fix_text, parse_error
 from torchlint.fix.noqa import add_noqa
 from torchlint.fix.policy import FixPolicy
-from torchlint.linter import FileResult, FileTask, lint_bytes, read_task
+from torchlint.fix.write import FixSkipped, write_fixed
+from torchlint.linter import FileResult, FileTask, lint_bytes, lint_task, read_task
 from torchlint.source import DecodeFailure, decode_source
 
 
@@ -50,9 +53,14 @@ def _decode(data: bytes) -> Optional[str]:
 
 def fix_results(tasks: list[FileTask], results: list[FileResult], policy_for: Callable[[FileTask], FixPolicy],
                 *, write: bool) -> FixReport:
-    """Fix every file whose findings carry an allowed fix; each result's findings become
-    the ones left on the fixed text. With `write=False` (`--diff`) nothing is written."""
+    """Fix every file whose findings carry an allowed fix; each fixed result's findings
+    become the ones left on the fixed text. With `write=False` (`--diff`) nothing is written.
+    A file reached through several paths (a symlink and its target) is fixed once; the
+    other paths are linted again afterwards. A file that is not written keeps the findings
+    of the text on disk."""
     report = FixReport()
+    written: dict[str, bool] = {}  # real path -> whether a fix was written to it
+    aliases: list[tuple[FileTask, FileResult]] = []
     for task, result in zip(tasks, results):
         policy = policy_for(task)
         # A notebook's findings count rows within cells of its JSON: never rewritten.
@@ -61,38 +69,71 @@ def fix_results(tasks: list[FileTask], results: list[FileResult], policy_for: Ca
             if task.path == "-" and task.data is not None:
                 report.stdin_output = _decode(task.data)
             continue
-        data, failed = read_task(task)
-        text = _decode(data) if data is not None and failed is None else None
-        if data is None or text is None:
-            continue
-
-        def lint(new_text: str, task: FileTask = task, data: bytes = data) -> list[Finding]:
-            return lint_bytes(task, encode_like(data, new_text)).findings
-
-        outcome: FixOutcome = fix_text(text, result.findings, lint, policy.allows)
-        if outcome.error is not None:
-            report.errors.append(f"{task.display}: {outcome.error}")
-            continue
-        if not outcome.converged:
-            report.errors.append(f"{task.display}: fixes did not converge; the file was fixed as far as they got")
-        result.findings = outcome.remaining
-        if not outcome.changed:
-            continue
-        try:
-            encoded = encode_like(data, outcome.text)
-        except UnicodeEncodeError as exc:
-            report.errors.append(f"{task.display}: the fixed text cannot be written in the file's encoding ({exc.reason})")
-            continue
-        if task.path == "-":
-            report.stdin_output = outcome.text
-        elif write:
-            try:
-                write_atomic(task.path, encoded)
-            except OSError as exc:
-                report.errors.append(f"{task.display}: cannot write the fixed file: {exc.strerror or exc}")
+        if task.path != "-":
+            real = os.path.realpath(task.path)
+            if real in written:
+                aliases.append((task, result))
                 continue
-        report.files.append(FileFix(task.display, text, outcome.text, outcome.applied))
+            written[real] = False
+        fixed = _fix_one(task, result, policy, write, report)
+        if fixed is not None:
+            report.files.append(fixed)
+            if task.path != "-":
+                written[os.path.realpath(task.path)] = write
+    for task, result in aliases:
+        if written[os.path.realpath(task.path)]:
+            fresh = lint_task(task)  # the shared file as it is now
+            result.findings, result.parse_error = fresh.findings, fresh.parse_error
     return report
+
+
+def _fix_one(task: FileTask, result: FileResult, policy: FixPolicy, write: bool,
+             report: FixReport) -> Optional[FileFix]:
+    data, failed = read_task(task)
+    text = _decode(data) if data is not None and failed is None else None
+    if data is None or text is None:
+        return None
+
+    def lint(new_text: str) -> list[Finding]:
+        return lint_bytes(task, encode_like(data, new_text)).findings
+
+    # The findings came from an earlier read: fix what the file holds now.
+    current = result.findings if task.data is not None else lint_bytes(task, data).findings
+    outcome: FixOutcome = fix_text(text, current, lint, policy.allows)
+    if outcome.error is not None:
+        report.errors.append(f"{task.display}: {outcome.error}")
+        return None
+    if not outcome.converged:
+        report.errors.append(f"{task.display}: fixes did not converge; the file was fixed as far as they got")
+    if not outcome.changed:
+        result.findings = outcome.remaining
+        return None
+    try:
+        encoded = encode_like(data, outcome.text)
+    except UnicodeEncodeError as exc:
+        report.errors.append(f"{task.display}: the fixed text cannot be written in the file's encoding ({exc.reason})")
+        return None
+    if task.path == "-":
+        report.stdin_output = outcome.text
+    elif write:
+        problem = _write(task, data, encoded)
+        if problem is not None:
+            report.errors.append(problem)
+            result.findings = current  # what the file on disk still holds
+            return None
+    result.findings = outcome.remaining
+    return FileFix(task.display, text, outcome.text, outcome.applied)
+
+
+def _write(task: FileTask, before: bytes, after: bytes) -> Optional[str]:
+    """Write the fixed file; None when written, else why not."""
+    try:
+        write_fixed(task.path, before, after)
+    except FixSkipped as exc:
+        return f"{task.display}: {exc}"
+    except OSError as exc:
+        return f"{task.display}: cannot write the fixed file: {exc.strerror or exc}; the file is unchanged"
+    return None
 
 
 def unified_diff(fix: FileFix) -> str:
@@ -105,9 +146,14 @@ def add_noqa_to_files(tasks: list[FileTask], results: list[FileResult]) -> tuple
     """Append noqa directives for every finding; returns (directives added, errors)."""
     added_total = 0
     errors: list[str] = []
+    done: set[str] = set()
     for task, result in zip(tasks, results):
         if not result.findings or task.path == "-" or notebook.is_notebook(task.display):
             continue
+        real = os.path.realpath(task.path)
+        if real in done:  # a symlink and its target: one file, one set of comments
+            continue
+        done.add(real)
         data, failed = read_task(task)
         text = _decode(data) if data is not None and failed is None else None
         if data is None or text is None:
@@ -123,9 +169,13 @@ def add_noqa_to_files(tasks: list[FileTask], results: list[FileResult]) -> tuple
             errors.append(f"{task.display}: adding noqa comments produced invalid code ({problem}); file left unchanged")
             continue
         try:
-            write_atomic(task.path, encode_like(data, new_text))
-        except (OSError, UnicodeEncodeError) as exc:
+            encoded = encode_like(data, new_text)
+        except UnicodeEncodeError as exc:
             errors.append(f"{task.display}: cannot write the file: {exc}")
+            continue
+        problem = _write(task, data, encoded)
+        if problem is not None:
+            errors.append(problem)
             continue
         added_total += added
     return added_total, errors

@@ -1,0 +1,151 @@
+"""Writing a fixed file back without corrupting or dropping anything.
+
+- The file on disk must still hold the bytes the fixes were computed on (a concurrent run
+  or an editor's save in between makes the file skipped, not overwritten with stale fixes).
+- A file the user may not write is not written (the atomic rename would bypass its mode);
+  root, which may write anything, still leaves alone a file with no write bit at all.
+- Mode bits and ownership are kept. Where the replacement cannot get the file's owner
+  (a non-root user writing someone else's group-writable file), where the file has more
+  than one hard link (a rename would break the link), or where the directory takes no new
+  files, the file is written in place instead: space is reserved first, so a full disk
+  fails before the first byte changes.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+from torchlint.safe_io import replace_atomically
+
+
+class FixSkipped(Exception):
+    """The file was not written, and why (read-only, changed on disk, not a regular file)."""
+
+
+CHANGED = "the file changed on disk while it was being fixed (another run or an editor); not written, run again"
+
+
+def write_fixed(path: str, expected: bytes, data: bytes) -> None:
+    """Replace the content of `path` (a symlink's target) by `data`, provided it still holds
+    `expected`. Raises FixSkipped when it must not be written, OSError when writing failed
+    (the file then still holds `expected`)."""
+    target = os.path.realpath(path)
+    st = os.stat(target)
+    if not stat.S_ISREG(st.st_mode):
+        raise FixSkipped("not a regular file; not written")
+    if not _may_write(target, st):
+        raise FixSkipped(f"the file is read-only (mode {stat.S_IMODE(st.st_mode):04o}); not fixed")
+    owner = (st.st_uid, st.st_gid)
+    if st.st_nlink > 1 or not _can_give(owner):
+        _write_in_place(target, st, expected, data)
+        return
+    try:
+        replace_atomically(target, data, mode=stat.S_IMODE(st.st_mode), durable=True, owner=owner,
+                           before_replace=lambda: _check_unchanged(target, st, expected))
+    except PermissionError:
+        if not os.access(os.path.dirname(target) or ".", os.W_OK):
+            _write_in_place(target, st, expected, data)  # a writable file in a closed directory
+            return
+        raise
+
+
+def _may_write(target: str, st: os.stat_result) -> bool:
+    """Whether the user may write the file itself, as open() would judge it; for root, whether
+    anyone may (root's access() is always true)."""
+    if not st.st_mode & 0o222:
+        return False
+    if os.access in os.supports_effective_ids:
+        return os.access(target, os.W_OK, effective_ids=True)
+    return os.access(target, os.W_OK)
+
+
+def _can_give(owner: tuple[int, int]) -> bool:
+    """Whether a new file can be chowned to `owner`: root can; others only to themselves and
+    a group they belong to."""
+    if os.geteuid() == 0:
+        return True
+    return owner[0] == os.geteuid() and (owner[1] == os.getegid() or owner[1] in os.getgroups())
+
+
+def _read_exactly(fd: int, limit: int) -> bytes:
+    chunks, left = [], limit
+    while left > 0:
+        chunk = os.pread(fd, min(left, 1 << 20), limit - left)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _check_unchanged(target: str, st: os.stat_result, expected: bytes) -> None:
+    fd = _open(target, os.O_RDONLY)
+    try:
+        _check_fd(fd, st, expected)
+    finally:
+        os.close(fd)
+
+
+def _open(target: str, mode: int) -> int:
+    try:
+        return os.open(target, mode | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise FixSkipped(CHANGED) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # the target was swapped for a symlink
+            raise FixSkipped(CHANGED) from None
+        raise
+
+
+def _check_fd(fd: int, st: os.stat_result, expected: bytes) -> None:
+    now = os.fstat(fd)
+    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(now.st_mode):
+        raise FixSkipped(CHANGED)
+    if now.st_size != len(expected) or _read_exactly(fd, len(expected) + 1) != expected:
+        raise FixSkipped(CHANGED)
+
+
+def _write_in_place(target: str, st: os.stat_result, expected: bytes, data: bytes) -> None:
+    """Overwrite the file through its own inode: hard links, owner and mode stay as they are."""
+    fd = _open(target, os.O_RDWR)
+    try:
+        _check_fd(fd, st, expected)
+        _reserve(fd, len(data))
+        try:
+            _write_all(fd, data)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        except OSError:
+            _restore(fd, expected)
+            raise
+    finally:
+        os.close(fd)
+
+
+def _reserve(fd: int, size: int) -> None:
+    """Allocate the blocks the new content needs before overwriting anything."""
+    fallocate = getattr(os, "posix_fallocate", None)
+    if fallocate is None:
+        return
+    try:
+        fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise  # ENOSPC, EFBIG: nothing was changed yet
+
+
+def _write_all(fd: int, data: bytes, offset: int = 0) -> None:
+    view = memoryview(data)
+    while offset < len(data):
+        offset += os.pwrite(fd, view[offset:], offset)
+
+
+def _restore(fd: int, expected: bytes) -> None:
+    """Best effort after a failed in-place write: put the original bytes back."""
+    try:
+        _write_all(fd, expected)
+        os.ftruncate(fd, len(expected))
+    except OSError:
+        pass
