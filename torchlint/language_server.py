@@ -14,13 +14,17 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
 import io
+import itertools
+import os
 import re
+import sys
 import tokenize
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Optional
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -29,12 +33,13 @@ from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from torchlint import __version__
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
-from torchlint.diagnostics import Finding
+from torchlint.diagnostics import Finding, syntax_error_finding
 from torchlint.integration import config_error_finding, lint_document, lint_notebook_cells
 from torchlint.notebook import Cell, Notebook, is_notebook
 from torchlint.output.docs_url import rule_url
 from torchlint.rules.registry import RULES_BY_CODE
-from torchlint.source import physical_lines
+from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file, too_large_message
+from torchlint.source import DecodeFailure, decode_source, physical_lines, split_lines
 
 SOURCE = "torchlint"
 DEBOUNCE_SECONDS = 0.3
@@ -44,6 +49,11 @@ _NOQA_COMMENT = re.compile(r"#\s*(?:torchlint\s*:\s*)?noqa\s*:\s*(?P<codes>[A-Za
                            re.IGNORECASE)
 _BARE_NOQA = re.compile(r"#\s*noqa(?!\s*:)", re.IGNORECASE)
 _CODE = re.compile(r"[A-Za-z]+\d+")
+
+
+class Unreadable(Exception):
+    """A URI the editor has not opened whose file torchlint will not read (a FIFO, a device,
+    too large, undecodable); the message says why."""
 
 
 class TorchlintServer(LanguageServer):
@@ -69,6 +79,23 @@ class TorchlintServer(LanguageServer):
             return self.workspace_root() / untitled_name
         return None  # other schemes (git:, ...) are not files torchlint can place in a config
 
+    def document(self, uri: str, limit: int = DEFAULT_MAX_FILE_SIZE) -> TextDocument:
+        """The editor's copy of `uri`. For a URI it has not opened, the file on disk read once
+        through the safe reader (a regular file under `limit`), never pygls' fallback, which
+        opens whatever the path names (a FIFO hangs it) on every access. Raises Unreadable."""
+        opened = self.workspace.text_documents.get(unquote(uri))
+        if opened is not None:
+            return opened
+        source = ""
+        if urlparse(uri).scheme == "file":
+            try:
+                source = decode_source(read_regular_file(str(TextDocument(uri).path), limit))
+            except (RefusedFile, DecodeFailure) as exc:
+                raise Unreadable(str(exc)) from None
+            except OSError as exc:
+                raise Unreadable(f"cannot read file: {exc.strerror or exc}") from None
+        return TextDocument(uri, source=source, position_codec=self.workspace.position_codec)
+
     def configure(self, path: Path) -> tuple[Optional[ConfigResolver], list[Finding]]:
         """(resolver, []) to lint `path`; (None, []) when the config excludes it; (None,
         [error]) when the config is broken. A fresh resolver each time: config edits apply
@@ -85,28 +112,42 @@ class TorchlintServer(LanguageServer):
             type=types.MessageType.Error,
             message=f"torchlint: internal error while checking {path}: {type(exc).__name__}: {exc}; please report this"))
 
-    def publish(self, uri: str, findings: list[Finding]) -> None:
-        document = self.workspace.get_text_document(uri)
+    def publish(self, uri: str, findings: list[Finding], document: Optional[TextDocument] = None) -> None:
+        """Send `findings` as the diagnostics of `uri`. Positions are converted through one
+        line index, built once: linear in the size of the document plus the findings."""
+        if document is None:
+            try:
+                document = self.document(uri)
+            except Unreadable:
+                document = TextDocument(uri, source="", position_codec=self.workspace.position_codec)
+        positions = DocumentIndex(document)
         self.findings[uri] = findings
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, diagnostics=[to_diagnostic(f, document) for f in findings], version=document.version))
+            uri=uri, diagnostics=[to_diagnostic(f, positions) for f in findings], version=document.version))
 
     def lint(self, uri: str) -> None:
         self.pending.pop(uri, None)
-        document = self.workspace.get_text_document(uri)
         # An .ipynb opened as text is JSON, whose positions are not the cells': notebooks
         # are linted when the editor opens them as notebooks (lint_notebook below).
         path = self.uri_path(uri, "untitled.py")
         findings: list[Finding] = []
+        document: Optional[TextDocument] = None
         if path is not None and not is_notebook(str(path)):
             resolver, findings = self.configure(path)
             if resolver is not None:
+                limit = resolver.for_file(path).max_file_size
                 try:
-                    findings = lint_document(path, document.source.encode("utf-8"), resolver)
+                    document = self.document(uri, limit)
+                    data = document.source.encode("utf-8", "surrogatepass")
+                    # Over the cap: one diagnostic saying so, as `torchlint check` reports it.
+                    findings = ([syntax_error_finding(str(path), too_large_message(len(data), limit), 1, 1)]
+                                if len(data) > limit else lint_document(path, data, resolver))
+                except Unreadable as exc:
+                    findings = [syntax_error_finding(str(path), str(exc), 1, 1)]
                 except Exception as exc:
                     self.report_internal_error(path, exc)
                     return
-        self.publish(uri, findings)
+        self.publish(uri, findings, document)
 
     def lint_notebook(self, notebook_uri: str) -> None:
         """Lint an open notebook's code cells as one program and publish each cell's
@@ -118,26 +159,34 @@ class TorchlintServer(LanguageServer):
         path = self.uri_path(notebook_uri, "untitled.ipynb")
         notebook = Notebook(str(path or notebook_uri))
         cell_uris: dict[int, str] = {}
+        documents: dict[str, TextDocument] = {}
+        size = 0
         for number, cell in enumerate(notebook_document.cells, 1):
-            if cell.kind != types.NotebookCellKind.Code:
+            document = self.workspace.text_documents.get(unquote(cell.document))
+            if cell.kind != types.NotebookCellKind.Code or document is None:
                 continue
-            document = self.workspace.get_text_document(cell.document)
             if document.language_id not in (None, "python"):
                 continue  # a %%sql or R cell in a mixed notebook
             notebook.cells.append(Cell(number, physical_lines(document.source)))
             cell_uris[number] = cell.document
+            documents[cell.document] = document
+            size += len(document.source.encode("utf-8", "surrogatepass"))
         findings: list[Finding] = []
         if path is not None:
             resolver, errors = self.configure(path)
             findings = [replace(e, cell=notebook.cells[0].number) for e in errors[:1] if notebook.cells]
-            if resolver is not None:
+            limit = resolver.for_file(path).max_file_size if resolver is not None else 0
+            if resolver is not None and size > limit and notebook.cells:
+                findings = [replace(syntax_error_finding(notebook.path, too_large_message(size, limit), 1, 1),
+                                    cell=notebook.cells[0].number)]
+            elif resolver is not None:
                 try:
                     findings = lint_notebook_cells(path, notebook, resolver)
                 except Exception as exc:
                     self.report_internal_error(path, exc)
                     return
         for number, uri in cell_uris.items():
-            self.publish(uri, [f for f in findings if f.cell == number])
+            self.publish(uri, [f for f in findings if f.cell == number], documents[uri])
         for gone in self.notebook_cells.get(notebook_uri, set()) - set(cell_uris.values()):
             self.clear(gone)
         self.notebook_cells[notebook_uri] = set(cell_uris.values())
@@ -158,20 +207,80 @@ class TorchlintServer(LanguageServer):
             pending.cancel()
 
 
-def _range(document: TextDocument, row: int, col: int, end_row: int, end_col: int) -> types.Range:
-    """1-based code-point positions (torchlint's) -> an LSP range in the client's units."""
-    start = ServerTextPosition(max(row - 1, 0), max(col - 1, 0))
-    end = ServerTextPosition(max(end_row - 1, 0), max(end_col - 1, 0))
-    return document.range_to_client_units(ServerTextRange(start, max(start, end)))
+class DocumentIndex:
+    """One document's lines, counted as Python counts them (at CR LF, LF or CR; LSP counts
+    the same), built once per publication or request: converting a position costs O(1)
+    (pygls re-splits the whole document for each one, which made publishing quadratic)."""
+
+    def __init__(self, document: TextDocument) -> None:
+        self.document = document
+        self.source = document.source
+        self.lines = split_lines(self.source)
+        self.width = _UNIT_WIDTH.get(document.position_codec.encoding, _utf16_width)
+        self._prefix: dict[int, Optional[list[int]]] = {}  # row -> client units before each column
+        self._comment_rows: Optional[_CommentRows] = None
+
+    def _units(self, row: int) -> Optional[list[int]]:
+        """Client units before each code point of line `row`; None where they are equal."""
+        if row not in self._prefix:
+            line = self.lines[row]
+            self._prefix[row] = None if self.width is None or line.isascii() else \
+                list(itertools.accumulate((self.width(c) for c in line), initial=0))
+        return self._prefix[row]
+
+    def to_client(self, row: int, col: int) -> types.Position:
+        """0-based row and code-point column -> an LSP position in the client's units."""
+        if row >= len(self.lines):
+            return types.Position(line=len(self.lines), character=0)
+        col = min(col, len(self.lines[row]))
+        units = self._units(row)
+        return types.Position(line=row, character=col if units is None else units[col])
+
+    def from_client(self, position: types.Position) -> tuple[int, int]:
+        """An LSP position -> (0-based row, code-point column), clamped to the document."""
+        if not self.lines:
+            return 0, 0
+        if position.line >= len(self.lines):
+            return len(self.lines) - 1, len(self.lines[-1])
+        units = self._units(position.line)
+        if units is None:
+            return position.line, min(position.character, len(self.lines[position.line]))
+        return position.line, bisect.bisect_right(units, position.character) - 1
+
+    def range(self, row: int, col: int, end_row: int, end_col: int) -> types.Range:
+        """1-based code-point positions (torchlint's) -> an LSP range in the client's units."""
+        start = (max(row - 1, 0), max(col - 1, 0))
+        end = max(start, (max(end_row - 1, 0), max(end_col - 1, 0)))
+        return types.Range(start=self.to_client(*start), end=self.to_client(*end))
+
+    def comment_allowed_at_end(self, row: int) -> bool:
+        if self._comment_rows is None:
+            self._comment_rows = _CommentRows(self.source)
+        return self._comment_rows.allowed(row)
 
 
-def to_diagnostic(f: Finding, document: TextDocument) -> types.Diagnostic:
+def _utf16_width(char: str) -> int:
+    return 2 if ord(char) > 0xFFFF else 1
+
+
+def _utf8_width(char: str) -> int:
+    code = ord(char)
+    return 1 if code < 0x80 else 2 if code < 0x800 else 3 if code < 0x10000 else 4
+
+
+# None: client units are code points.
+_UNIT_WIDTH: dict[Any, Optional[Callable[[str], int]]] = {
+    types.PositionEncodingKind.Utf8: _utf8_width, types.PositionEncodingKind.Utf16: _utf16_width,
+    types.PositionEncodingKind.Utf32: None}
+
+
+def to_diagnostic(f: Finding, index: DocumentIndex) -> types.Diagnostic:
     message = f.message
     help_line = getattr(f, "help", None)
     if help_line:
         message += f"\nhelp: {help_line}"
     return types.Diagnostic(
-        range=_range(document, f.row, f.col, f.end_row, f.end_col),
+        range=index.range(f.row, f.col, f.end_row, f.end_col),
         message=message,
         severity=_SEVERITY.get(f.severity, types.DiagnosticSeverity.Warning),
         code=f.code,
@@ -182,25 +291,34 @@ def to_diagnostic(f: Finding, document: TextDocument) -> types.Diagnostic:
 
 
 # -- code actions ---------------------------------------------------------------
-def _comment_allowed_at_end(source: str, row: int) -> bool:
-    """Whether a comment can go at the end of line `row` (1-based): not when the line ends
-    inside a multi-line string (the comment would become part of the string)."""
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.STRING and token.start[0] <= row < token.end[0]:
-                return False
-            if token.start[0] > row:
-                break
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        return False  # an unfinished edit: do not guess
-    return True
+class _CommentRows:
+    """Which lines can take a comment at their end: not one that ends inside a multi-line
+    string (the comment would become part of the string). One tokenize pass per document."""
+
+    def __init__(self, source: str) -> None:
+        self.in_string: set[int] = set()
+        self.reached = 0  # the last row a token started on
+        self.complete = True
+        try:
+            for token in tokenize.generate_tokens(io.StringIO(source).readline):
+                if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                    self.in_string.update(range(token.start[0], token.end[0]))
+                self.reached = token.start[0]
+        except (tokenize.TokenError, SyntaxError, IndentationError):
+            self.complete = False
+
+    def allowed(self, row: int) -> bool:
+        # An unfinished edit at or before `row`: do not guess; one further down does not matter.
+        return row not in self.in_string and (self.complete or row < self.reached)
 
 
-def noqa_edit(document: TextDocument, row: int, code: str) -> Optional[types.TextEdit]:
+def noqa_edit(document: TextDocument, row: int, code: str,
+              index: Optional[DocumentIndex] = None) -> Optional[types.TextEdit]:
     """The edit that suppresses `code` on line `row`: extend an existing `# noqa: ...` list,
     or append `  # noqa: CODE`. None when the line already suppresses it or cannot take a comment."""
-    lines = document.source.splitlines()
-    if not 0 < row <= len(lines):
+    index = index or DocumentIndex(document)
+    lines = index.lines
+    if not 0 < row <= len(lines) or (row == len(lines) and not lines[-1]):
         return None
     line = lines[row - 1]
     existing = _NOQA_COMMENT.search(line)
@@ -211,12 +329,11 @@ def noqa_edit(document: TextDocument, row: int, code: str) -> Optional[types.Tex
         if code in codes:
             return None
         at = existing.end("codes")
-        position = _range(document, row, at + 1, row, at + 1)
-        return types.TextEdit(range=position, new_text=f", {code}")
-    if not _comment_allowed_at_end(document.source, row):
+        return types.TextEdit(range=index.range(row, at + 1, row, at + 1), new_text=f", {code}")
+    if not index.comment_allowed_at_end(row):
         return None
     end = len(line) + 1
-    return types.TextEdit(range=_range(document, row, end, row, end), new_text=f"  # noqa: {code}")
+    return types.TextEdit(range=index.range(row, end, row, end), new_text=f"  # noqa: {code}")
 
 
 def _fix_edits(fix: Any) -> tuple[Optional[str], str, list[tuple[int, int, int, int, str]]]:
@@ -242,10 +359,14 @@ def _fix_edits(fix: Any) -> tuple[Optional[str], str, list[tuple[int, int, int, 
 
 def code_actions(server: TorchlintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     uri = params.text_document.uri
-    document = server.workspace.get_text_document(uri)
+    try:
+        index = DocumentIndex(server.document(uri))
+    except Unreadable:
+        return []
     wanted = params.context.only
     actions: list[types.CodeAction] = []
-    requested = document.range_from_client_units(params.range)
+    requested = ServerTextRange(ServerTextPosition(*index.from_client(params.range.start)),
+                                ServerTextPosition(*index.from_client(params.range.end)))
     for f in server.findings.get(uri, []):
         # The client names the diagnostics under the cursor; a client that names none
         # gets the actions of every finding overlapping the requested range.
@@ -254,7 +375,7 @@ def code_actions(server: TorchlintServer, params: types.CodeActionParams) -> lis
         span = ServerTextRange(ServerTextPosition(f.row - 1, f.col - 1), ServerTextPosition(f.end_row - 1, f.end_col - 1))
         if diagnostic is None and not span.overlaps(requested):
             continue
-        related = [diagnostic] if diagnostic is not None else [to_diagnostic(f, document)]
+        related = [diagnostic] if diagnostic is not None else [to_diagnostic(f, index)]
         if f.fix and (wanted is None or types.CodeActionKind.QuickFix in wanted):
             title, applicability, edits = _fix_edits(f.fix)
             if edits:
@@ -263,9 +384,9 @@ def code_actions(server: TorchlintServer, params: types.CodeActionParams) -> lis
                     kind=types.CodeActionKind.QuickFix, diagnostics=related,
                     is_preferred=applicability == "safe",
                     edit=types.WorkspaceEdit(changes={uri: [
-                        types.TextEdit(range=_range(document, *e[:4]), new_text=e[4]) for e in edits]})))
+                        types.TextEdit(range=index.range(*e[:4]), new_text=e[4]) for e in edits]})))
         if wanted is None or types.CodeActionKind.QuickFix in wanted:
-            edit = noqa_edit(document, f.row, f.code)
+            edit = noqa_edit(index.document, f.row, f.code, index)
             if edit is not None:
                 actions.append(types.CodeAction(
                     title=f"Disable {f.code} for this line", kind=types.CodeActionKind.QuickFix,
@@ -274,17 +395,19 @@ def code_actions(server: TorchlintServer, params: types.CodeActionParams) -> lis
 
 
 def hover(server: TorchlintServer, params: types.HoverParams) -> Optional[types.Hover]:
-    document = server.workspace.get_text_document(params.text_document.uri)
-    position = document.position_from_client_units(params.position)
-    lines = document.source.splitlines()
-    if position.line >= len(lines):
+    try:
+        index = DocumentIndex(server.document(params.text_document.uri))
+    except Unreadable:
         return None
-    line = lines[position.line]
+    if params.position.line >= len(index.lines):
+        return None
+    row, character = index.from_client(params.position)
+    line = index.lines[row]
     for comment in _NOQA_COMMENT.finditer(line):
         offset = comment.start("codes")
         for code in _CODE.finditer(comment["codes"]):
             start, end = offset + code.start(), offset + code.end()
-            if start <= position.character <= end:
+            if start <= character <= end:
                 rule = RULES_BY_CODE.get(code.group().upper())
                 if rule is None:
                     return None
@@ -292,7 +415,7 @@ def hover(server: TorchlintServer, params: types.HoverParams) -> Optional[types.
                         f"[Documentation]({rule_url(rule.code, rule.name)})")
                 return types.Hover(
                     contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
-                    range=_range(document, position.line + 1, start + 1, position.line + 1, end + 1))
+                    range=index.range(row + 1, start + 1, row + 1, end + 1))
     return None
 
 
@@ -348,4 +471,15 @@ def create_server() -> TorchlintServer:
 
 
 def serve() -> None:
-    create_server().start_io()
+    """Serve on stdin/stdout until the client's `exit`: exit status 0 after a `shutdown`
+    request, 1 without one (as LSP specifies). pygls gets its own handle on stdout: it
+    closes the one it is given on `exit`, and the CLI still flushes sys.stdout afterwards."""
+    server = create_server()
+    stdout = os.fdopen(os.dup(1), "wb", buffering=0)
+    try:
+        server.start_io(sys.stdin.buffer, stdout)
+    finally:
+        if not stdout.closed:
+            stdout.close()
+    if not getattr(server.protocol, "_shutdown", True):
+        sys.exit(1)
