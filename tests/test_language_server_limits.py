@@ -77,7 +77,7 @@ def test_positions_are_converted_in_the_clients_units(tmp_path):
     [diagnostic] = server.sent[-1].diagnostics
     # UTF-16: the astral character counts twice; a form feed does not end a line.
     assert (diagnostic.range.start.line, diagnostic.range.start.character) == (2, 14)
-    from torchlint.language_server import DocumentIndex
+    from torchlint.lsp_positions import DocumentIndex
 
     index = DocumentIndex(server.workspace.get_text_document(uri))
     assert index.from_client(types.Position(line=2, character=14)) == (2, 13)
@@ -91,11 +91,11 @@ def _whole_document_actions(server: Recorder, uri: str) -> list[types.CodeAction
 
 
 def test_code_actions_for_a_whole_document_tokenize_it_once(tmp_path, monkeypatch):
-    from torchlint import language_server
+    from torchlint import lsp_positions
 
     calls = []
-    real = language_server.tokenize.generate_tokens
-    monkeypatch.setattr(language_server.tokenize, "generate_tokens", lambda *a: calls.append(1) or real(*a))
+    real = lsp_positions.tokenize.generate_tokens
+    monkeypatch.setattr(lsp_positions.tokenize, "generate_tokens", lambda *a: calls.append(1) or real(*a))
     server = Recorder(tmp_path)
     uri = (tmp_path / "m.py").as_uri()
     server.open(uri, "import torch\n" + LEGACY * 200 + "x = torch.FloatTensor(3); s = '''\ntext\n'''\n")
