@@ -225,6 +225,19 @@ def test_a_user_fixing_a_group_writable_file_of_another_user_keeps_its_owner(tmp
         shutil.rmtree(root)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs a second user")
+def test_a_writable_file_in_a_directory_the_user_cannot_write_is_fixed_in_place(tmp_path, run_cli):
+    root = _nobody_tree()
+    try:
+        os.chown(root, 0, 0)  # the user may not create the temp file beside it
+        target = write(root, "model.py", BROKEN)
+        os.chown(target, NOBODY, NOBODY)
+        code, _, err = _fix_as_nobody(root, _warm_up(tmp_path, run_cli))
+        assert (code, target.read_text(), target.stat().st_uid) == (0, FIXED, NOBODY), err
+    finally:
+        shutil.rmtree(root)
+
+
 def test_a_hard_linked_file_is_fixed_in_place_and_the_link_survives(tmp_path, run_cli):
     target = write(tmp_path, "model.py", BROKEN)
     other = tmp_path / "elsewhere" / "same.txt"

@@ -156,10 +156,14 @@ def test_an_unopened_uri_is_read_through_the_safe_reader(tmp_path):
     (tmp_path / "proj").mkdir()
     (tmp_path / "proj" / "env.py").symlink_to("/proc/self/environ")
     plain = write(tmp_path, "proj/plain.py", "import torch\n" + LEGACY)
+    (tmp_path / "proj" / "out.py").symlink_to(write(tmp_path, "home/secret.py", "TOKEN = 'hunter2'\n("))
     server = Recorder(tmp_path / "proj")
     server.lint((tmp_path / "proj" / "env.py").as_uri())
     [refused] = server.sent[-1].diagnostics
     assert "system file" in refused.message and "PATH=" not in refused.message
+    server.lint((tmp_path / "proj" / "out.py").as_uri())
+    [refused] = server.sent[-1].diagnostics
+    assert "outside" in refused.message and "hunter2" not in refused.message
     server.lint(plain.as_uri())  # a regular file the editor did not open: linted from disk
     assert [d.code for d in server.sent[-1].diagnostics] == ["TL205"]
 

@@ -37,7 +37,7 @@ from torchlint.integration import config_error_finding, lint_document, lint_note
 from torchlint.notebook import Cell, Notebook, is_notebook
 from torchlint.output.docs_url import rule_url
 from torchlint.rules.registry import RULES_BY_CODE
-from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file, too_large_message
+from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file, refusal, too_large_message
 from torchlint.lsp_positions import DocumentIndex
 from torchlint.source import DecodeFailure, decode_source, physical_lines
 
@@ -88,8 +88,12 @@ class TorchlintServer(LanguageServer):
             return opened
         source = ""
         if urlparse(uri).scheme == "file":
+            path = str(TextDocument(uri).path)
+            why = refusal(path, [str(self.workspace_root())])  # and no symlink out of the workspace
+            if why is not None:
+                raise Unreadable(f"cannot read file: {why}")
             try:
-                source = decode_source(read_regular_file(str(TextDocument(uri).path), limit))
+                source = decode_source(read_regular_file(path, limit))
             except (RefusedFile, DecodeFailure) as exc:
                 raise Unreadable(str(exc)) from None
             except OSError as exc:

@@ -104,7 +104,7 @@ _swept: set[str] = set()
 def sweep_stale_temps(directory: str) -> None:
     """Remove temp files that a dead torchlint process left in `directory` (once per run)."""
     directory = os.path.abspath(directory or ".")
-    if directory in _swept:
+    if directory in _swept or os.name != "posix":  # os.kill(pid, 0) would end a process on Windows
         return
     _swept.add(directory)
     try:

@@ -36,9 +36,11 @@ def write_fixed(path: str, expected: bytes, data: bytes) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise FixSkipped("not a regular file; not written")
     if not _may_write(target, st):
-        raise FixSkipped(f"the file is read-only (mode {stat.S_IMODE(st.st_mode):04o}); not fixed")
-    owner = (st.st_uid, st.st_gid)
-    if st.st_nlink > 1 or not _can_give(owner):
+        mode = stat.S_IMODE(st.st_mode)
+        why = "the file is read-only" if not mode & 0o222 else "this user may not write the file"
+        raise FixSkipped(f"{why} (mode {mode:04o}); not fixed")
+    owner = (st.st_uid, st.st_gid) if hasattr(os, "geteuid") else None  # None: no POSIX owners
+    if st.st_nlink > 1 or (owner is not None and not _can_give(owner)):
         _write_in_place(target, st, expected, data)
         return
     try:
@@ -69,10 +71,11 @@ def _can_give(owner: tuple[int, int]) -> bool:
     return owner[0] == os.geteuid() and (owner[1] == os.getegid() or owner[1] in os.getgroups())
 
 
-def _read_exactly(fd: int, limit: int) -> bytes:
+def _read_all(fd: int, limit: int) -> bytes:
+    os.lseek(fd, 0, os.SEEK_SET)
     chunks, left = [], limit
     while left > 0:
-        chunk = os.pread(fd, min(left, 1 << 20), limit - left)
+        chunk = os.read(fd, min(left, 1 << 20))
         if not chunk:
             break
         chunks.append(chunk)
@@ -90,7 +93,8 @@ def _check_unchanged(target: str, st: os.stat_result, expected: bytes) -> None:
 
 def _open(target: str, mode: int) -> int:
     try:
-        return os.open(target, mode | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        return os.open(target, mode | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                       | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         raise FixSkipped(CHANGED) from None
     except OSError as exc:
@@ -103,7 +107,7 @@ def _check_fd(fd: int, st: os.stat_result, expected: bytes) -> None:
     now = os.fstat(fd)
     if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(now.st_mode):
         raise FixSkipped(CHANGED)
-    if now.st_size != len(expected) or _read_exactly(fd, len(expected) + 1) != expected:
+    if now.st_size != len(expected) or _read_all(fd, len(expected) + 1) != expected:
         raise FixSkipped(CHANGED)
 
 
@@ -136,10 +140,11 @@ def _reserve(fd: int, size: int) -> None:
             raise  # ENOSPC, EFBIG: nothing was changed yet
 
 
-def _write_all(fd: int, data: bytes, offset: int = 0) -> None:
-    view = memoryview(data)
+def _write_all(fd: int, data: bytes) -> None:
+    os.lseek(fd, 0, os.SEEK_SET)
+    view, offset = memoryview(data), 0
     while offset < len(data):
-        offset += os.pwrite(fd, view[offset:], offset)
+        offset += os.write(fd, view[offset:])
 
 
 def _restore(fd: int, expected: bytes) -> None:
