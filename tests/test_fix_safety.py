@@ -78,6 +78,28 @@ def test_a_file_changed_while_it_is_fixed_is_skipped_and_reported(tmp_path, run_
     assert "model.py:5:10: TL108" in out  # the finding is still reported
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="flock is POSIX")
+def test_a_second_fixer_waits_for_the_first_and_then_skips_the_file_it_replaced(tmp_path, run_cli):
+    import fcntl
+    import threading
+
+    target = write(tmp_path, "model.py", BROKEN)
+    holder = os.open(target, os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # the first run, between its check and its rename
+    outcome: list = []
+    second = threading.Thread(target=lambda: outcome.append(run_cli(*FIX, "model.py", cwd=tmp_path)))
+    second.start()
+    time.sleep(1.0)
+    assert target.read_text() == BROKEN and second.is_alive()  # waiting, not writing
+    first = write(tmp_path, ".first-run.tmp", FIXED + "# the first run's result\n")
+    os.replace(first, target)
+    os.close(holder)
+    second.join(60)
+    code, out, err = outcome[0]
+    assert target.read_text() == FIXED + "# the first run's result\n"
+    assert code == 2 and "changed on disk" in err, (out, err)
+
+
 def test_findings_computed_on_an_older_read_are_not_applied_to_new_text(tmp_path, run_cli, monkeypatch):
     """The lint pass read the file; an editor saved before the fix read it again."""
     from torchlint.fix import files

@@ -1,7 +1,8 @@
 """Writing a fixed file back without corrupting or dropping anything.
 
 - The file on disk must still hold the bytes the fixes were computed on (a concurrent run
-  or an editor's save in between makes the file skipped, not overwritten with stale fixes).
+  or an editor's save in between makes the file skipped, not overwritten with stale fixes);
+  an flock on the file serializes torchlint runs from that check to the replacement.
 - A file the user may not write is not written (the atomic rename would bypass its mode);
   root, which may write anything, still leaves alone a file with no write bit at all.
 - Mode bits and ownership are kept. Where the replacement cannot get the file's owner
@@ -16,6 +17,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 from torchlint.safe_io import replace_atomically
 
@@ -24,6 +31,7 @@ class FixSkipped(Exception):
     """The file was not written, and why (read-only, changed on disk, not a regular file)."""
 
 
+LOCK_WAIT_SECONDS = 10
 CHANGED = "the file changed on disk while it was being fixed (another run or an editor); not written, run again"
 
 
@@ -39,6 +47,14 @@ def write_fixed(path: str, expected: bytes, data: bytes) -> None:
         mode = stat.S_IMODE(st.st_mode)
         why = "the file is read-only" if not mode & 0o222 else "this user may not write the file"
         raise FixSkipped(f"{why} (mode {mode:04o}); not fixed")
+    lock = _lock(target)
+    try:
+        _write(target, st, expected, data)
+    finally:
+        os.close(lock)
+
+
+def _write(target: str, st: os.stat_result, expected: bytes, data: bytes) -> None:
     owner = (st.st_uid, st.st_gid) if hasattr(os, "geteuid") else None  # None: no POSIX owners
     if st.st_nlink > 1 or (owner is not None and not _can_give(owner)):
         _write_in_place(target, st, expected, data)
@@ -51,6 +67,28 @@ def write_fixed(path: str, expected: bytes, data: bytes) -> None:
             _write_in_place(target, st, expected, data)  # a writable file in a closed directory
             return
         raise
+
+
+def _lock(target: str) -> int:
+    """An exclusive flock on the file's inode, held from the check to the replacement: two
+    torchlint runs cannot both pass the check before either replaces the file (the second
+    then finds a new inode and skips). Editors take no such lock; for them the re-read just
+    before the rename leaves a window of microseconds instead of the whole fix."""
+    fd = _open(target, os.O_RDONLY)
+    if fcntl is None:
+        return fd
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise FixSkipped("another process holds a lock on the file; not written, run again") from None
+            time.sleep(0.05)
+        except OSError:
+            return fd  # a file system without flock: the re-read check still holds
 
 
 def _may_write(target: str, st: os.stat_result) -> bool:
