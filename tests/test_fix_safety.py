@@ -322,7 +322,7 @@ def test_the_sweep_keeps_temp_files_of_live_processes_and_foreign_names(tmp_path
     old = time.time() - safe_io.STALE_TEMP_SECONDS - 60
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     names = {"live": f".torchlint-{os.getppid()}-abc123.tmp", "dead": f".torchlint-{dead.stdout.strip()}-x_9.tmp",
-             "foreign": ".torchlint-notes.tmp"}
+             "foreign": ".torchlint-notes.tmp", "no such pid": ".torchlint-99999999999999999999999-x.tmp"}
     for name in names.values():
         path = write(tmp_path, name, "x")
         os.utime(path, (old, old))

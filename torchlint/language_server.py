@@ -34,11 +34,11 @@ from torchlint import __version__
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
 from torchlint.diagnostics import Finding, syntax_error_finding
 from torchlint.integration import config_error_finding, lint_document, lint_notebook_cells
+from torchlint.lsp_positions import DocumentIndex
 from torchlint.notebook import Cell, Notebook, is_notebook
 from torchlint.output.docs_url import rule_url
 from torchlint.rules.registry import RULES_BY_CODE
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file, refusal, too_large_message
-from torchlint.lsp_positions import DocumentIndex
 from torchlint.source import DecodeFailure, decode_source, physical_lines
 
 SOURCE = "torchlint"
@@ -120,10 +120,13 @@ class TorchlintServer(LanguageServer):
         """Send `findings` as the diagnostics of `uri`. Positions are converted through one
         line index, built once: linear in the size of the document plus the findings."""
         if document is None:
+            document = self.workspace.text_documents.get(unquote(uri))
+        if document is None and findings:  # a URI the editor has not opened (a save, a notebook)
             try:
                 document = self.document(uri)
             except Unreadable:
-                document = TextDocument(uri, source="", position_codec=self.workspace.position_codec)
+                pass
+        document = document or TextDocument(uri, source="", position_codec=self.workspace.position_codec)
         positions = DocumentIndex(document)
         self.findings[uri] = findings
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(

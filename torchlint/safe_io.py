@@ -128,7 +128,7 @@ def sweep_stale_temps(directory: str) -> None:
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # gone, or no pid at all (a name the tree chose)
         return False
     except OSError:
         return True  # exists, owned by someone else
