@@ -40,7 +40,10 @@ def write_fixed(path: str, expected: bytes, data: bytes) -> None:
     `expected`. Raises FixSkipped when it must not be written, OSError when writing failed
     (the file then still holds `expected`)."""
     target = os.path.realpath(path)
-    st = os.stat(target)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:  # deleted or moved away meanwhile
+        raise FixSkipped(CHANGED) from None
     if not stat.S_ISREG(st.st_mode):
         raise FixSkipped("not a regular file; not written")
     if not _may_write(target, st):
