@@ -18,7 +18,7 @@ from torchlint.cache import CACHE_DIR_NAME, Cache
 from torchlint.cache import refusal as cache_refusal
 from torchlint.files import Discovery, display_path
 from torchlint.linter import FileResult, FileTask, load_source, run_tasks
-from torchlint.output import FORMATS
+from torchlint.output import FORMATS, ROOT_RELATIVE_FORMATS
 from torchlint.output.color import CHOICES as COLOR_CHOICES, Palette, use_color
 from torchlint.output.sarif import truncation_warning
 from torchlint.project_root import project_root
@@ -27,8 +27,8 @@ from torchlint.selection import SelectionError, parse_list
 
 EXIT_FINDINGS, EXIT_ERROR = 1, 2
 # Formats other programs parse: a statistics table in their place would break the reader.
-STATISTICS_FORMATS = ("full", "concise", "json")
-TEXT_FORMATS = ("full", "concise")
+STATISTICS_FORMATS = ("full", "concise", "grouped", "json")
+TEXT_FORMATS = ("full", "concise", "grouped")
 
 
 def _fail(message: str) -> "click.exceptions.Exit":
@@ -223,7 +223,7 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         click.echo(f"warning: {over_limit}", err=True)
     palette = Palette(output_format in TEXT_FORMATS
                       and use_color(color, None if output_file else sys.stdout))
-    root = project_root(cwd, project_root_option) if output_format in ("sarif", "github") else cwd
+    root = project_root(cwd, project_root_option) if output_format in ROOT_RELATIVE_FORMATS else cwd
     enabled = sorted({code for task in tasks for code in task.codes} or resolver.default.enabled)
     # With a path missing, the run did not check everything: no "All checks passed!".
     text = _render(output_format, findings, tasks, parse_errors, cwd, statistics, quiet or bool(missing and not findings),
@@ -232,7 +232,7 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         click.echo(fix_report.stdin_output, nl=False)  # like ruff: the fixed source on stdout,
         click.echo(text, nl=False, err=True)  # the findings left on stderr
         text = ""
-    elif output_format in ("full", "concise") and not quiet and not statistics:
+    elif output_format in TEXT_FORMATS and not quiet and not statistics:
         text += _fix_hint(findings, resolver, fix_report)
     if output_file:
         try:
