@@ -117,7 +117,7 @@ def test_crlf_bom_and_latin1_cookie_survive(tmp_path, run_cli):
 def test_unsafe_fixes_need_the_flag_and_the_hint_says_so(tmp_path, run_cli):
     path = write(tmp_path, "a.py", "import torch\nstate = torch.load('m.pt')\n")
     rc, out, _ = run_cli("check", "--isolated", "--no-cache", "--select", "TL601", "a.py")
-    assert rc == 1 and "1 hidden fixes can be enabled with `--fix --unsafe-fixes`" in out
+    assert rc == 1 and "1 hidden fix can be enabled with `--fix --unsafe-fixes`" in out
     rc, out, _ = run_cli("check", "--isolated", "--no-cache", "--select", "TL601", "--fix", "a.py")
     assert rc == 1 and "weights_only" not in path.read_text()
     rc, out, _ = run_cli("check", "--isolated", "--no-cache", "--select", "TL601", "--fix", "--unsafe-fixes", "a.py")

@@ -351,11 +351,12 @@ def _fix_hint(findings: list[Finding], resolver: ConfigResolver, report) -> str:
     if fixable and report is None:
         safe = sum(1 for f in fixable if f.fix and f.fix["applicability"] == "safe")
         unsafe = len(fixable) - safe
+        hidden = f"{unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with"
         if safe:
             lines.append(f"[*] {safe} fixable with the `--fix` option"
-                         + (f" ({unsafe} hidden fixes can be enabled with `--unsafe-fixes`)." if unsafe else "."))
+                         + (f" ({hidden} `--unsafe-fixes`)." if unsafe else "."))
         elif unsafe:
-            lines.append(f"No fixes available ({unsafe} hidden fixes can be enabled with `--fix --unsafe-fixes`).")
+            lines.append(f"No fixes available ({hidden} `--fix --unsafe-fixes`).")
     return "".join(line + "\n" for line in lines)
 
 

@@ -15,8 +15,10 @@ NOQA_RE = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
     re.IGNORECASE,
 )
+# File-level: `# torchlint: noqa[: codes]`, and flake8's `# flake8: noqa[: codes]`, which
+# ruff honours too (flake8 itself skips such a file, torchlint's TL codes included).
 _FILE_NOQA_RE = re.compile(
-    r"#\s*torchlint\s*:\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
+    r"#\s*(?:torchlint|flake8)\s*:\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
     re.IGNORECASE,
 )
 CODE_SPLIT = re.compile(r"[,\s]+")

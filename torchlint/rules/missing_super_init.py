@@ -33,7 +33,8 @@ class MissingSuperInit(Rule):
     precision = "very-high"
 
     def visit_ClassDef(self, node: ast.ClassDef, ctx: FileContext) -> None:
-        if not ctx.is_module_class(node):
+        # A stub (.pyi) declares `__init__`'s signature; it has no body to call anything.
+        if ctx.source.path.lower().endswith(".pyi") or not ctx.is_module_class(node):
             return
         init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
         if init is None or _calls_base_init(init):
