@@ -15,8 +15,9 @@ NOQA_RE = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
     re.IGNORECASE,
 )
-# File-level: `# torchlint: noqa[: codes]`, and flake8's `# flake8: noqa[: codes]`, which
-# ruff honours too (flake8 itself skips such a file, torchlint's TL codes included).
+# File-level suppression, all codes or the codes listed: torchlint's own directive and
+# flake8's file-level one, which ruff honours too (flake8 itself skips such a file, TL
+# codes included). Spelled out in the README, not here: this comment would match itself.
 _FILE_NOQA_RE = re.compile(
     r"#\s*(?:torchlint|flake8)\s*:\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
     re.IGNORECASE,
