@@ -19,6 +19,7 @@ import {
   FIX_ALL_KIND,
   initializationOptions,
   Launch,
+  needsRestart,
   readSettings,
   resolveLaunch,
   ruleDocsUrl,
@@ -27,8 +28,6 @@ import {
 } from "./settings";
 
 const SECTION = "torchlint";
-// Settings the client acts on itself: a change to any other one restarts the server.
-const CLIENT_SIDE = ["run", "fixOnSave", "trace.server"];
 
 let client: LanguageClient | undefined;
 let output: vscode.OutputChannel;
@@ -195,8 +194,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("torchlint.fixAll", fixAllCommand),
     vscode.commands.registerCommand("torchlint.showRuleDocs", showRuleDocs),
     vscode.workspace.onDidChangeConfiguration(async (event) => {
-      const affected = (key: string): boolean => event.affectsConfiguration(`${SECTION}.${key}`);
-      if (event.affectsConfiguration(SECTION) && !CLIENT_SIDE.some(affected)) {
+      if (needsRestart((key) => event.affectsConfiguration(`${SECTION}.${key}`))) {
         await restart();
       }
     }),

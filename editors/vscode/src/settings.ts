@@ -153,6 +153,15 @@ export function acceptDiagnostics(run: RunMode, documentIsDirty: boolean): boole
 
 export const FIX_ALL_KIND = "source.fixAll.torchlint";
 
+// Settings the client acts on by itself; a change to any other one restarts the server
+// (which reads its settings at start).
+const CLIENT_SIDE: ReadonlyArray<keyof Settings> = ["run", "fixOnSave"];
+
+/** Whether a configuration change (`affects("select")`, ...) needs a server restart. */
+export function needsRestart(affects: (key: string) => boolean): boolean {
+  return (Object.keys(DEFAULTS) as Array<keyof Settings>).some((key) => !CLIENT_SIDE.includes(key) && affects(key));
+}
+
 const DOCS_BASE = "https://github.com/torchlint/torchlint/blob/main/rules_docs/";
 const RULES_TABLE = "https://github.com/torchlint/torchlint#rules";
 const RULE_CODE = /^TL\d{3}$/;

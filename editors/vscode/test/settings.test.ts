@@ -8,6 +8,7 @@ import {
   DOCUMENT_SELECTOR,
   expandPath,
   initializationOptions,
+  needsRestart,
   readSettings,
   resolveLaunch,
   ruleDocsUrl,
@@ -120,6 +121,26 @@ describe("acceptDiagnostics", () => {
   it("holds findings of unsaved edits back in onSave mode", () => {
     assert.equal(acceptDiagnostics("onSave", true), false);
     assert.equal(acceptDiagnostics("onSave", false), true);
+  });
+});
+
+describe("needsRestart", () => {
+  const only = (changed: string) => (key: string) => key === changed;
+
+  it("restarts for what the server reads at start and how it is started", () => {
+    for (const key of ["select", "ignore", "path", "interpreter", "args", "enable", "unsafeFixes", "verify"]) {
+      assert.equal(needsRestart(only(key)), true, key);
+    }
+  });
+
+  it("does not restart for what the client does itself", () => {
+    assert.equal(needsRestart(only("run")), false);
+    assert.equal(needsRestart(only("fixOnSave")), false);
+    assert.equal(needsRestart(only("trace.server")), false);
+  });
+
+  it("restarts when a client-side and a server setting change together", () => {
+    assert.equal(needsRestart((key) => key === "run" || key === "select"), true);
   });
 });
 
