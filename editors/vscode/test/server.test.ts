@@ -90,12 +90,7 @@ describe("torchlint server, as the extension starts it", { skip: python ? false 
     await connection.sendNotification(InitializedNotification.type, {});
   });
 
-  after(async () => {
-    if (connection) {
-      await connection.sendRequest(ShutdownRequest.type).catch(() => undefined);
-      await connection.sendNotification(ExitNotification.type).catch(() => undefined);
-      connection.dispose();
-    }
+  after(() => {
     server?.kill();
     fs.rmSync(workspace, { recursive: true, force: true });
   });
@@ -123,5 +118,14 @@ describe("torchlint server, as the extension starts it", { skip: python ? false 
     });
     const { diagnostics } = await diagnosticsFor(cell);
     assert.ok(diagnostics.some((d) => d.code === "TL101" && d.range.start.line === 4), JSON.stringify(diagnostics));
+  });
+
+  // Last: VS Code reports a server that exits non-zero after shutdown as crashed.
+  it("exits 0 after shutdown and exit", async () => {
+    const exited = new Promise<number | null>((resolve) => server.once("exit", (code) => resolve(code)));
+    await connection.sendRequest(ShutdownRequest.type);
+    await connection.sendNotification(ExitNotification.type);
+    assert.equal(await exited, 0);
+    connection.dispose();
   });
 });
