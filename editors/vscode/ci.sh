@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Build, lint, unit-test and package the VS Code extension: npm ci (from the committed
 # package-lock.json), eslint, node --test, vsce package -> torchlint.vsix.
-# Skips (exit 0, with a message) when node/npm are missing or too old; any other failure fails.
+# Skips (exit 0, with a message) when node/npm are missing or too old, or when the npm
+# registry cannot be reached for a package the npm cache lacks; any other failure fails.
 set -euo pipefail
-cd "$(dirname "$0")"
+case "$0" in */*) cd "${0%/*}" ;; esac  # no external command before the node check
 
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "editors/vscode/ci.sh: SKIPPED: node and npm are not installed (the VS Code extension was not built)"
@@ -14,7 +15,14 @@ if ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0
   exit 0
 fi
 
-npm ci --no-audit --no-fund --loglevel=error
+if ! npm ci --prefer-offline --no-audit --no-fund --loglevel=error; then
+  # Only an unreachable registry is a skip; a broken lock file or package is a failure.
+  if ! npm ping >/dev/null 2>&1; then
+    echo "editors/vscode/ci.sh: SKIPPED: the npm registry is unreachable and the npm cache lacks a package"
+    exit 0
+  fi
+  exit 1
+fi
 npm run --silent lint
 npm test --silent
 rm -f torchlint.vsix
