@@ -33,6 +33,27 @@ def expected_columns(path: Path) -> set[tuple[int, int, str]]:
     return {(row, col, code) for row, code, col in _expectations(path) if col is not None}
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_key_dir(tmp_path_factory):
+    """The cache MAC key (torchlint.integrity) goes to a test directory, not the real home."""
+    import os
+
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+
+
+def reseal(index: dict) -> dict:
+    """Re-sign every entry of a lint-cache index after a test edited it, as torchlint would
+    under this user's key (a test of what a cache serves, not of its integrity)."""
+    from torchlint.cache import entry_mac
+    from torchlint.integrity import load_key
+
+    key = load_key()
+    assert key is not None
+    for name, entry in index["files"].items():
+        entry["mac"] = entry_mac(key, name, entry)
+    return index
+
+
 def pytest_addoption(parser):
     parser.addoption("--snapshot-update", action="store_true", default=False,
                      help="rewrite the expected-output (.snap) files of the rule fixtures")

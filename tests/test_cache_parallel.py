@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-from conftest import FIXTURES
+from conftest import FIXTURES, reseal
 from test_cli import BAD, write
 
 
@@ -55,7 +55,7 @@ def test_warm_run_reads_the_cache_and_content_changes_invalidate(tmp_path, run_c
     (entry,) = data["files"].values()
     assert entry["mtime"] is not None  # old enough to trust its mtime
     entry["findings"][0]["message"] = "served from cache"
-    index.write_text(json.dumps(data))
+    index.write_text(json.dumps(reseal(data)))
     assert _json(run_cli, cwd=tmp_path)[0]["message"] == "served from cache"
     # Different settings, different key: recomputed.
     assert _json(run_cli, "--ignore", "TL102", cwd=tmp_path)[0]["message"] == first[0]["message"]

@@ -13,12 +13,16 @@ The cache is data, never code, and never trusted blindly: a cache directory that
 tracks (a pull request could commit one that hides findings) or that a config file places
 outside the project is refused with a warning; the index is read only if it is a regular
 file of bounded size, and every entry is type-checked, a bad one dropped and rewritten.
-Writes are atomic (temp file + os.replace) and never follow a symlink: concurrent runs may
-drop each other's new entries, never corrupt the index."""
+Writes are atomic (temp file + os.replace) and never follow a symlink, neither at the index
+nor at any directory from the cache root down: concurrent runs may drop each other's new
+entries, never corrupt the index. Each entry carries an HMAC (torchlint.integrity) under a
+key the checked tree cannot read, so a cache shipped without git (an unpacked sdist) cannot
+hide findings: a forged entry fails the check and is re-linted and rewritten."""
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import sys
@@ -26,12 +30,12 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from torchlint import __version__
+from torchlint import __version__, integrity
 from torchlint.diagnostics import Finding
 from torchlint.safe_io import RefusedFile, is_within, read_regular_file, replace_atomically
 
 CACHE_DIR_NAME = ".torchlint_cache"
-_FORMAT = 5  # 5: findings carry `help`; 4: a notebook cell
+_FORMAT = 6  # 6: entries carry a MAC; 5: findings carry `help`; 4: a notebook cell
 _RACY_SECONDS = 2.0
 MAX_INDEX_BYTES = 256 * 1024 * 1024
 _MAX_TEXT = 20_000  # characters in one cached string
@@ -74,6 +78,16 @@ class Cache:
         self.read = read  # False: write fresh results, serve none (--verify re-lints every file)
         self._entries: Optional[dict[str, Any]] = None
         self._dirty = False
+        self._key: Optional[bytes] = None
+        self._key_loaded = False
+
+    @property
+    def key(self) -> Optional[bytes]:
+        """The MAC key; None: no cache can be trusted, so none is read or written."""
+        if not self._key_loaded:
+            self._key_loaded = True
+            self._key = integrity.load_key([self.project_root, self.root])
+        return self._key
 
     @property
     def entries(self) -> dict[str, Any]:
@@ -82,6 +96,9 @@ class Cache:
         return self._entries
 
     def _load(self) -> dict[str, Any]:
+        key = self.key
+        if key is None or cache_subdir(self.root, __version__) is None:
+            return {}
         try:
             data = json.loads(read_regular_file(str(self.index_path), MAX_INDEX_BYTES, follow_symlinks=False))
         except (OSError, ValueError, RefusedFile, RecursionError, MemoryError):
@@ -90,12 +107,13 @@ class Cache:
                 or type(data.get("files")) is not dict:
             return {}
         files = data["files"]
-        valid = {key: entry for key, entry in files.items() if _valid_entry(entry)}
+        valid = {name: entry for name, entry in files.items()
+                 if _valid_entry(entry) and hmac.compare_digest(entry_mac(key, name, entry), entry["mac"])}
         if len(valid) != len(files):
             self._dirty = True  # rewrite without the bad entries
         return valid
 
-    def _key(self, path: str) -> str:
+    def _path_key(self, path: str) -> str:
         absolute = os.path.abspath(path)
         if is_within(absolute, [self.project_root]):
             return os.path.relpath(absolute, self.project_root).replace(os.sep, "/")
@@ -105,7 +123,7 @@ class Cache:
                max_bytes: int) -> tuple[Optional[tuple[list[Finding], Optional[Finding]]], Optional[bytes], Optional[str]]:
         """(cached result or None, the file's bytes if they had to be read, their hash).
         Raises RefusedFile/OSError when the file cannot be read; the caller reports it."""
-        entry = self.entries.get(self._key(path))
+        entry = self.entries.get(self._path_key(path))
         if entry is None or entry["settings"] != settings:
             return None, None, None
         data = digest = None
@@ -120,14 +138,20 @@ class Cache:
 
     def store(self, path: str, settings: str, digest: str, stat: Optional[os.stat_result],
               findings: list[Finding], parse_error: Optional[Finding]) -> None:
+        key = self.key
+        if key is None:
+            return
         racy = stat is None or time.time() - stat.st_mtime < _RACY_SECONDS
         size, mtime, ctime, ino = _stat_record(stat) if stat is not None else (None,) * 4
-        self.entries[self._key(path)] = {
+        name = self._path_key(path)
+        entry: dict[str, Any] = {
             "settings": settings, "hash": digest, "size": size, "mtime": None if racy else mtime,
             "ctime": ctime, "ino": ino,
             "findings": [f.to_cache() for f in findings],
             "parse_error": parse_error.to_cache() if parse_error else None,
         }
+        entry["mac"] = entry_mac(key, name, entry)
+        self.entries[name] = entry
         self._dirty = True
 
     def save(self) -> None:
@@ -135,16 +159,44 @@ class Cache:
             return
         self._dirty = False
         try:
-            self.index_path.parent.mkdir(parents=True, exist_ok=True)
             # A symlinked component (committed, or planted) must not move our writes elsewhere.
-            if not is_within(os.path.realpath(self.index_path.parent), [os.path.realpath(self.root)]) \
-                    or os.path.islink(self.root):
+            if self.key is None or cache_subdir(self.root, __version__, create=True) is None:
                 return
             _create_exclusive(self.root / ".gitignore", "# Automatically created by torchlint.\n*\n")
             index = {"format": _FORMAT, "version": __version__, "files": self.entries}
             replace_atomically(str(self.index_path), json.dumps(index).encode("utf-8"))
         except OSError:
             pass  # a read-only checkout still lints; it just does not cache
+
+
+def cache_subdir(root: Path, *parts: str, create: bool = False) -> Optional[Path]:
+    """`root/part/...`, or None when the root or a directory below it is a symlink or not a
+    directory (a committed `.torchlint_cache/verify -> ../../x` must not move reads or writes
+    out of the checkout). `create` makes the missing directories, one level at a time, each
+    checked before anything is created inside it."""
+    path = root
+    for part in ("", *parts):
+        path = path / part if part else path
+        if os.path.islink(path):
+            return None
+        if not os.path.isdir(path):
+            if not create or os.path.lexists(path):
+                return None
+            try:
+                if path == root:
+                    os.makedirs(path)  # the root's parents are the user's, or the project's
+                else:
+                    os.mkdir(path)
+            except FileExistsError:
+                pass
+            if os.path.islink(path) or not os.path.isdir(path):
+                return None
+    return path
+
+
+def entry_mac(key: bytes, name: str, entry: dict[str, Any]) -> str:
+    """An entry's MAC: over the file it is for and everything it says but the MAC."""
+    return integrity.tag(key, [_FORMAT, __version__, name, {k: v for k, v in entry.items() if k != "mac"}])
 
 
 def _stat_record(stat: os.stat_result) -> tuple[int, int, int, int]:
@@ -168,9 +220,9 @@ def _is_int(value: Any) -> bool:
 
 
 def _valid_entry(entry: Any) -> bool:
-    if type(entry) is not dict or set(entry) != {"settings", "hash", *_STAT_FIELDS, "findings", "parse_error"}:
+    if type(entry) is not dict or set(entry) != {"settings", "hash", *_STAT_FIELDS, "findings", "parse_error", "mac"}:
         return False
-    if not (_short_str(entry["settings"], 64) and _short_str(entry["hash"], 64)):
+    if not (_short_str(entry["settings"], 64) and _short_str(entry["hash"], 64) and _short_str(entry["mac"], 64)):
         return False
     if not all(entry[k] is None or _is_int(entry[k]) for k in _STAT_FIELDS):
         return False

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import click
 
 from torchlint import __version__
-from torchlint.config import CliOverrides, ConfigError, ConfigResolver, check_torch_version
+from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, ConfigResolver, check_torch_version
 from torchlint.diagnostics import Finding
 from torchlint.cache import CACHE_DIR_NAME, Cache
 from torchlint.cache import refusal as cache_refusal
@@ -124,8 +124,8 @@ def main() -> None:
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
               help="Where --verify runs probes: auto = CPU, plus CUDA when available.")
 @click.option("--max-file-size", help="Skip (and report) files larger than this, e.g. 5MB (default: 5 MiB).")
-@click.option("--verify-timeout", type=float, callback=_finite_seconds, default=120.0, show_default=True,
-              help="Seconds one probe may run before it counts as an error.")
+@click.option("--verify-timeout", type=float, callback=_finite_seconds, default=None,
+              help="Seconds one probe may run before it counts as an error (default 120; config: verify-timeout).")
 @click.option("--verify-memory", type=click.IntRange(min=256), default=None,
               help="MiB the --verify worker's processes may use together (default 2048; config: verify-memory).")
 @click.option("--verify-budget", type=float, callback=_finite_seconds, default=None,
@@ -145,7 +145,7 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
           force_exclude: bool, respect_gitignore: Optional[bool], stdin_filename: Optional[str],
           show_files: bool, quiet: bool, color: str, project_root_option: Optional[Path],
           jobs: Optional[int], no_cache: bool, cache_dir: Optional[Path],
-          verify: bool, device: str, verify_timeout: float, verify_memory: Optional[int],
+          verify: bool, device: str, verify_timeout: Optional[float], verify_memory: Optional[int],
           verify_budget: Optional[float], verified_only: bool, max_file_size: Optional[str],
           fix: Optional[bool], unsafe_fixes: Optional[bool], diff: bool, fix_only: bool, show_fixes: bool,
           add_noqa: bool, torch_version: Optional[str]) -> None:
@@ -171,6 +171,7 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         exclude=[p for p in exclude.split(",") if p] if exclude is not None else None,
         extend_exclude=[p for p in (extend_exclude or "").split(",") if p],
         respect_gitignore=respect_gitignore, max_file_size=max_file_size,
+        verify_memory=verify_memory, verify_budget=verify_budget, verify_timeout=verify_timeout,
         fix=True if (fix_only or diff) else fix,
         unsafe_fixes=unsafe_fixes,
         torch_version=torch_version,
@@ -210,11 +211,11 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
 
         settings = resolver.default
         files = _Sources(tasks)
-        memory = verify_memory or settings.verify_memory
-        verify_findings(findings, device=device, timeout=verify_timeout, cache_dir=cache_root,
-                        sources=lambda path: getattr(files.get(path), "text", None),
+        memory = settings.verify_memory  # the command line's value, else the config's (lower only)
+        verify_findings(findings, device=device, timeout=settings.verify_timeout or DEFAULT_VERIFY_TIMEOUT,
+                        cache_dir=cache_root, sources=lambda path: getattr(files.get(path), "text", None),
                         memory_limit=memory * 2**20 if memory else DEFAULT_MEMORY,
-                        budget=verify_budget or settings.verify_budget or DEFAULT_BUDGET)
+                        budget=settings.verify_budget or DEFAULT_BUDGET)
         if verified_only:
             findings = [f for f in findings if f.verify and f.verify["verdict"] == "confirmed"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchlint.rules.registry import RULES_BY_CODE, RULES_BY_NAME
-from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, parse_size, read_regular_file
+from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, format_size, is_within, parse_size, read_regular_file
 from torchlint.selection import SelectionError, SelectionLayer, parse_list, resolve
 
 if sys.version_info >= (3, 11):
@@ -36,7 +36,13 @@ _LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude",
               "fixable", "unfixable", "extend-fixable")
 _BOOL_KEYS = ("respect-gitignore", "fix", "unsafe-fixes")
 _KNOWN_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "options", "cache-dir", "max-file-size",
-                                                   "verify-memory", "verify-budget", "torch-version"}
+                                                   "verify-memory", "verify-budget", "verify-timeout", "torch-version"}
+# Security limits and their built-in values. A config file travels with the code it
+# configures (a pull request can edit it), so it may only lower these; raising one needs
+# the command-line flag. torchlint.verify.runner holds the same numbers (a test checks).
+DEFAULT_VERIFY_MEMORY_MIB = 2048
+DEFAULT_VERIFY_BUDGET = 900.0
+DEFAULT_VERIFY_TIMEOUT = 120.0
 
 # The torch release that `torch-version` defaults to: what migration rules (TL9xx) treat as
 # the oldest torch the code must still run on. See rules_docs/TL901-deprecated-torch-api.md.
@@ -64,6 +70,7 @@ class Settings:
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     verify_memory: Optional[int] = None  # MiB
     verify_budget: Optional[float] = None  # seconds
+    verify_timeout: Optional[float] = None  # seconds, per probe
     fix: bool = False
     unsafe_fixes: bool = False
     fixable: frozenset[str] = frozenset()  # codes whose fixes may be applied
@@ -148,6 +155,9 @@ class CliOverrides:
     extend_exclude: list[str] = field(default_factory=list)
     respect_gitignore: Optional[bool] = None
     max_file_size: Optional[str] = None
+    verify_memory: Optional[int] = None  # the command line may raise the security limits
+    verify_budget: Optional[float] = None
+    verify_timeout: Optional[float] = None
     fix: Optional[bool] = None
     unsafe_fixes: Optional[bool] = None
     torch_version: Optional[str] = None
@@ -274,6 +284,8 @@ def settings_from_table(path: Optional[Path], table: dict[str, Any], cli: CliOve
         max_file_size = parse_size(max_file_size)
     except ValueError as exc:
         raise ConfigError(f"{where}: `max-file-size`: {exc}") from None
+    if cli.max_file_size is None and max_file_size > DEFAULT_MAX_FILE_SIZE:
+        _above_limit(where, "max-file-size", table["max-file-size"], format_size(DEFAULT_MAX_FILE_SIZE))
     options = _validate_options(where, table.get("options", {}))
     torch_version = cli.torch_version or (
         check_torch_version(table["torch-version"], f"{where}: `torch-version`") if "torch-version" in table
@@ -291,16 +303,21 @@ def settings_from_table(path: Optional[Path], table: dict[str, Any], cli: CliOve
         root=root, config_path=path, enabled=frozenset(enabled), exclude=exclude,
         extend_exclude=extend_exclude, per_file_ignores=tuple(per_file), respect_gitignore=respect,
         options=options, cache_dir=(root / cache_dir) if cache_dir else None, max_file_size=max_file_size,
-        verify_memory=_verify_number(where, table, "verify-memory", int, 256, "a whole number of MiB"),
-        verify_budget=_verify_number(where, table, "verify-budget", float, 1.0, "a number of seconds"),
+        verify_memory=cli.verify_memory or _verify_number(
+            where, table, "verify-memory", int, 256, DEFAULT_VERIFY_MEMORY_MIB, "a whole number of MiB"),
+        verify_budget=cli.verify_budget or _verify_number(
+            where, table, "verify-budget", float, 1.0, DEFAULT_VERIFY_BUDGET, "a number of seconds"),
+        verify_timeout=cli.verify_timeout or _verify_number(
+            where, table, "verify-timeout", float, 1.0, DEFAULT_VERIFY_TIMEOUT, "a number of seconds"),
         fix=cli.fix if cli.fix is not None else table.get("fix", False),
         unsafe_fixes=cli.unsafe_fixes if cli.unsafe_fixes is not None else table.get("unsafe-fixes", False),
         fixable=fixable,
     )
 
 
-def _verify_number(where: Path, table: dict[str, Any], key: str, kind: type, minimum: float,
+def _verify_number(where: Path, table: dict[str, Any], key: str, kind: type, minimum: float, maximum: float,
                    what: str) -> Any:
+    """A --verify limit from a config file: at least `minimum`, at most the built-in value."""
     value = table.get(key)
     if value is None:
         return None
@@ -308,7 +325,14 @@ def _verify_number(where: Path, table: dict[str, Any], key: str, kind: type, min
         and value >= minimum and (kind is float or isinstance(value, int))
     if not ok:
         raise ConfigError(f"{where}: `{key}` must be {what} (at least {minimum:g}), got {value!r}")
+    if value > maximum:
+        _above_limit(where, key, value, f"{maximum:g}")
     return kind(value)
+
+
+def _above_limit(where: Path, key: str, value: Any, limit: str) -> None:
+    raise ConfigError(f"{where}: `{key}` = {value!r} is above the built-in {limit}; a config file can only "
+                      f"lower this security limit. Pass --{key} on the command line to raise it")
 
 
 def resolve_fixable(fixable: list[str], extend: list[str], unfixable: list[str]) -> frozenset[str]:
@@ -358,7 +382,7 @@ class ConfigResolver:
                 settings = self._by_dir[current]
                 break
             trail.append(current)
-            config = _config_in(current)
+            config = _config_in(current, self.cwd)
             if config is not None:
                 settings = self._load(config[0], config[1])
                 break
@@ -381,10 +405,16 @@ class ConfigResolver:
         return settings
 
 
-def _config_in(directory: Path) -> Optional[tuple[Path, dict[str, Any]]]:
+def _config_in(directory: Path, cwd: Path) -> Optional[tuple[Path, dict[str, Any]]]:
     for name in CONFIG_FILES:
         candidate = directory / name
         if candidate.is_file():
+            # A committed `pyproject.toml -> ~/.aws/credentials` must not be read, nor its
+            # values quoted in an error: a discovered config may link only within its own
+            # directory or the directory torchlint runs in (`--config` is the user's choice).
+            if candidate.is_symlink() and not is_within(os.path.realpath(candidate), [str(directory), str(cwd)]):
+                raise ConfigError(f"{candidate}: the config file is a symlink to a file outside the project; "
+                                  f"not read (pass --config to use it)")
             table = read_config_table(candidate)
             if table is not None:
                 return candidate, table

@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from torchlint import __version__
+from torchlint import __version__, integrity
+from torchlint.cache import cache_subdir
 from torchlint.diagnostics import Finding
 from torchlint.safe_io import RefusedFile, read_regular_file, replace_atomically
 from torchlint.verify.plan import ProbeRequest, clean_facts, plan, verdict_code_hash
@@ -282,7 +283,7 @@ class VerdictCache:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def get(self, key: str) -> Optional[dict[str, str]]:
-        if self.root is None:
+        if self.root is None or cache_subdir(self.root.parent, self.root.name) is None:
             return None
         try:
             raw = read_regular_file(str(self.root / f"{key}.json"), _MAX_ENTRY_BYTES, follow_symlinks=False)
@@ -292,8 +293,9 @@ class VerdictCache:
             data = json.loads(raw.decode("utf-8"))
         except (ValueError, UnicodeDecodeError, RecursionError):
             return None
-        if type(data) is not dict or set(data) != {"key", "verdict", "evidence"}:
-            return None
+        if type(data) is not dict or set(data) != {"key", "verdict", "evidence", "mac"} \
+                or not integrity.unseal(data, self._untrusted()):
+            return None  # not ours: a cache shipped with the tree, or written without a key
         if data["key"] != key or type(data["verdict"]) is not str or data["verdict"] not in VERDICTS \
                 or data["verdict"] == "skipped" or type(data["evidence"]) is not str or len(data["evidence"]) > 1000:
             return None
@@ -303,11 +305,16 @@ class VerdictCache:
         if self.root is None or result["verdict"] == "skipped":
             return  # a skip (budget ran out) is not a fact about torch
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            entry = {"key": key, "verdict": result["verdict"], "evidence": result["evidence"]}
-            replace_atomically(str(self.root / f"{key}.json"), json.dumps(entry).encode("utf-8"))
+            entry = integrity.seal({"key": key, "verdict": result["verdict"], "evidence": result["evidence"]},
+                                   self._untrusted())
+            if entry is not None and cache_subdir(self.root.parent, self.root.name, create=True) is not None:
+                replace_atomically(str(self.root / f"{key}.json"), json.dumps(entry).encode("utf-8"))
         except OSError:
             pass
+
+    def _untrusted(self) -> list[str]:
+        """Where the MAC key must not lie: the cache and the directory torchlint checks from."""
+        return [str(self.root.parent), os.getcwd()] if self.root is not None else [os.getcwd()]
 
 
 def verify_findings(findings: list[Finding], device: str = "auto", timeout: float = 60.0,
