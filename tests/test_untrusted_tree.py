@@ -5,7 +5,6 @@ torchlint 0.2."""
 from __future__ import annotations
 
 import json
-import os
 import stat
 from pathlib import Path
 

@@ -4,18 +4,31 @@ parent on the exact tree that is sent to the worker.
 - imports of torch, numpy, math and random only (and not their file, network, process or
   compiler parts: torch.load/save/hub/distributed/..., numpy.load/save/fromfile/...);
 - no dunder names or attributes (except `super().__init__` and `__name__`), no names of
-  ours (`_tl_...`), no eval/exec/compile/open/globals/..., getattr & co only with a
-  literal, public attribute name;
+  ours (`_tl_...`), no eval/exec/compile/open/globals/..., getattr & co only called
+  directly (never passed, aliased or stored as values) with a literal, public attribute name;
+- no attribute name, anywhere in an attribute chain or an import, that leads from the
+  allowed modules to a module or callable outside them (`torch.nn.modules.module.functools`,
+  a torch submodule's `.multiprocessing`, the real `builtins` as `enum.bltns`). Those names
+  are derived mechanically by scripts/reachable_attributes.py, which walks the attribute
+  graph of the installed torch/numpy offline, into reachable.json next to this file
+  (linting never imports torch);
+- annotations that are plain type expressions only: nothing evaluates a string annotation
+  (`typing.get_type_hints`, `functools.singledispatch`) in a slice;
+- no stores to attributes of imported modules, no class keywords (`metaclass=`);
 - bounded size: node count, nesting depth, folded literal magnitudes and the element count
   of tensors/arrays built from literal sizes (`torch.ones(3 * 10**9)` is refused here,
   cheaply, instead of blowing up the worker).
+
+This is a cheap pre-filter, not the security boundary: the worker's OS sandbox is.
 
 Every walk here is iterative: nothing recurses on the depth of user code."""
 
 from __future__ import annotations
 
 import ast
+import json
 import math
+import os
 from typing import Iterator, Optional, Union
 
 ALLOWED_ROOTS = frozenset({"torch", "numpy", "math", "random"})
@@ -72,6 +85,46 @@ ALLOWED_BUILTINS = frozenset({
     "True", "False", "None", "NotImplemented", "Ellipsis", "complex", "bytes", "format", "pow", "ord", "chr",
 })
 _LITERAL_NAME_BUILTINS = frozenset({"getattr", "setattr", "hasattr"})
+# Builtins that reach attributes, classes or frames by name: only ever called directly, so
+# that `g = getattr`, `map(getattr, ...)`, `sorted(key=type)` never hand them to other code.
+CALL_ONLY_BUILTINS = _LITERAL_NAME_BUILTINS | frozenset({"type", "super"})
+REACHABLE_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reachable.json")
+_reachable: Optional[tuple[frozenset[str], frozenset[str]]] = None
+
+
+def _load_reachable() -> tuple[frozenset[str], frozenset[str]]:
+    """(all names, the names of module objects) from reachable.json. Read on first use (the
+    worker imports this module for ALLOWED_BUILTINS only); a missing or malformed file
+    refuses every slice rather than let them all through."""
+    global _reachable
+    if _reachable is None:
+        try:
+            with open(REACHABLE_DATA, encoding="utf-8") as fh:
+                data = json.load(fh)
+            names, modules = data["names"], data["module_names"]
+            if type(names) is not dict or not names or type(modules) is not list \
+                    or not all(type(n) is str for n in (*names, *modules)):
+                raise ValueError("no names")
+        except (OSError, ValueError, KeyError, TypeError):
+            raise Unsafe("the pre-filter's data file (reachable.json) is missing or damaged") from None
+        _reachable = frozenset(names), frozenset(modules)
+    return _reachable
+
+
+def reachable_names() -> frozenset[str]:
+    """Attribute names that lead out of the allowed modules."""
+    return _load_reachable()[0]
+
+
+def reachable_module_names() -> frozenset[str]:
+    """The subset that names a module object (`functools`, `mp`, `bltns`)."""
+    return _load_reachable()[1]
+
+
+def refused_attribute(name: str) -> bool:
+    """An attribute name no slice may read, call, import or look up by string."""
+    return name.startswith("_") or name in DENIED_ATTRIBUTES or name.startswith(DENIED_ATTRIBUTE_PREFIXES) \
+        or name in reachable_names()
 MAX_NODES = 6000
 MAX_DEPTH = 60
 MAX_INT_BITS = 64
@@ -209,6 +262,7 @@ class Validator:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self._module(alias.name)
+                    self._import_names(alias.name.split(".")[1:])
                     if alias.asname:
                         self.aliases[alias.asname] = alias.name
                     else:
@@ -222,6 +276,7 @@ class Validator:
                         raise Unsafe("`import *` is not allowed in a slice")
                     full = f"{node.module}.{alias.name}"
                     self._module(full)
+                    self._import_names(full.split(".")[1:])
                     self.aliases[alias.asname or alias.name] = full
         bindings: dict[str, int] = {}
         for node in nodes:
@@ -236,8 +291,43 @@ class Validator:
         super_inits = {id(n.func) for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                        and n.func.attr == "__init__" and isinstance(n.func.value, ast.Call)
                        and isinstance(n.func.value.func, ast.Name) and n.func.value.func.id == "super"}
+        self.called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        self.assigned = {name for name, count in bindings.items() if count}
         for node in nodes:
             self._node(node, super_inits)
+            if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+                args = node.args
+                for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+                    if arg is not None and arg.annotation is not None:
+                        self._annotation(arg.annotation)
+                if isinstance(node, ast.FunctionDef) and node.returns is not None:
+                    self._annotation(node.returns)
+            elif isinstance(node, ast.AnnAssign):
+                self._annotation(node.annotation)
+            elif isinstance(node, ast.ClassDef) and node.keywords:
+                raise Unsafe("class keywords (`metaclass=`) are not allowed in a slice")
+
+    def _import_names(self, parts: list[str]) -> None:
+        for part in parts:
+            if refused_attribute(part):
+                raise Unsafe(f"imports `{part}`, which leads out of the allowed modules")
+
+    def _annotation(self, root: ast.expr) -> None:
+        """A plain type: names of imports, classes or builtins, their attributes and
+        subscripts, `X | Y`, None. Never a string, nor a name bound to a value (a string
+        there is evaluated later by whatever reads the annotation)."""
+        stack: list[ast.AST] = [root]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Name):
+                if node.id in self.assigned and node.id not in self.aliases:
+                    raise Unsafe(f"the annotation `{node.id}` names a value bound in the slice")
+            elif isinstance(node, (ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Load)) or (
+                    isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr)) or isinstance(node, ast.BitOr) \
+                    or isinstance(node, ast.Constant) and (node.value is None or node.value is Ellipsis):
+                stack.extend(ast.iter_child_nodes(node))
+            else:
+                raise Unsafe("an annotation that is not a plain type expression (a string, a call ...)")
 
     def _module(self, name: str) -> None:
         if name.split(".")[0] not in ALLOWED_ROOTS:
@@ -251,6 +341,8 @@ class Validator:
             raise Unsafe(f"`{type(node).__name__}` is not allowed in a slice")
         if isinstance(node, ast.Name):
             self._name(node.id, store=not isinstance(node.ctx, ast.Load))
+            if node.id in CALL_ONLY_BUILTINS and id(node) not in self.called:
+                raise Unsafe(f"uses `{node.id}` as a value (it may only be called directly)")
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             self._name(node.name, definition=True)
         elif isinstance(node, ast.arg):
@@ -258,14 +350,19 @@ class Validator:
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("__") and id(node) not in super_inits:
                 raise Unsafe(f"accesses the dunder attribute `{node.attr}`")
+            # `self.x` is mostly the user's own state (`self.cache`), but a method can be
+            # called with a module as `self`: names of modules and the fixed list still apply.
             on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
-            if node.attr.startswith("_tl_") or not on_self and (
-                    node.attr in DENIED_ATTRIBUTES or node.attr.startswith(DENIED_ATTRIBUTE_PREFIXES)
-                    or node.attr.startswith("_") and id(node) not in super_inits):
+            if node.attr.startswith("_tl_") or (
+                    not node.attr.startswith("_") and (node.attr in DENIED_ATTRIBUTES
+                                                       or node.attr in reachable_module_names())
+                    if on_self else refused_attribute(node.attr) and id(node) not in super_inits):
                 raise Unsafe(f"calls or reads `.{node.attr}`")
             name = self.qualname(node)
             if name is not None:
                 self._module(name)
+                if not isinstance(node.ctx, ast.Load):
+                    raise Unsafe(f"assigns to `{name}`, an attribute of an imported module")
         elif isinstance(node, ast.Call):
             self._call(node)
         elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
@@ -292,11 +389,18 @@ class Validator:
 
     def _call(self, call: ast.Call) -> None:
         func = call.func
+        if isinstance(func, ast.Name) and func.id in CALL_ONLY_BUILTINS and (
+                call.keywords or any(isinstance(a, ast.Starred) for a in call.args)):
+            raise Unsafe(f"`{func.id}` with `*` or keyword arguments")
+        if isinstance(func, ast.Name) and func.id == "type" and len(call.args) != 1:
+            raise Unsafe("`type` may only ask for the type of one value (no class creation)")
         if isinstance(func, ast.Name) and func.id in _LITERAL_NAME_BUILTINS:
             attr = call.args[1] if len(call.args) > 1 else None
-            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str) and not attr.value.startswith("_")
-                    and attr.value not in DENIED_ATTRIBUTES and not attr.value.startswith(DENIED_ATTRIBUTE_PREFIXES)):
+            if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)
+                    and attr.value.isidentifier() and not refused_attribute(attr.value)):
                 raise Unsafe(f"`{func.id}` with a non-literal, private or refused attribute name")
+            if func.id == "setattr" and self.qualname(call.args[0]) is not None:
+                raise Unsafe("`setattr` on an imported module")
         name = self.qualname(func) or (func.id if isinstance(func, ast.Name) and func.id == "range" else None)
         if name in _SHAPE_FACTORIES:
             self._elements(name, _shape_args(call))
