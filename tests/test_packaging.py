@@ -33,6 +33,8 @@ def test_wheel_ships_rule_docs(tmp_path):
     assert (target / "torchlint" / "rules_docs" / "TL301-worker-rng-duplication.md").is_file()
     # TL901's table is data, not code: it must ship too, and the installed rule must read it.
     assert (target / "torchlint" / "data" / "deprecated_api.toml").is_file()
+    # So is the --verify pre-filter's closure: without it every slice is refused.
+    assert (target / "torchlint" / "verify" / "reachable.json").is_file()
     probe = tmp_path / "probe.py"
     probe.write_text("import torch\nx = torch.solve(b, A)\n")
     proc = subprocess.run([sys.executable, "-m", "torchlint", "check", "--isolated", "--no-cache", "--select",
