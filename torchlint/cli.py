@@ -19,6 +19,7 @@ from torchlint.cache import refusal as cache_refusal
 from torchlint.files import Discovery, display_path
 from torchlint.linter import FileResult, FileTask, load_source, run_tasks
 from torchlint.output import FORMATS, ROOT_RELATIVE_FORMATS
+from torchlint.output.ci_safe import finish_streams, guarded_streams, neutralize, raw_streams, write_commands
 from torchlint.output.color import CHOICES as COLOR_CHOICES, Palette, use_color
 from torchlint.output.sarif import truncation_warning
 from torchlint.project_root import project_root
@@ -53,18 +54,21 @@ class _Group(click.Group):
     full disk, a closed pipe or a closed descriptor exits 2 with a message, never a traceback."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        try:
-            super().main(*args, **kwargs)
-            code: Any = 0
-        except SystemExit as exc:
-            code = exc.code
-        except OSError as exc:
-            code = _output_failed(exc)
-        try:
-            if sys.stdout is not None:
-                sys.stdout.flush()
-        except (OSError, ValueError) as exc:
-            code = _output_failed(exc)
+        # Every line torchlint prints passes the workflow-command filter (output/ci_safe.py).
+        with guarded_streams():
+            try:
+                super().main(*args, **kwargs)
+                code: Any = 0
+            except SystemExit as exc:
+                code = exc.code
+            except OSError as exc:
+                code = _output_failed(exc)
+            try:
+                finish_streams()
+                if sys.stdout is not None:
+                    sys.stdout.flush()
+            except (OSError, ValueError) as exc:
+                code = _output_failed(exc)
         sys.exit(code)
 
 
@@ -230,16 +234,16 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
     text = _render(output_format, findings, tasks, parse_errors, cwd, statistics, quiet or bool(missing and not findings),
                    root=root, rules=enabled, palette=palette)
     if fix_report is not None and fix_report.stdin_output is not None:
-        click.echo(fix_report.stdin_output, nl=False)  # like ruff: the fixed source on stdout,
+        with raw_streams():  # the user's own source, byte for byte
+            click.echo(fix_report.stdin_output, nl=False)  # like ruff: the fixed source on stdout,
         click.echo(text, nl=False, err=True)  # the findings left on stderr
         text = ""
     elif output_format in TEXT_FORMATS and not quiet and not statistics:
         text += _fix_hint(findings, resolver, fix_report)
     if output_file:
-        try:
-            Path(output_file).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise _fail(f"--output-file {printable(output_file)}: {exc.strerror}") from None
+        write_output_file(output_file, text, [cwd, project_root(cwd, project_root_option)])
+    elif output_format == "github":
+        write_commands(text)
     elif text:
         click.echo(text, nl=False, color=palette.enabled or None)
 
@@ -248,6 +252,18 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         raise click.exceptions.Exit(EXIT_ERROR)
     if findings and not exit_zero:
         raise click.exceptions.Exit(EXIT_FINDINGS)
+
+
+def write_output_file(path: str, text: str, roots: list[Path]) -> None:
+    """The report to `-o PATH`, never through a symlink the checked tree planted (exit 2)."""
+    from torchlint.output.output_file import OutputFileError, write_report
+
+    try:
+        write_report(path, text, roots)
+    except OutputFileError as exc:
+        raise _fail(f"--output-file {printable(path)}: {exc}") from None
+    except OSError as exc:
+        raise _fail(f"--output-file {printable(path)}: {exc.strerror or exc}") from None
 
 
 def _report_missing(missing: list[str]) -> None:
@@ -320,7 +336,8 @@ def _finish_fix_only(tasks: list[FileTask], results: list[FileResult], report, *
     if report is None:
         for task in tasks:
             if task.path == "-" and task.data is not None and not diff:
-                click.echo(task.data.decode("utf-8", errors="replace"), nl=False)
+                with raw_streams():  # the user's source, unchanged
+                    click.echo(task.data.decode("utf-8", errors="replace"), nl=False)
         click.echo("No fixes to apply." if not diff else "Would fix 0 findings.", err=True)
         if internal:
             raise click.exceptions.Exit(EXIT_ERROR)
@@ -333,7 +350,8 @@ def _finish_fix_only(tasks: list[FileTask], results: list[FileResult], report, *
             click.echo(unified_diff(fixed), nl=False)
         click.echo(f"Would fix {total} finding{'s' if total != 1 else ''}.", err=True)
     elif report.stdin_output is not None:
-        click.echo(report.stdin_output, nl=False)
+        with raw_streams():  # the user's source, fixed
+            click.echo(report.stdin_output, nl=False)
     else:
         click.echo(f"Fixed {total} finding{'s' if total != 1 else ''}.", err=True)
     if internal or report.errors:
@@ -396,7 +414,7 @@ def _build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path, stdin_fi
                          options=_options(settings.options), data=_read_stdin(settings.max_file_size))], []
     if "-" in paths:
         raise _fail("`-` (stdin) cannot be combined with other paths")
-    discovery = Discovery(resolver, force_exclude=force_exclude)
+    discovery = Discovery(resolver, force_exclude=force_exclude, project_root=project_root(cwd))
     tasks = [FileTask(path=str(path), display=display_path(path, cwd), codes=settings.codes_for(path),
                       options=_options(settings.options), max_bytes=settings.max_file_size)
              for path, settings in discovery.iter_files(paths)]
@@ -479,13 +497,14 @@ def _render(fmt: str, findings: list[Finding], tasks: list[FileTask], parse_erro
             rows: list[dict[str, Any]] = [{"code": c, "name": n, "count": k} for (c, n), k in sorted(counts.items())]
             if verdicts:
                 return json.dumps({"rules": rows, "verify": dict(sorted(verdicts.items()))}, indent=2) + "\n"
-            return json.dumps(rows, indent=2) + "\n"
+            return json.dumps(rows, indent=2) + "\n"  # codes and rule names only: nothing to neutralize
         lines = [f"{k:>5}\t{c}\t{n}" for (c, n), k in sorted(counts.items(), key=lambda i: (-i[1], i[0]))]
         if verdicts:
             lines.append("verify: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
-        return "\n".join(lines) + ("\n" if lines else "")
+        return neutralize("\n".join(lines) + ("\n" if lines else ""))
     sources = _Sources(tasks)
-    return FORMATS[fmt](findings, sources, errors=parse_errors, cwd=cwd, quiet=quiet, **context)
+    text = FORMATS[fmt](findings, sources, errors=parse_errors, cwd=cwd, quiet=quiet, **context)
+    return text if fmt == "github" else neutralize(text, json_strings=fmt in ("json", "sarif"))
 
 
 @main.command(short_help="Explain a rule (e.g. TL101), or list all rules with --all.")
@@ -537,7 +556,8 @@ def server() -> None:
         from torchlint.language_server import serve
     except ImportError as exc:
         raise _fail(f"the language server needs pygls ({exc}); install it with `pip install \"torchlint[lsp]\"`") from None
-    serve()
+    with raw_streams():  # JSON-RPC, not a report
+        serve()
 
 
 @main.command(short_help="Run a training command under runtime monitors; confirm findings.",
@@ -567,7 +587,7 @@ def run(command: tuple[str, ...], max_steps: int, timeout: float, output_format:
 
     run_command(RunOptions(list(command), max_steps, timeout, output_format, output_file, select, extend_select,
                            ignore, config_path, isolated, exit_zero, quiet, confirmed_only),
-                CheckSteps(_build_tasks, _run, _collect, _render, _cache_root))
+                CheckSteps(_build_tasks, _run, _collect, _render, _cache_root, write_output_file))
 
 
 if __name__ == "__main__":  # pragma: no cover

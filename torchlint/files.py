@@ -10,7 +10,7 @@ from typing import Iterator, Optional
 
 from torchlint.config import ConfigResolver, Settings
 from torchlint.notebook import NOTEBOOK_SUFFIX
-from torchlint.safe_io import printable, refusal
+from torchlint.safe_io import is_within, printable, refusal
 
 # Notebooks are discovered like Python files (ruff's default `extend-include` of *.ipynb).
 PYTHON_SUFFIXES = (".py", ".pyi", NOTEBOOK_SUFFIX)
@@ -62,8 +62,20 @@ def _git_visible_files(directory: Path) -> Optional[set[str]]:
             for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
 
 
+OUTSIDE_LINK = "symlink that points outside the project (name the resolved path to check it)"
+
+
+def link_outside(raw: str, project: list[str]) -> bool:
+    """Whether the path named on the command line reaches outside the `project` directories
+    (resolved) only through a symlink in its spelling. A path the user spells out resolved
+    is taken as meant: the refusal stops a committed link, not the user."""
+    real = os.path.realpath(raw)
+    return real != os.path.abspath(raw) and not is_within(real, project)
+
+
 class Discovery:
-    def __init__(self, resolver: ConfigResolver, force_exclude: bool = False) -> None:
+    def __init__(self, resolver: ConfigResolver, force_exclude: bool = False,
+                 project_root: Optional[Path] = None) -> None:
         self.resolver = resolver
         self.force_exclude = force_exclude
         self.missing: list[str] = []
@@ -71,15 +83,25 @@ class Discovery:
         # Resolved directories a symlink may point into: the directories named on the
         # command line, the parents of the files named there, and the working directory.
         self.roots: list[str] = [os.path.realpath(".")]
+        # Where a symlinked path named on the command line may lead: the working directory
+        # and the project (git) root.
+        self.project = [*self.roots, *([os.path.realpath(project_root)] if project_root else [])]
 
     def iter_files(self, paths: list[str]) -> Iterator[tuple[Path, Settings]]:
         seen: set[str] = set()
+        # A linked file itself is judged by `refusal` below; this catches a linked directory,
+        # named or above a named file.
+        refused = {raw for raw in paths if os.path.lexists(raw) and (os.path.isdir(raw) or not os.path.islink(raw))
+                   and link_outside(raw, self.project)}
         for raw in paths:
             path = Path(raw)
-            self.roots.append(os.path.realpath(raw if path.is_dir() else os.path.dirname(os.path.abspath(raw))))
+            if raw not in refused:
+                self.roots.append(os.path.realpath(raw if path.is_dir() else os.path.dirname(os.path.abspath(raw))))
         for raw in paths:
             path = Path(raw)
-            if path.is_dir():
+            if raw in refused:
+                self.skipped.append((path, OUTSIDE_LINK))
+            elif path.is_dir():
                 yield from self._walk(path, seen)
             elif os.path.lexists(path):
                 settings = self.resolver.for_file(path)

@@ -58,9 +58,13 @@ def lint_bytes(task: FileTask, data: bytes) -> FileResult:
         options = {code: dict(values) for code, values in task.options}
         rule_errors: list[RuleError] = []
         is_notebook = notebook.is_notebook(task.display)
-        lint = notebook.lint_notebook if is_notebook else check_source
-        findings = lint(task.display, data, classes, options=options, parse_all=SYNTAX_ERROR.code in task.codes,
-                        rule_errors=rule_errors)
+        parse_all = SYNTAX_ERROR.code in task.codes
+        if is_notebook:  # the notebook's code, not its JSON, is held to max-file-size
+            findings = notebook.lint_notebook(task.display, data, classes, options=options, parse_all=parse_all,
+                                              rule_errors=rule_errors, max_code_bytes=task.max_bytes)
+        else:
+            findings = check_source(task.display, data, classes, options=options, parse_all=parse_all,
+                                    rule_errors=rule_errors)
         if is_notebook:  # fix edits address the cells' joined source, not the notebook's JSON
             for f in findings:
                 f.fix = None
@@ -80,7 +84,8 @@ def lint_bytes(task: FileTask, data: bytes) -> FileResult:
 
 def read_limit(task: FileTask) -> int:
     """How many bytes the file may have. A notebook's JSON also carries cell outputs (plots,
-    images) that are never linted, so it may be ten times max-file-size."""
+    images) that are never linted, so it may be ten times max-file-size (its code cells
+    together may not: notebook.parse_notebook holds them to max-file-size)."""
     return task.max_bytes * (notebook.SIZE_FACTOR if notebook.is_notebook(task.display) else 1)
 
 

@@ -10,7 +10,14 @@ so `(a\\n % b)` stays Python. A cell with a syntax error is reported as TL000 at
 cell and line and left out, so it does not hide the findings of the other cells.
 
 An .ipynb that is not valid JSON, or not a notebook, is reported as TL000 naming the
-file: a notebook is never reported clean without being read."""
+file: a notebook is never reported clean without being read.
+
+The notebook's metadata is the checked tree's, so it cannot switch linting off: a notebook
+that declares another kernel language (`language_info.name = "R"`) is still linted, cell by
+cell, and only its cells that do not parse as Python are passed over silently (they are the
+other language's; a Python kernel could not run them either). Nor can its size allowance
+hide code: the JSON may be SIZE_FACTOR times max-file-size for outputs and attachments, but
+its code cells together are held to max-file-size, like a .py file."""
 
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ from typing import Any, Optional, Sequence
 
 from torchlint.checker import RuleClass, check_source, syntax_error_finding
 from torchlint.diagnostics import Finding
+from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, format_size
 from torchlint.source import SourceFile, newer_syntax_hint, physical_lines
 
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -54,6 +62,9 @@ class Cell:
 class Notebook:
     path: str
     cells: list[Cell] = field(default_factory=list)  # code cells only, in order
+    # The kernel language the metadata declares when it is not Python ("r", "julia"): cells
+    # that are not Python are then expected, and are skipped without a TL000.
+    other_language: Optional[str] = None
 
     def program(self) -> tuple[str, list[tuple[int, int]]]:
         """The code cells as one Python text (IPython syntax blanked), and for each row of
@@ -79,8 +90,9 @@ class NotebookError(Exception):
         self.message, self.row, self.col = message, row, col
 
 
-def parse_notebook(path: str, data: bytes) -> Notebook:
-    """The code cells of an nbformat 4 notebook; NotebookError says why it is not one."""
+def parse_notebook(path: str, data: bytes, max_code_bytes: Optional[int] = None) -> Notebook:
+    """The code cells of an nbformat 4 notebook; NotebookError says why it is not one, or
+    that its code cells hold more than `max_code_bytes` (UTF-8) together."""
     try:
         doc = json.loads(data)
     except json.JSONDecodeError as exc:
@@ -94,9 +106,8 @@ def parse_notebook(path: str, data: bytes) -> Notebook:
             raise NotebookError("nbformat 3 notebooks are not supported; convert it with "
                                 "`jupyter nbconvert --to notebook --nbformat 4`")
         raise NotebookError("not a Jupyter notebook: no `cells` list at the top level")
-    notebook = Notebook(path)
-    if not _is_python(doc.get("metadata")):
-        return notebook  # an R or Julia notebook has no Python to lint
+    notebook = Notebook(path, other_language=_other_language(doc.get("metadata")))
+    code_bytes = 0
     for number, cell in enumerate(doc["cells"], 1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -105,18 +116,28 @@ def parse_notebook(path: str, data: bytes) -> Notebook:
             source = "".join(source)
         if not isinstance(source, str):
             raise NotebookError(f"cell {number}: `source` is neither a string nor a list of strings")
+        code_bytes += len(source.encode("utf-8", "surrogatepass"))
+        if max_code_bytes is not None and code_bytes > max_code_bytes:
+            raise NotebookError(f"the notebook's code cells are larger than max-file-size "
+                                f"({format_size(max_code_bytes)}); not linted (raise `max-file-size` to check it)")
         notebook.cells.append(Cell(number, physical_lines(source)))
     return notebook
 
 
-def _is_python(metadata: Any) -> bool:
+_PYTHON_NAMES = ("python", "python2", "python3", "ipython", "ipython2", "ipython3")
+
+
+def _other_language(metadata: Any) -> Optional[str]:
+    """The non-Python language the metadata declares, or None (Python, or nothing said:
+    Jupyter's default kernel is Python). Untrusted: it only decides whether a cell that
+    does not parse is reported."""
     if not isinstance(metadata, dict):
-        return True
+        return None
     for section, key in (("language_info", "name"), ("kernelspec", "language")):
         value = metadata.get(section, {}).get(key) if isinstance(metadata.get(section), dict) else None
-        if isinstance(value, str) and value:
-            return value.lower() in ("python", "python3", "ipython", "ipython3")
-    return True  # no language recorded: Jupyter's default kernel is Python
+        if isinstance(value, str) and value and value.lower() not in _PYTHON_NAMES:
+            return value.lower()
+    return None
 
 
 def python_lines(lines: list[str]) -> list[str]:
@@ -192,10 +213,11 @@ def load_source(path: str, data: bytes) -> Optional[NotebookSource]:
 
 
 def lint_notebook(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_all: bool = True,
-                  options: Optional[dict[str, dict]] = None, rule_errors: Optional[list] = None) -> list[Finding]:
+                  options: Optional[dict[str, dict]] = None, rule_errors: Optional[list] = None,
+                  max_code_bytes: int = DEFAULT_MAX_FILE_SIZE) -> list[Finding]:
     """Findings for a notebook, positioned by cell; TL000 when it cannot be read as one."""
     try:
-        notebook = parse_notebook(path, data)
+        notebook = parse_notebook(path, data, max_code_bytes)
     except NotebookError as exc:
         return [syntax_error_finding(path, exc.message, exc.row, exc.col)]
     return lint_cells(notebook, rule_classes, parse_all=parse_all, options=options, rule_errors=rule_errors)
@@ -214,7 +236,8 @@ def lint_cells(notebook: Notebook, rule_classes: Sequence[RuleClass], parse_all:
         body = lines[cell.first_row - 1: cell.first_row - 1 + len(cell.lines)]
         error = _cell_syntax_error(path, "\n".join(body) + "\n", cell.first_row)
         if error is not None:
-            findings.append(error)
+            if notebook.other_language is None:  # in an R notebook, an R cell is no error
+                findings.append(error)
             lines[cell.first_row - 1: cell.first_row - 1 + len(cell.lines)] = [""] * len(cell.lines)
     program = "\n".join(lines)
     # noqa comments as written, including those on the lines of the cells just blanked.

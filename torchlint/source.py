@@ -42,6 +42,13 @@ def physical_lines(text: str) -> list[str]:
     return lines
 
 
+def tokenizer_readline(text: str):  # type: ignore[no-untyped-def]
+    """A readline for `tokenize` whose lines end where the parser's do. io.StringIO(text)
+    ends them only at \n, so after a lone \r every row would be one short of the parser's
+    (and a `# noqa` on the next line would suppress this one)."""
+    return io.StringIO(LINE_BREAK.sub("\n", text) if "\r" in text else text).readline
+
+
 def line_starts(text: str) -> list[int]:
     """The offset in `text` where each line starts, lines counted as `split_lines` counts them."""
     return [0] + [m.end() for m in LINE_BREAK.finditer(text)]
@@ -107,7 +114,7 @@ class SourceFile:
         string or docstring is never taken for one."""
         found: list[tuple[int, str]] = []
         try:
-            for tok in tokenize.generate_tokens(io.StringIO(self.text).readline):
+            for tok in tokenize.generate_tokens(tokenizer_readline(self.text)):
                 if tok.type == tokenize.COMMENT:
                     found.append((tok.start[0], tok.string))
         except (tokenize.TokenError, SyntaxError, ValueError):

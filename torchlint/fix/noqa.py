@@ -4,13 +4,12 @@ a backslash continuation) are skipped and counted."""
 
 from __future__ import annotations
 
-import io
 import re
 import tokenize
 from collections import defaultdict
 
 from torchlint.diagnostics import Finding
-from torchlint.source import LINE_BREAK, split_lines
+from torchlint.source import LINE_BREAK, split_lines, tokenizer_readline
 from torchlint.source import NOQA_RE, _comment_part
 
 
@@ -19,7 +18,7 @@ def _rows_inside_strings(text: str) -> set[int]:
     """Rows that end inside a multi-line string token (a comment there would be text)."""
     rows: set[int] = set()
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        for tok in tokenize.generate_tokens(tokenizer_readline(text)):
             if tok.type == tokenize.STRING or getattr(tokenize, "FSTRING_MIDDLE", -1) == tok.type:
                 rows.update(range(tok.start[0], tok.end[0]))
     except (tokenize.TokenError, SyntaxError, IndentationError):

@@ -9,7 +9,8 @@ What GitHub needs, and why this renderer does it:
 - Every enabled rule in `tool.driver.rules`, so alerts of a rule that stopped firing close.
 - At most 25,000 results per run (GitHub rejects more); the rest are dropped with a
   notification.
-- Plain text in `text` fields (GitHub does not render Markdown there)."""
+- Plain text in `text` fields (GitHub does not render Markdown there); `message.markdown`
+  is rebuilt by output/markdown.py, so quoted source cannot inject links or HTML."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from urllib.parse import quote
 from torchlint.diagnostics import Finding
 from torchlint.docs import full_description, help_text, plain_text
 from torchlint.output.docs_url import INFORMATION_URI, rule_url, version
+from torchlint.output.markdown import safe_markdown
 from torchlint.output.text import finding_line
 from torchlint.project_root import relative_to_root
 from torchlint.rules.registry import RULES_BY_CODE
@@ -69,12 +71,14 @@ def _fingerprint(f: Finding, line_text: str, occurrence: int) -> str:
 def _message(f: Finding) -> dict[str, Any]:
     help_line = getattr(f, "help", None)  # a short "what to do" line, where rules give one
     text = plain_text(f.message)
-    markdown = f.message
+    raw = f.message
+    markdown = safe_markdown(f.message)  # the message quotes user source: never raw Markdown
     if help_line:
         text += "\n" + plain_text(help_line)
-        markdown += "\n\n" + help_line
+        raw += "\n" + help_line
+        markdown += "\n\n" + safe_markdown(help_line)
     message: dict[str, Any] = {"text": text}
-    if markdown != text:
+    if raw != text:  # code spans or emphasis to show
         message["markdown"] = markdown
     return message
 

@@ -14,6 +14,8 @@ import click
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
 from torchlint.diagnostics import Finding
 from torchlint.linter import FileTask
+from torchlint.output.ci_safe import write_commands
+from torchlint.project_root import project_root
 from torchlint.runtime.analysis import Observation, judge_static, load_events, problem_findings, runtime_problems
 from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE
 from torchlint.runtime.launcher import Outcome, program_env, run_program
@@ -32,6 +34,7 @@ class CheckSteps:
     collect: Callable[..., tuple[list[Finding], list[Finding], int]]
     render: Callable[..., str]
     cache_root: Callable[..., Optional[Path]]
+    write_output: Callable[[str, str, list[Path]], None]
 
 
 @dataclass
@@ -132,10 +135,9 @@ def run_command(opts: RunOptions, check: CheckSteps) -> None:
 
     text = check.render(opts.output_format, findings, tasks, parse_errors, cwd, False, opts.quiet)
     if opts.output_file:
-        try:
-            Path(opts.output_file).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise _fail(f"--output-file {opts.output_file}: {exc.strerror}") from None
+        check.write_output(opts.output_file, text, [cwd, project_root(cwd)])
+    elif opts.output_format == "github":
+        write_commands(text)
     elif text:
         click.echo(text, nl=False)
     if not opts.quiet:

@@ -1,0 +1,158 @@
+"""Output that a CI runner reads as commands.
+
+The GitHub Actions runner takes any line of a step's stdout or stderr that starts with `::`
+after leading whitespace (`::error ...::`, `::add-mask::`, `::stop-commands::`) as a workflow
+command, and the legacy `##[command]` form anywhere in a line. File names, messages and
+source lines are the checked tree's, so none of them may start such a line. Rather than
+trusting every call site, torchlint's own stdout and stderr are wrapped for the whole run
+(`CommandSafeStream`): every line is neutralized on its way out, whatever wrote it. Only
+the `github` format writes commands, through `write_commands`, after escaping its fields.
+
+A neutralized line keeps its text: the first `:` of a leading `::` becomes `\\x3a`, and the
+`#` of `##[` becomes `\\x23` (`\\u0023` inside JSON strings, which decodes to the same text),
+the same escape style `printable` uses for control characters."""
+
+from __future__ import annotations
+
+import re
+import sys
+from contextlib import contextmanager
+from typing import IO, Any, Iterator, Optional
+
+# How the runner splits its input into lines (.NET ReadLine: \r\n, \r or \n).
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)")
+_COMMAND_START = re.compile(r"^(\s*):(?=:)")  # .NET TrimStart() drops Unicode whitespace
+_LEGACY = "##["
+
+
+def neutralize(text: str, json_strings: bool = False) -> str:
+    """`text` with no line that a runner would take for a workflow command. `json_strings`:
+    the text is JSON, whose `#` only occurs inside strings, so `\\u0023` keeps it valid."""
+    if ":" not in text and "#" not in text:
+        return text
+    legacy = "#\\u0023[" if json_strings else "#\\x23["
+    out = []
+    for line in _lines(text):
+        if _LEGACY in line:
+            line = line.replace(_LEGACY, legacy)
+        out.append(_COMMAND_START.sub(r"\1\\x3a", line, count=1))
+    return "".join(out)
+
+
+def _lines(text: str) -> list[str]:
+    lines = _LINE.findall(text)
+    rest = text[sum(map(len, lines)):]
+    return lines + [rest] if rest else lines
+
+
+class CommandSafeStream:
+    """A text stream that passes whole lines through `neutralize`. A line is held until its
+    line break arrives (or `finish`), so a command cannot be assembled from pieces written
+    separately. No `buffer` attribute: nothing can write around the filter."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):  # click probes for a binary stream with write(b"")
+            raise TypeError("write() argument must be str")
+        data = self._pending + text
+        end = max(data.rfind("\n"), data.rfind("\r")) + 1
+        if end and data[end - 1] == "\r" and end == len(data):
+            end -= 1  # a "\r" at the end may be the first half of "\r\n": keep it for now
+        self._pending = data[end:]
+        if end:
+            self._stream.write(neutralize(data[:end]))
+        return len(text)
+
+    def write_commands(self, text: str) -> None:
+        """Workflow commands the `github` renderer built, one escaped command per line."""
+        self.finish()
+        self._stream.write(text)
+
+    def finish(self) -> None:
+        """Write the last, unterminated line."""
+        if self._pending:
+            pending, self._pending = self._pending, ""
+            self._stream.write(neutralize(pending))
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> Optional[str]:
+        return getattr(self._stream, "encoding", None)
+
+    @property
+    def errors(self) -> Optional[str]:
+        return getattr(self._stream, "errors", None)
+
+    @property
+    def closed(self) -> bool:
+        return bool(getattr(self._stream, "closed", False))
+
+    @property
+    def wrapped(self) -> IO[str]:
+        return self._stream
+
+
+@contextmanager
+def guarded_streams() -> Iterator[None]:
+    """sys.stdout and sys.stderr wrapped in CommandSafeStream for the duration."""
+    saved = sys.stdout, sys.stderr
+    if sys.stdout is not None and not isinstance(sys.stdout, CommandSafeStream):
+        sys.stdout = CommandSafeStream(sys.stdout)  # type: ignore[assignment]
+    if sys.stderr is not None and not isinstance(sys.stderr, CommandSafeStream):
+        sys.stderr = CommandSafeStream(sys.stderr)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        try:
+            finish_streams()
+        finally:
+            sys.stdout, sys.stderr = saved
+
+
+def finish_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, CommandSafeStream):
+            stream.finish()
+
+
+@contextmanager
+def raw_streams() -> Iterator[None]:
+    """The original streams, for output that is not a report: the language server's
+    JSON-RPC, and the fixed source that `--fix -` hands back to an editor."""
+    saved = sys.stdout, sys.stderr
+    finish_streams()
+    sys.stdout = _unwrap(sys.stdout)  # type: ignore[assignment]
+    sys.stderr = _unwrap(sys.stderr)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _unwrap(stream: Any) -> Any:
+    return stream.wrapped if isinstance(stream, CommandSafeStream) else stream
+
+
+def write_commands(text: str) -> None:
+    """Print the `github` format's workflow commands on stdout."""
+    stream: Any = sys.stdout
+    if isinstance(stream, CommandSafeStream):
+        stream.write_commands(text)
+        stream.flush()
+    else:
+        stream.write(text)
+        stream.flush()
