@@ -108,7 +108,8 @@ def test_text_fields_are_plain_text_and_descriptions_end_on_a_sentence(repo, run
     for result in run["results"]:
         assert "`" not in result["message"]["text"]
         if "`" in result["message"].get("markdown", ""):
-            assert result["message"]["markdown"].split("\n")[0].replace("`", "") == result["message"]["text"].split("\n")[0]
+            shown = re.sub(r"\\(.)", r"\1", result["message"]["markdown"].split("\n")[0].replace("`", ""))
+            assert shown == result["message"]["text"].split("\n")[0]
 
 
 def test_result_cap_drops_extra_results_with_a_warning_and_a_notification(repo, run_cli, monkeypatch):

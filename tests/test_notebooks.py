@@ -152,11 +152,17 @@ def test_noqa_on_a_broken_cell_line(tmp_path, run_cli):
     assert [(f["cell"], f["code"]) for f in findings] == [(3, "TL101")]
 
 
-def test_non_python_notebook_has_no_python_findings(tmp_path, run_cli):
+def test_non_python_metadata_does_not_hide_python_cells(tmp_path, run_cli):
+    """The metadata is the tree's (issue 16): a notebook labelled R is still linted."""
     doc = json.loads((NOTEBOOKS / "positive.ipynb").read_text())
+    (tmp_path / "py.ipynb").write_text(json.dumps(doc))
     doc["metadata"] = {"kernelspec": {"language": "R", "name": "ir"}, "language_info": {"name": "R"}}
     (tmp_path / "r.ipynb").write_text(json.dumps(doc))
-    assert run_cli("check", "r.ipynb")[0] == 0
+    code, out, _ = run_cli("check", "r.ipynb", "--output-format", "json")
+    labelled_r = [(f["cell"], f["location"], f["code"]) for f in json.loads(out)]
+    python = [(f["cell"], f["location"], f["code"]) for f in
+              json.loads(run_cli("check", "py.ipynb", "--output-format", "json")[1])]
+    assert code == 1 and labelled_r == python != []
 
 
 def test_stdin_notebook(run_cli):

@@ -146,8 +146,9 @@ def test_github_format_escapes_names_and_messages(tmp_path):
 # -- point 6: SARIF Markdown ------------------------------------------------------------
 
 def _unescaped_outside_code_spans(markdown: str) -> list[str]:
-    """Markdown punctuation that is neither backslash-escaped nor inside a code span
-    (CommonMark: a run of N backticks up to the next run of exactly N)."""
+    """Characters that can start Markdown inline syntax (links, images, emphasis, HTML,
+    entities) found neither backslash-escaped nor inside a code span (CommonMark: a run of
+    N backticks up to the next run of exactly N). An underscore inside a word is inert."""
     found = []
     i = 0
     while i < len(markdown):
@@ -161,7 +162,8 @@ def _unescaped_outside_code_spans(markdown: str) -> list[str]:
             if close:
                 i = close.end()
                 continue
-        if c in "[]()<>!*_&`":
+        inert = c == "_" and 0 < i < len(markdown) - 1 and markdown[i - 1].isalnum() and markdown[i + 1].isalnum()
+        if c in "[]<>!*_&`~" and not inert:
             found.append(markdown[max(0, i - 10):i + 10])
         i += 1
     return found
@@ -192,8 +194,9 @@ def test_safe_markdown_leaves_only_text_and_code_spans(message):
 def test_safe_markdown_fences_a_span_longer_than_its_backticks():
     from torchlint.output.markdown import code_span, safe_markdown
 
-    assert code_span('f("``")') == '``` f("``") ```'
-    assert safe_markdown('call `` f("`") `` now.') == 'call `` f("`") `` now\\.'
+    assert code_span('f("``")') == '```f("``")```'
+    assert code_span("`x") == "`` `x ``" and code_span(" a ") == "`  a  `"
+    assert safe_markdown('call `` f("`") `` now.') == 'call ``f("`")`` now.'
 
 
 # -- point 7: a named directory behind a symlink ----------------------------------------
