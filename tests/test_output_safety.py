@@ -287,6 +287,10 @@ def test_output_file_is_replaced_atomically_and_keeps_its_mode(tmp_path):
     assert report.stat().st_mode & 0o777 == 0o640
     assert hard.read_text() == "old\n"  # a new file was renamed in; the other link is untouched
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["report.txt"]  # no temp file left
+    umask = os.umask(0o022)
+    os.umask(umask)
+    proc = _torchlint("check", "--no-cache", "-o", "out/new.txt", ".", cwd=tmp_path)
+    assert (tmp_path / "out" / "new.txt").stat().st_mode & 0o777 == 0o666 & ~umask  # as open() would create it
 
 
 # -- point 10: notebooks ----------------------------------------------------------------

@@ -92,7 +92,7 @@ def _is_link(dir_fd: int, name: str) -> bool:
 
 
 def _replace_in(dir_fd: int, name: str, data: bytes) -> None:
-    mode = 0o666
+    mode = 0o666 & ~_umask()  # a new file gets what open() would give it
     try:
         st = os.lstat(name, dir_fd=dir_fd)
     except FileNotFoundError:
@@ -111,7 +111,7 @@ def _replace_in(dir_fd: int, name: str, data: bytes) -> None:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            os.fchmod(fd, mode & ~_umask())
+            os.fchmod(fd, mode)
         finally:
             os.close(fd)
         os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
