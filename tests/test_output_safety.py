@@ -92,7 +92,7 @@ def test_every_line_written_is_filtered_not_only_the_renderers(tmp_path, monkeyp
     code, out, err = run_cli("check", "--no-cache", "--output-format", "concise", ".")
     assert code == 1
     assert _commands(out) == [] and _commands(err) == []
-    assert "\\x3a:error file=a.py::forged" in out and "#\\x23[warning]legacy" in err
+    assert "\\x3a:error file=a.py::forged" in out and "#\\u0023[warning]legacy" in err
 
 
 @pytest.mark.parametrize("pieces", [
@@ -111,7 +111,7 @@ def test_the_stream_filter_sees_lines_not_writes(pieces):
         stream.flush()
     stream.finish()
     assert _commands(sink.getvalue()) == []
-    assert sink.getvalue().replace("\\x3a", ":").replace("\\x23", "#") == "".join(pieces)
+    assert sink.getvalue().replace("\\x3a", ":").replace("\\u0023", "#") == "".join(pieces)
 
 
 def _parse_workflow_command(line: str) -> tuple[str, dict[str, str], str]:

@@ -504,7 +504,7 @@ def _render(fmt: str, findings: list[Finding], tasks: list[FileTask], parse_erro
         return neutralize("\n".join(lines) + ("\n" if lines else ""))
     sources = _Sources(tasks)
     text = FORMATS[fmt](findings, sources, errors=parse_errors, cwd=cwd, quiet=quiet, **context)
-    return text if fmt == "github" else neutralize(text, json_strings=fmt in ("json", "sarif"))
+    return text if fmt == "github" else neutralize(text)
 
 
 @main.command(short_help="Explain a rule (e.g. TL101), or list all rules with --all.")

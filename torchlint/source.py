@@ -7,7 +7,7 @@ import re
 import sys
 import tokenize
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 # `# noqa`, `# noqa: TL101, TL102` (case-insensitive, like ruff). Codes of other
 # tools (E501, B008) in the same comment are kept but never match a TL code.
@@ -42,9 +42,9 @@ def physical_lines(text: str) -> list[str]:
     return lines
 
 
-def tokenizer_readline(text: str):  # type: ignore[no-untyped-def]
+def tokenizer_readline(text: str) -> Callable[[], str]:
     """A readline for `tokenize` whose lines end where the parser's do. io.StringIO(text)
-    ends them only at \n, so after a lone \r every row would be one short of the parser's
+    ends them only at \\n, so after a lone \\r every row would lag the parser's by one
     (and a `# noqa` on the next line would suppress this one)."""
     return io.StringIO(LINE_BREAK.sub("\n", text) if "\r" in text else text).readline
 

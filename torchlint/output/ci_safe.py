@@ -9,8 +9,9 @@ trusting every call site, torchlint's own stdout and stderr are wrapped for the 
 the `github` format writes commands, through `write_commands`, after escaping its fields.
 
 A neutralized line keeps its text: the first `:` of a leading `::` becomes `\\x3a`, and the
-`#` of `##[` becomes `\\x23` (`\\u0023` inside JSON strings, which decodes to the same text),
-the same escape style `printable` uses for control characters."""
+second `#` of `##[` becomes `\\u0023`, in the escape style `printable` uses for control
+characters. (A JSON line never starts with `::`, and `##[` only occurs inside its strings,
+where `\\u0023` decodes to the same text: JSON output stays valid and unchanged in value.)"""
 
 from __future__ import annotations
 
@@ -25,16 +26,14 @@ _COMMAND_START = re.compile(r"^(\s*):(?=:)")  # .NET TrimStart() drops Unicode w
 _LEGACY = "##["
 
 
-def neutralize(text: str, json_strings: bool = False) -> str:
-    """`text` with no line that a runner would take for a workflow command. `json_strings`:
-    the text is JSON, whose `#` only occurs inside strings, so `\\u0023` keeps it valid."""
+def neutralize(text: str) -> str:
+    """`text` with no line that a runner would take for a workflow command."""
     if ":" not in text and "#" not in text:
         return text
-    legacy = "#\\u0023[" if json_strings else "#\\x23["
     out = []
     for line in _lines(text):
         if _LEGACY in line:
-            line = line.replace(_LEGACY, legacy)
+            line = line.replace(_LEGACY, "#\\u0023[")
         out.append(_COMMAND_START.sub(r"\1\\x3a", line, count=1))
     return "".join(out)
 
