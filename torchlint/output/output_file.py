@@ -19,6 +19,8 @@ import stat
 from pathlib import Path
 from typing import Optional
 
+from torchlint.safe_io import TEMP_PREFIX, TEMP_SUFFIX, replace_atomically
+
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _TMP_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
               | getattr(os, "O_BINARY", 0))
@@ -104,7 +106,7 @@ def _replace_in(dir_fd: int, name: str, data: bytes) -> None:
             raise OutputFileError("is a directory")
         if stat.S_ISREG(st.st_mode):
             mode = stat.S_IMODE(st.st_mode)
-    tmp = f".torchlint-{secrets.token_hex(6)}.tmp"
+    tmp = f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}{TEMP_SUFFIX}"  # the name a later sweep knows
     fd = os.open(tmp, _TMP_FLAGS, 0o600, dir_fd=dir_fd)
     try:
         try:
@@ -131,8 +133,6 @@ def _umask() -> int:
 
 def _write_without_dir_fd(base: str, names: list[str], data: bytes) -> None:
     """Platforms without dir_fd (Windows): check each component, then replace atomically."""
-    from torchlint.safe_io import replace_atomically
-
     current = base
     for i, name in enumerate(names):
         current = os.path.join(current, name)
