@@ -13,6 +13,7 @@ import re
 import string
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import click
@@ -28,6 +29,7 @@ COMMAND_NAMES = [
     "::stop-commands::tok.py",
     " \u3000::warning::spaced.py",  # the runner trims leading (Unicode) whitespace first
     "x##[error]legacy.py",  # the legacy form is recognised anywhere in a line
+    "y##vso[task.logissue type=error]azure.py",  # Azure Pipelines: anywhere in a line too
 ]
 
 
@@ -40,19 +42,21 @@ def _torchlint(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
 def _commands(text: str) -> list[str]:
     """Lines the GitHub runner would take for workflow commands (its rules: lines end at
     \\r, \\n or \\r\\n; `::` after leading whitespace; `##[` anywhere)."""
-    return [line for line in re.split(r"\r\n|\r|\n", text) if line.lstrip().startswith("::") or "##[" in line]
+    return [line for line in re.split(r"\r\n|\r|\n", text)
+            if line.lstrip().startswith("::") or re.search(r"##(vso)?\[", line, re.IGNORECASE)]
 
 
 # -- point 6: no line of output is a workflow command ----------------------------------
 
+TEXT_REPORTS = ["full", "concise", "grouped", "pylint"]
+DATA_REPORTS = ["json", "json-lines", "sarif", "gitlab", "rdjson", "junit"]
+
+
 @pytest.mark.parametrize("args", [
-    ["--output-format", "full"],
-    ["--output-format", "concise"],
+    *(["--output-format", fmt] for fmt in TEXT_REPORTS + DATA_REPORTS),
     ["--output-format", "full", "--statistics"],
     ["--show-files"],
     ["--fix", "--show-fixes", "--output-format", "concise"],
-    ["--output-format", "json"],
-    ["--output-format", "sarif"],
 ])
 def test_file_names_cannot_forge_workflow_commands(tmp_path, args):
     for name in COMMAND_NAMES:
@@ -61,12 +65,18 @@ def test_file_names_cannot_forge_workflow_commands(tmp_path, args):
     out, err = proc.stdout.decode(), proc.stderr.decode()
     assert proc.returncode in (0, 1), err
     assert _commands(out) == [] and _commands(err) == []
-    if "--show-files" in args or args == ["--output-format", "full"]:
+    fmt = args[1] if args[0] == "--output-format" and len(args) == 2 else None
+    if fmt in TEXT_REPORTS or "--show-files" in args:
         assert "\\x3a:error title=Security::All tests passed, merge me.py" in out  # still named
-    if "json" in args or "sarif" in args:
-        doc = json.loads(out)  # still valid JSON, and the names decode unchanged
-        spelled = "x##[error]legacy.py" if "json" in args else "x%23%23%5Berror%5Dlegacy.py"  # SARIF: a URI
-        assert spelled in json.dumps(doc, ensure_ascii=False)
+    if fmt in DATA_REPORTS:  # still valid, and the names decode unchanged
+        if fmt == "junit":
+            decoded = ET.tostring(ET.fromstring(out), encoding="unicode")
+        elif fmt == "json-lines":
+            decoded = json.dumps([json.loads(line) for line in out.splitlines()], ensure_ascii=False)
+        else:
+            decoded = json.dumps(json.loads(out), ensure_ascii=False)
+        spelled = "x%23%23%5Berror%5Dlegacy.py" if fmt == "sarif" else "x##[error]legacy.py"  # SARIF: a URI
+        assert spelled in decoded and "y##vso[task.logissue" in decoded.replace("%5B", "[").replace("%23", "#")
 
 
 def test_a_finding_named_by_a_command_file_stays_recognisable(tmp_path):
@@ -141,6 +151,17 @@ def test_github_format_escapes_names_and_messages(tmp_path):
         assert name == "warning" and props["line"] == "2" and data.startswith("TL205 ")
         seen.add(props["file"])
     assert seen == {"::error title=x::a, b.py", "100%25 done,ok.py", "line\\x0abreak\\x0dname.py"}
+
+
+def test_azure_format_is_one_escaped_command_per_finding(tmp_path):
+    for name in ("a;b].py", "100% ##vso[x].py", "::error::c.py"):
+        (tmp_path / name).write_text(FLAGGED)
+    proc = _torchlint("check", "--no-cache", "--output-format", "azure", ".", cwd=tmp_path)
+    lines = re.split(r"\r\n|\r|\n", proc.stdout.decode().rstrip("\n"))
+    assert len(lines) == 3 and all(line.startswith("##vso[task.logissue type=warning;sourcepath=") for line in lines)
+    for line in lines:  # the agent reads the properties up to the first `]`: none may end early
+        props = line[len("##vso[task.logissue "):line.index("]")]
+        assert dict(p.split("=", 1) for p in props.rstrip(";").split(";"))["code"] == "TL205"
 
 
 # -- point 6: SARIF Markdown ------------------------------------------------------------

@@ -19,7 +19,8 @@ from torchlint.cache import refusal as cache_refusal
 from torchlint.files import Discovery, display_path
 from torchlint.linter import FileResult, FileTask, load_source, run_tasks
 from torchlint.output import FORMATS, ROOT_RELATIVE_FORMATS
-from torchlint.output.ci_safe import finish_streams, guarded_streams, neutralize, raw_streams, write_commands
+from torchlint.output.ci_safe import (COMMAND_FORMATS, MARKUP_FORMATS, finish_streams, guarded_streams, neutralize,
+                                      raw_streams, write_commands)
 from torchlint.output.color import CHOICES as COLOR_CHOICES, Palette, use_color
 from torchlint.output.sarif import truncation_warning
 from torchlint.project_root import project_root
@@ -242,7 +243,7 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         text += _fix_hint(findings, resolver, fix_report)
     if output_file:
         write_output_file(output_file, text, [cwd, project_root(cwd, project_root_option)])
-    elif output_format == "github":
+    elif output_format in COMMAND_FORMATS:
         write_commands(text)
     elif text:
         click.echo(text, nl=False, color=palette.enabled or None)
@@ -504,7 +505,7 @@ def _render(fmt: str, findings: list[Finding], tasks: list[FileTask], parse_erro
         return neutralize("\n".join(lines) + ("\n" if lines else ""))
     sources = _Sources(tasks)
     text = FORMATS[fmt](findings, sources, errors=parse_errors, cwd=cwd, quiet=quiet, **context)
-    return text if fmt == "github" else neutralize(text)
+    return text if fmt in COMMAND_FORMATS else neutralize(text, markup=fmt in MARKUP_FORMATS)
 
 
 @main.command(short_help="Explain a rule (e.g. TL101), or list all rules with --all.")

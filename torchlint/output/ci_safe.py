@@ -2,16 +2,20 @@
 
 The GitHub Actions runner takes any line of a step's stdout or stderr that starts with `::`
 after leading whitespace (`::error ...::`, `::add-mask::`, `::stop-commands::`) as a workflow
-command, and the legacy `##[command]` form anywhere in a line. File names, messages and
-source lines are the checked tree's, so none of them may start such a line. Rather than
-trusting every call site, torchlint's own stdout and stderr are wrapped for the whole run
+command, and the legacy `##[command]` form anywhere in a line; the Azure Pipelines agent
+takes `##vso[...]` (and `##[...]`) anywhere in a line. File names, messages and source lines
+are the checked tree's, so none of them may make such a line. Rather than trusting every
+call site, torchlint's own stdout and stderr are wrapped for the whole run
 (`CommandSafeStream`): every line is neutralized on its way out, whatever wrote it. Only
-the `github` format writes commands, through `write_commands`, after escaping its fields.
+the `github` and `azure` formats write commands (COMMAND_FORMATS), through `write_commands`,
+after escaping their fields.
 
 A neutralized line keeps its text: the first `:` of a leading `::` becomes `\\x3a`, and the
-second `#` of `##[` becomes `\\u0023`, in the escape style `printable` uses for control
-characters. (A JSON line never starts with `::`, and `##[` only occurs inside its strings,
-where `\\u0023` decodes to the same text: JSON output stays valid and unchanged in value.)"""
+second `#` of `##[` or `##vso[` becomes `\\u0023`, in the escape style `printable` uses for
+control characters. (A JSON line never starts with `::`, and `##` only occurs inside its
+strings, where `\\u0023` decodes to the same text: JSON output stays valid and equal in
+value.) XML output (`junit`) gets character references instead (`&#58;`, `&#35;`), which
+decode to the same text in element content and attribute values."""
 
 from __future__ import annotations
 
@@ -23,18 +27,22 @@ from typing import IO, Any, Iterator, Optional
 # How the runner splits its input into lines (.NET ReadLine: \r\n, \r or \n).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)")
 _COMMAND_START = re.compile(r"^(\s*):(?=:)")  # .NET TrimStart() drops Unicode whitespace
-_LEGACY = "##["
+_LEGACY = re.compile(r"(?<=#)#(?=(?:vso)?\[)", re.IGNORECASE)  # the second `#` of `##[` / `##vso[`
+COMMAND_FORMATS = ("github", "azure")  # formats whose lines are CI commands by design
+MARKUP_FORMATS = ("junit",)  # XML: escaped with character references
 
 
-def neutralize(text: str) -> str:
-    """`text` with no line that a runner would take for a workflow command."""
+def neutralize(text: str, markup: bool = False) -> str:
+    """`text` with no line that a CI runner would take for a command. `markup`: the text is
+    XML, where only character references keep the value unchanged."""
     if ":" not in text and "#" not in text:
         return text
+    colon, hash_ = ("&#58;", "&#35;") if markup else ("\\x3a", "\\u0023")
     out = []
     for line in _lines(text):
-        if _LEGACY in line:
-            line = line.replace(_LEGACY, "#\\u0023[")
-        out.append(_COMMAND_START.sub(r"\1\\x3a", line, count=1))
+        if "#" in line:
+            line = _LEGACY.sub(lambda m: hash_, line)
+        out.append(_COMMAND_START.sub(lambda m: m.group(1) + colon, line, count=1))
     return "".join(out)
 
 

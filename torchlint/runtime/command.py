@@ -14,7 +14,7 @@ import click
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
 from torchlint.diagnostics import Finding
 from torchlint.linter import FileTask
-from torchlint.output.ci_safe import write_commands
+from torchlint.output.ci_safe import COMMAND_FORMATS, write_commands
 from torchlint.project_root import project_root
 from torchlint.runtime.analysis import Observation, judge_static, load_events, problem_findings, runtime_problems
 from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE
@@ -136,7 +136,7 @@ def run_command(opts: RunOptions, check: CheckSteps) -> None:
     text = check.render(opts.output_format, findings, tasks, parse_errors, cwd, False, opts.quiet)
     if opts.output_file:
         check.write_output(opts.output_file, text, [cwd, project_root(cwd)])
-    elif opts.output_format == "github":
+    elif opts.output_format in COMMAND_FORMATS:
         write_commands(text)
     elif text:
         click.echo(text, nl=False)
