@@ -315,6 +315,17 @@ def test_escape_sequences_in_source_are_escaped_in_code_frames(tmp_path, run_cli
     assert "\\x1b]52;c;ZXZpbA==\\x07" in out
 
 
+@pytest.mark.parametrize("output_format", ["full", "concise"])
+def test_bidi_controls_in_source_and_names_are_escaped(tmp_path, run_cli, output_format):
+    """Trojan Source: every bidi embedding, override, isolate and mark is shown escaped."""
+    controls = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+    (tmp_path / "t\u202e.py").write_text(BAD.replace("loss.backward()", f"loss.backward()  # {controls}"))
+    code, out, _ = run_cli("check", "--no-cache", "--output-format", output_format)
+    assert code == 1
+    assert not set(controls) & set(out)
+    assert "\\u202e" in out
+
+
 @pytest.mark.parametrize("value", ["", ",", " "])
 def test_an_empty_select_is_an_error(tmp_path, run_cli, value):
     (tmp_path / "train.py").write_text(BAD)

@@ -212,8 +212,10 @@ def parse_size(value: object) -> int:
 # terminal or a line-based reader may act on. ESC starts ANSI/OSC sequences (erase line,
 # window title, OSC 52 clipboard writes).
 _UNPRINTABLE = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0a, 0x20), 0x7f, *range(0x80, 0xa0))}
-_UNPRINTABLE.update({0x2028: "\\u2028", 0x2029: "\\u2029", 0x202e: "\\u202e", 0x202d: "\\u202d",
-                     0x2066: "\\u2066", 0x2067: "\\u2067", 0x2068: "\\u2068", 0x2069: "\\u2069"})
+# Every bidirectional formatting control too: embeddings, overrides, isolates and the marks
+# (Trojan Source, CVE-2021-42574) can make a printed line read unlike its bytes.
+_UNPRINTABLE.update({c: f"\\u{c:04x}" for c in (0x2028, 0x2029, 0x061c, 0x200e, 0x200f, *range(0x202a, 0x202f),
+                                               *range(0x2066, 0x206a))})
 
 
 def printable(text: str) -> str:
