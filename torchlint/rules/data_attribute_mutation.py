@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.analysis import inference
+from torchlint.analysis.training_step import in_forward_backward_window
 from torchlint.checker import FileContext
 from torchlint.fix.edits import UNSAFE, edit, end_of, has_comment, make_fix, module_alias, start_of, text_of
 from torchlint.rules.base import Option, Rule, dotted
@@ -18,6 +19,9 @@ _SETUP_NAME_PARTS = ("init", "reset_parameters", "convert", "load", "fuse")
 _METADATA_ONLY = frozenset({"unsqueeze_", "squeeze_", "resize_", "resize_as_", "t_", "transpose_",
                             "swapdims_", "swapaxes_", "as_strided_", "requires_grad_", "share_memory_",
                             "detach_", "retain_grad"})
+# `p.data = p.data.float()`: a dtype/device/layout change that keeps the Parameter object.
+_CONVERSIONS = frozenset({"float", "half", "double", "bfloat16", "to", "type", "cuda", "cpu", "contiguous",
+                          "clone", "detach", "pin_memory"})
 _AUG_OPS = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.Pow: "**=",
             ast.FloorDiv: "//=", ast.Mod: "%=", ast.BitAnd: "&=", ast.BitOr: "|=", ast.MatMult: "@="}
 
@@ -57,27 +61,49 @@ class DataAttributeMutation(Rule):
     help = "Write under `with torch.no_grad():` so autograd can detect a conflicting backward"
 
     def _message(self, data: ast.Attribute, target: Optional[ast.AST] = None) -> str:
+        where = "inside forward()" if getattr(self.ctx.function, "name", "") == "forward" \
+            else "between a forward and its backward"
         if isinstance(target, ast.Attribute):  # `p.data = value` swaps the data, not a write into it
-            return f"`{dotted(data)} = ...` swaps the tensor's data without autograd noticing"
-        return f"In-place write through `{dotted(data)}` is invisible to autograd's version check"
+            return f"`{dotted(data)} = ...` {where} swaps data a live graph may have saved, unchecked by autograd"
+        return f"In-place write through `{dotted(data)}` {where}: autograd's version check cannot see it"
 
     def _known_tensor(self, receiver: ast.AST, ctx: FileContext) -> bool:
         """Only tensors whose `.data` is Tensor.data: not `p.grad` (never saved for
         backward), and not an object that merely has a `data` field (a namedtuple)."""
         if isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
             return False
-        if isinstance(receiver, ast.Name) and receiver.id in _NOT_TENSORS:
-            return False
+        if isinstance(receiver, ast.Name):
+            if receiver.id in _NOT_TENSORS:
+                return False
+            value = ctx.value_before(receiver, receiver.lineno)  # `g = p.grad; g.data.mul_(...)`
+            if isinstance(value, ast.Attribute) and value.attr in ("grad", "data") \
+                    and (value.attr == "grad" or _is_grad(value.value)):
+                return False
         return inference.kind_of(receiver, ctx) in (inference.TENSOR, inference.PARAMETER)
 
-    def _check_store(self, target: ast.AST, ctx: FileContext, op: str) -> None:
+    def setup(self, ctx: FileContext) -> None:
+        self._lines: set[int] = set()  # one finding per line: `p.data = p.data.clamp_(...)`
+
+    def _at_risk(self, data: ast.Attribute, ctx: FileContext) -> bool:
+        """A write can corrupt a gradient only while a graph that saved the tensor is alive:
+        between a forward and its backward, or inside forward() (see training_step)."""
+        return data.lineno not in self._lines and self._known_tensor(data.value, ctx) \
+            and not self._in_initializer(ctx) and in_forward_backward_window(ctx, data.lineno)
+
+    def _report(self, data: ast.Attribute, message: str, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        self._lines.add(data.lineno)
+        self.report(data, message, **kwargs)
+
+    def _check_store(self, target: ast.AST, ctx: FileContext, op: str, value: Optional[ast.AST] = None) -> None:
         data = _data_receiver(target)
-        if data is not None and self._known_tensor(data.value, ctx) and not self._in_initializer(ctx):
-            self.report(data, self._message(data, target if op == "=" else None), params={"op": op})
+        if data is None or (value is not None and _same_tensor_converted(data, value)):
+            return
+        if self._at_risk(data, ctx):
+            self._report(data, self._message(data, target if op == "=" else None), params={"op": op})
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         for target in node.targets:
-            self._check_store(target, ctx, "=")
+            self._check_store(target, ctx, "=", node.value)
 
     def visit_AugAssign(self, node: ast.AugAssign, ctx: FileContext) -> None:
         op = _AUG_OPS.get(type(node.op), "op=")
@@ -91,9 +117,25 @@ class DataAttributeMutation(Rule):
         if not method.endswith("_") or method.startswith("_") or method in _METADATA_ONLY:
             return
         data = _data_receiver(func.value)
-        if data is None or not self._known_tensor(data.value, ctx) or self._in_initializer(ctx):
+        if data is None or not self._at_risk(data, ctx):
             return
-        self.report(data, self._message(data), params={"op": method}, fix=_no_grad_fix(node, data, ctx))
+        self._report(data, self._message(data), params={"op": method}, fix=_no_grad_fix(node, data, ctx))
+
+
+def _is_grad(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "grad"
+
+
+def _same_tensor_converted(data: ast.Attribute, value: ast.AST) -> bool:
+    """`p.data = p.data.float()` / `p.data = p.to(dtype)`: the same values in another
+    dtype, device or layout, kept in the same Parameter (an fp32 upcast)."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _CONVERSIONS):
+        return False
+    base = value.func.value
+    wanted = ast.dump(data.value)
+    return ast.dump(base) == wanted or (isinstance(base, ast.Attribute) and base.attr == "data"
+                                        and ast.dump(base.value) == wanted)
 
 
 def _no_grad_fix(call: ast.Call, data: ast.Attribute, ctx: FileContext):  # type: ignore[no-untyped-def]

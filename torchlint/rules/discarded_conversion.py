@@ -8,11 +8,15 @@ from torchlint.analysis import inference
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, dotted
 
-# Tensor-only methods: no nn.Module has them, so any receiver but a known module counts.
-_TENSOR_ONLY = frozenset({"long", "int", "contiguous", "detach", "clone", "pin_memory"})
-# nn.Module has these too and applies them in place: only flag receivers known to be tensors.
-_SHARED_WITH_MODULE = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type"})
+_CONVERSIONS = frozenset({"long", "int", "contiguous", "detach", "clone", "pin_memory",
+                          "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type"})
 
+
+def _methods_defined_here(tree: ast.Module) -> frozenset[str]:
+    """Method names that classes of this file define: a user class (an EMA helper, a
+    quantised Parameter subclass) whose `.cuda()`/`.pin_memory()` may work in place."""
+    return frozenset(stmt.name for cls in tree.body if isinstance(cls, ast.ClassDef)
+                     for stmt in cls.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 class DiscardedConversion(Rule):
     code = "TL202"
@@ -27,17 +31,21 @@ class DiscardedConversion(Rule):
             return
         method = call.func.attr
         receiver = call.func.value
-        if method not in _TENSOR_ONLY and method not in _SHARED_WITH_MODULE:
+        if method not in _CONVERSIONS:
             return
         if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls", "super"):
             return
         if method == "detach" and call.args:
             return
-        kind = inference.kind_of(receiver, ctx)
-        if method in _SHARED_WITH_MODULE:
-            if kind not in (inference.TENSOR, inference.PARAMETER):
-                return
-        elif kind == inference.MODULE:
+        # Only values known to be tensors: nn.Module and many user objects (EMA helpers,
+        # Parameter subclasses) convert in place, so an unknown receiver says nothing.
+        if inference.kind_of(receiver, ctx) not in (inference.TENSOR, inference.PARAMETER):
+            return
+        key = ("methods-defined",)
+        defined = ctx.memo.get(key)
+        if defined is None:
+            defined = ctx.memo[key] = _methods_defined_here(ctx.tree)
+        if method in defined:  # type: ignore[operator]
             return
         if method == "type" and not call.args:
             return  # x.type() returns the type string; not a conversion

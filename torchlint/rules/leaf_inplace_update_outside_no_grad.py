@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.analysis import inference
+from torchlint.analysis.frozen import parameters_of, frozen_before
 from torchlint.analysis.scopes import Binding
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, dotted, keyword, literal
@@ -27,7 +28,12 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
             return False
         # `w -= ...` rebinds the name to the same tensor: look through augmented assignments.
         binding = ctx.binding_before(node.id, node.lineno, through_augmented=True)
-        return binding is not None and self._binding_is_leaf(binding, ctx)
+        if binding is None or not self._binding_is_leaf(binding, ctx):
+            return False
+        # Frozen just before (`model.requires_grad_(False)`, `p.requires_grad = False`,
+        # `p.detach_()`): the leaf no longer requires grad, and the update is allowed.
+        owner = parameters_of(binding.node.iter) if isinstance(binding.node, (ast.For, ast.AsyncFor)) else None
+        return not frozen_before(ctx, node.id, node.lineno, owner)
 
     def _binding_is_leaf(self, b: Binding, ctx: FileContext) -> bool:
         if isinstance(b.node, (ast.For, ast.AsyncFor)):

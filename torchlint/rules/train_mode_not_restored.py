@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from torchlint.analysis.loops import is_backward, method_name
+from torchlint.analysis.frozen import is_copy_of_model
+from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, dotted, literal
 
@@ -29,6 +30,9 @@ class TrainModeNotRestored(Rule):
         if not ctx.loops:
             return
         if method_name(node) == "eval" and not node.args:
+            # `ema.eval()`, `deepcopy(model).eval()`: a copy, not the model being trained.
+            if is_copy_of_model(ctx, node.func.value, node.lineno):  # type: ignore[attr-defined]
+                return
             what = f"`{dotted(node.func)}()`"
         else:
             helper = ctx.called_function(node)
@@ -40,7 +44,9 @@ class TrainModeNotRestored(Rule):
             what = f"`{dotted(node.func)}()`, which calls `.eval()`,"
         for loop in reversed(ctx.loops):
             calls = ctx.followed_calls(loop)
-            if not any(is_backward(c, ctx) for c in calls):
+            # Training means a backward and an optimizer step: a loop that only inspects
+            # gradients (saliency, gradient norms) never trains, so eval mode there is harmless.
+            if not any(is_backward(c, ctx) for c in calls) or not any(is_optimizer_step(c) for c in calls):
                 continue
             if any(_is_train_call(c) for c in calls):
                 return
