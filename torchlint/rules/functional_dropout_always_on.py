@@ -32,9 +32,38 @@ class FunctionalDropoutAlwaysOn(Rule):
             return
         if any(isinstance(p, (ast.If, ast.IfExp)) and _tests_training(p.test) for p in ctx.parents):
             return  # `if self.training:` already limits it to training
-        short = name.rsplit(".", 1)[1]  # type: ignore[union-attr]
         p_node = arg_or_keyword(node, 1, "p")
+        if p_node is not None and _p_gated(p_node, node, ctx):
+            return  # `p=self.p if self.training else 0.0`: off in eval() already
+        short = name.rsplit(".", 1)[1]  # type: ignore[union-attr]
         p = 0.5 if p_node is None else literal(p_node)  # 0.5: the default
         self.report(node, f"`F.{short}` without `training=` stays on after `model.eval()`",
                     help="Pass `training=self.training`, or use an `nn.Dropout` layer",
                     params={"function": short, "p": p if type(p) in (int, float) else None})
+
+
+def _p_gated(p_node: ast.AST, call: ast.Call, ctx: FileContext) -> bool:
+    """Is the probability already zero outside training: it reads `.training` itself, a
+    local bound from such an expression, or a parameter that every same-class caller passes
+    gated (`self.attend(q, k, dropout_p=self.p if self.training else 0.0)`)?"""
+    if _tests_training(p_node):
+        return True
+    if not isinstance(p_node, ast.Name):
+        return False
+    value = ctx.value_before(p_node, call.lineno)
+    if value is not None:
+        return _tests_training(value)
+    fn = ctx.function
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not ctx.classes:
+        return False
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if p_node.id not in params and p_node.id not in (a.arg for a in fn.args.kwonlyargs):
+        return False
+    index = params.index(p_node.id) - 1 if p_node.id in params else None  # minus `self`
+    passed = []
+    for sub in ast.walk(ctx.classes[-1]):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == fn.name \
+                and isinstance(sub.func.value, ast.Name) and sub.func.value.id == "self":
+            arg = arg_or_keyword(sub, index if index is not None and index >= 0 else 10**6, p_node.id)
+            passed.append(arg is not None and _tests_training(arg))
+    return bool(passed) and all(passed)
