@@ -44,10 +44,37 @@ class CreateThenMove(Rule):
         target = _literal_device(node)
         if target is not None and target.startswith("cpu"):
             return  # `.to("cpu")` on a CPU tensor returns the tensor itself: nothing is copied
-        self.report(node, f"`{factory}(...)` is allocated on the CPU, then copied to the device",
+        if _one_shot(ctx):
+            return  # a warm-up or a `__main__` demo: runs once, a copy costs nothing that matters
+        if factory.endswith("_like"):  # type: ignore[union-attr]
+            source = ast.unparse(inner.args[0]) if inner.args else "the input"  # type: ignore[attr-defined]
+            where = f"is allocated on the device of `{source}`, then copied when that is not the target"
+        else:
+            where = "is allocated on the CPU, then copied to the device"
+        self.report(node, f"`{factory}(...)` {where}",
                     help=f"Pass `device=` to `{factory}`",
                     fix=_fix(node, inner, factory, ctx) if isinstance(inner, ast.Call) else None,
                     params={"target": target})
+
+
+_ONE_SHOT_PARTS = ("warm", "demo", "example")
+
+
+def _one_shot(ctx: FileContext) -> bool:
+    """Code that runs once: an `if __name__ == "__main__":` block, a function named `main`
+    or like a warm-up or demo, a loop over warm-up steps."""
+    for fn in ctx.functions:
+        name = getattr(fn, "name", "").lower()
+        if name == "main" or any(part in name for part in _ONE_SHOT_PARTS):
+            return True
+    for parent in ctx.parents:
+        if isinstance(parent, ast.If) and any(isinstance(n, ast.Name) and n.id == "__name__"
+                                              for n in ast.walk(parent.test)):
+            return True
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)) and "warm" in ast.unparse(
+                parent.iter if not isinstance(parent, ast.While) else parent.test).lower():
+            return True
+    return False
 
 
 def _fix(move: ast.Call, factory_call: ast.Call, factory: str, ctx: FileContext):  # type: ignore[no-untyped-def]
