@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from torchlint.project_torch import project_torch_floor
 from torchlint.rules.registry import RULES_BY_CODE, RULES_BY_NAME
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, format_size, is_within, parse_size, read_regular_file
 from torchlint.selection import SelectionError, SelectionLayer, parse_list, resolve
@@ -289,7 +290,7 @@ def settings_from_table(path: Optional[Path], table: dict[str, Any], cli: CliOve
     options = _validate_options(where, table.get("options", {}))
     torch_version = cli.torch_version or (
         check_torch_version(table["torch-version"], f"{where}: `torch-version`") if "torch-version" in table
-        else DEFAULT_TORCH_VERSION)
+        else project_torch_floor(root, load_toml) or DEFAULT_TORCH_VERSION)
     for rule in RULES_BY_CODE.values():
         if "torch-version" in rule.options:
             options.setdefault(rule.code, {}).setdefault("torch-version", torch_version)

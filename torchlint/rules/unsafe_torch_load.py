@@ -6,7 +6,8 @@ import ast
 
 from torchlint.checker import FileContext
 from torchlint.fix.edits import UNSAFE, add_keyword, make_fix
-from torchlint.rules.base import Rule, has_star_kwargs, keyword, literal
+from torchlint.analysis.torch_versions import at_least
+from torchlint.rules.base import TORCH_VERSION_OPTION, Rule, has_star_kwargs, keyword, literal
 
 
 def _in_type_error_fallback(ctx: FileContext) -> bool:
@@ -26,6 +27,7 @@ class UnsafeTorchLoad(Rule):
     tags = ("security", "serialization")
     requires_text = ('load',)
     security_severity = 8.8
+    options = {"torch-version": TORCH_VERSION_OPTION}
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != "torch.load" or has_star_kwargs(node):
@@ -40,6 +42,8 @@ class UnsafeTorchLoad(Rule):
             return
         if _in_type_error_fallback(ctx):
             return  # the fallback for torch versions without weights_only
+        if at_least(self.settings["torch-version"], "2.6"):
+            return  # weights_only defaults to True from torch 2.6: the hazard cannot occur
         self.report(node, "`torch.load` without `weights_only=` unpickles arbitrary code before torch 2.6",
                     help="Pass `weights_only=True` and load a `state_dict()`", params={"explicit_false": False},
                     fix=_fix(node, ctx))
