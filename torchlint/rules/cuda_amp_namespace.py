@@ -38,6 +38,8 @@ class CudaAmpNamespace(Rule):
         name = ctx.qualname(node)
         if name not in _MOVED or not at_least(self.settings["torch-version"], "2.4"):
             return  # torch.amp.GradScaler appeared in 2.3 and the old names warn from 2.4
+        if _in_compat_fallback(ctx):
+            return  # the old name is the fallback for a torch without torch.amp: it must stay
         new, device, how = _MOVED[name]
         spelled = f'{new}("{device}", ...)' if how == "first" else f'{new}(device_type="{device}")'
         self.report(node, f"`{name}` is deprecated since torch 2.4 (2.13 warns FutureWarning)",
@@ -56,6 +58,20 @@ class CudaAmpNamespace(Rule):
 
     visit_FunctionDef = _decorators
     visit_AsyncFunctionDef = _decorators
+
+
+_COMPAT_ERRORS = frozenset({"AttributeError", "TypeError", "ImportError", "ModuleNotFoundError"})
+
+
+def _in_compat_fallback(ctx: FileContext) -> bool:
+    """Inside `except (AttributeError, TypeError, ImportError):` -- the branch that runs
+    only where the new `torch.amp` spelling failed (an older torch)."""
+    for parent in ctx.parents:
+        if isinstance(parent, ast.ExceptHandler) and parent.type is not None:
+            names = parent.type.elts if isinstance(parent.type, ast.Tuple) else [parent.type]
+            if any(isinstance(n, ast.Name) and n.id in _COMPAT_ERRORS for n in names):
+                return True
+    return False
 
 
 def _candidate(func: ast.AST, ctx: FileContext) -> bool:
