@@ -37,7 +37,8 @@ _LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude",
               "fixable", "unfixable", "extend-fixable")
 _BOOL_KEYS = ("respect-gitignore", "fix", "unsafe-fixes")
 _KNOWN_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "options", "cache-dir", "max-file-size",
-                                                   "verify-memory", "verify-budget", "verify-timeout", "torch-version"}
+                                                   "verify-memory", "verify-budget", "verify-timeout", "torch-version",
+                                                   "module-bases"}
 # Security limits and their built-in values. A config file travels with the code it
 # configures (a pull request can edit it), so it may only lower these; raising one needs
 # the command-line flag. torchlint.verify.runner holds the same numbers (a test checks).
@@ -291,9 +292,12 @@ def settings_from_table(path: Optional[Path], table: dict[str, Any], cli: CliOve
     torch_version = cli.torch_version or (
         check_torch_version(table["torch-version"], f"{where}: `torch-version`") if "torch-version" in table
         else project_torch_floor(root, load_toml) or DEFAULT_TORCH_VERSION)
+    module_bases = _expect_list(where, "module-bases", table["module-bases"]) if "module-bases" in table else []
     for rule in RULES_BY_CODE.values():
         if "torch-version" in rule.options:
             options.setdefault(rule.code, {}).setdefault("torch-version", torch_version)
+        if module_bases and "module-bases" in rule.options:
+            options.setdefault(rule.code, {}).setdefault("module-bases", module_bases)
     try:
         fixable = resolve_fixable(parse_list(table.get("fixable", ["ALL"])),
                                   parse_list(table.get("extend-fixable", [])),

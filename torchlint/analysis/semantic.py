@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional, Union
 
+from torchlint.analysis.frameworks import is_framework_module
 from torchlint.analysis.imports import ImportTable, is_module_class_name, qualify
 from torchlint.analysis.scopes import (FUNCTION_TYPES, Assignments, Binding, GradRegion, Scope,
                                        grad_mode_of, iter_scope, local_names)
@@ -90,6 +91,7 @@ class SemanticModel:
             n.name: n for n in tree.body if isinstance(n, FUNCTION_TYPES)}
         self._module_class_memo: dict[str, bool] = {}
         self._self_attrs: dict[int, dict[str, tuple[Optional[str], Optional[ast.AST]]]] = {}
+        self.extra_module_bases: frozenset[str] = frozenset()  # config `module-bases`
         self.memo: dict[tuple, object] = {}  # per-file caches of analyses built on the model
         self._body_calls: dict[int, list[ast.Call]] = {}
         self._saved: list[tuple[list[ast.AST], list[GradRegion]]] = []
@@ -318,7 +320,7 @@ class SemanticModel:
     def _base_is_module(self, base: ast.AST, depth: int) -> bool:
         qn = self.module_scope.imports.qualname(base)  # bases resolve at module level
         if qn is not None:
-            return is_module_class_name(qn)
+            return is_module_class_name(qn) or is_framework_module(qn, self.extra_module_bases)
         return isinstance(base, ast.Name) and self.is_module_class_name(base.id, depth + 1)
 
     def enclosing_module_class(self) -> Optional[ast.ClassDef]:

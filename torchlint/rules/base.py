@@ -36,6 +36,11 @@ class Option:
 TORCH_VERSION_OPTION = Option(str, "2.4", "The oldest torch the code must run on (MAJOR.MINOR); set it with "
                                           "the top-level `torch-version` key or `--torch-version`.")
 
+# Rules that ask "is this class an nn.Module?" declare this; config.py fills it from the
+# top-level `module-bases` key (framework bases beyond torchlint.analysis.frameworks).
+MODULE_BASES_OPTION = Option(list, [], "Extra base classes (qualified names) whose subclasses are nn.Modules; "
+                                       "set it with the top-level `module-bases` key.", item_type=str)
+
 
 class Rule:
     code: ClassVar[str]
@@ -74,6 +79,9 @@ class Rule:
         self.settings = {k: o.default for k, o in self.options.items()}
         if settings:
             self.settings.update(settings)
+        bases = self.settings.get("module-bases")
+        if bases:
+            ctx.extra_module_bases = ctx.extra_module_bases | frozenset(bases)
         self.setup(ctx)
 
     def setup(self, ctx: "FileContext") -> None:

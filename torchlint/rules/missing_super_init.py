@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule
+from torchlint.rules.base import MODULE_BASES_OPTION, Rule
 
 
 def _calls_base_init(fn: ast.FunctionDef) -> bool:
@@ -30,6 +30,7 @@ class MissingSuperInit(Rule):
     severity = "error"
     tags = ("correctness", "module")
     requires_text = ('__init__',)
+    options = {"module-bases": MODULE_BASES_OPTION}
     precision = "very-high"
 
     def visit_ClassDef(self, node: ast.ClassDef, ctx: FileContext) -> None:

@@ -8,7 +8,7 @@ from typing import Optional
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
 from torchlint.fix.edits import UNSAFE, make_fix, module_alias, replace, text_of
-from torchlint.rules.base import Rule
+from torchlint.rules.base import MODULE_BASES_OPTION, Rule
 
 
 def _registers_manually(cls: ast.ClassDef) -> bool:
@@ -30,7 +30,8 @@ class ModuleInPlainContainer(Rule):
     summary = "nn.Module instances in a plain list/dict attribute are not registered"
     severity = "error"
     tags = ("correctness", "module")
-    requires_text = ('Module', 'nn.', 'torch.nn')
+    requires_text = ('Module', 'nn.', 'torch.nn', 'PreTrainedModel', 'ModelMixin')
+    options = {"module-bases": MODULE_BASES_OPTION}
 
     def _container(self, value: ast.AST, ctx: FileContext) -> Optional[str]:
         elements: list[ast.AST] = []

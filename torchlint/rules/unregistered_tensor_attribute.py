@@ -7,7 +7,7 @@ import ast
 from torchlint.analysis.inference import TENSOR_FACTORIES
 from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule
+from torchlint.rules.base import MODULE_BASES_OPTION, Rule
 
 
 def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
@@ -39,6 +39,7 @@ class UnregisteredTensorAttribute(Rule):
     severity = "warning"
     tags = ("correctness", "device", "module")
     requires_text = ('__init__',)
+    options = {"module-bases": MODULE_BASES_OPTION}
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         fn = ctx.function
