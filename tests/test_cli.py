@@ -15,7 +15,7 @@ BAD = textwrap.dedent("""\
     with torch.no_grad():
         loss = model(x).sum()
         loss.backward()
-    for p in model.parameters():
+    def forward(p: torch.Tensor):
         p.data -= 0.1 * p.grad
 """)
 CLEAN = "import torch\n\nx = torch.zeros(3)\n"

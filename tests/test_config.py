@@ -84,7 +84,8 @@ def textwrap_config(text: str) -> str:
 
 def test_per_rule_option_changes_behaviour(tmp_path, run_cli):
     src = ("import torch\n\n\ndef init_weights(m):\n    m.weight.data.normal_(0, 0.02)\n\n\n"
-           "def train_step(m):\n    m.weight.data.add_(1.0)\n")
+           "def forward(m):\n    m.weight.data.add_(1.0)\n\n\n"
+           "def step(m, x):\n    loss = m(x).sum()\n    init_weights(m)\n    loss.backward()\n")
     write(tmp_path, "a.py", src)
     rows = lambda: [f["location"]["row"] for f in json.loads(run_cli("check", "a.py", "--output-format", "json")[1])]  # noqa: E731
     assert rows() == [9]

@@ -205,7 +205,7 @@ def test_fixed_point_applies_fixes_that_overlap_in_later_passes():
     from torchlint.rules.registry import RULES_BY_CODE
 
     # TL102 rewrites the whole statement, so TL109's edit inside it waits for the second pass.
-    text = "import torch\np = torch.zeros(2)\np.data.add_(torch.ones(2, require_grad=True))\n"
+    text = "import torch\n\n\ndef forward(p: torch.Tensor):\n    p.data.add_(torch.ones(2, require_grad=True))\n"
     rules = [RULES_BY_CODE[c] for c in ("TL102", "TL109")]
 
     def lint(t: str):
@@ -213,8 +213,8 @@ def test_fixed_point_applies_fixes_that_overlap_in_later_passes():
 
     outcome = fix_text(text, lint(text), lint, lambda f: True)
     assert outcome.error is None and outcome.converged
-    assert outcome.text == ("import torch\np = torch.zeros(2)\n"
-                            "with torch.no_grad():\n    p.add_(torch.ones(2, requires_grad=True))\n")
+    assert outcome.text == ("import torch\n\n\ndef forward(p: torch.Tensor):\n"
+                            "    with torch.no_grad():\n        p.add_(torch.ones(2, requires_grad=True))\n")
     assert outcome.applied == {"TL102": 1, "TL109": 1}
     assert fix_text(outcome.text, lint(outcome.text), lint, lambda f: True).text == outcome.text
 

@@ -12,7 +12,7 @@ import torch
 with torch.no_grad():
     loss = model(x).sum()
     loss.backward(){c1}
-for p in model.parameters():
+def forward(p: torch.Tensor):
     p.data -= 0.1 * p.grad{c2}
 """
 
