@@ -116,19 +116,33 @@ class TrainingSteps:
         self._functions: dict[str, _AnyFunction] = {}
         self._backward_helpers: dict[int, bool] = {}
         self._in_window: Optional[set[int]] = None
-        self._all_functions: list[_AnyFunction] = []
-        for node in ast.walk(model.tree):  # the one walk: classes, their methods, every def
+        # Scopes (functions, or the module) whose own code calls something named `backward`:
+        # only they can hold a window, so only they are ever analysed.
+        self._with_backward: list[ast.AST] = []
+        marked: set[int] = set()
+        stack: list[tuple[ast.AST, ast.AST]] = [(model.tree, model.tree)]
+        while stack:  # the one walk: classes, their methods, every def, backward calls
+            node, scope = stack.pop()
             if isinstance(node, FUNCTION_TYPES):
-                self._all_functions.append(node)
+                scope = node
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr.endswith("backward") and id(scope) not in marked:
+                marked.add(id(scope))
+                self._with_backward.append(scope)
             elif isinstance(node, ast.ClassDef):
                 methods = self._methods[id(node)] = {}
                 for stmt in node.body:
                     if isinstance(stmt, FUNCTION_TYPES):
                         methods[stmt.name] = stmt
                         self._owner[id(stmt)] = node
+            stack.extend((child, scope) for child in iter_children(node))
         for stmt in model.tree.body:
             if isinstance(stmt, FUNCTION_TYPES):
                 self._functions[stmt.name] = stmt
+
+    @property
+    def has_backward(self) -> bool:
+        return bool(self._with_backward)
 
     # -- same-file calls -------------------------------------------------------
     def callee(self, call: ast.Call, scope: ast.AST) -> Optional[_AnyFunction]:
@@ -207,7 +221,7 @@ class TrainingSteps:
         by the call that starts the window: `loss = compute_loss(...)`)?"""
         if self._in_window is None:
             self._in_window = set()
-            for scope in [self.model.tree, *self._all_functions]:
+            for scope in self._with_backward:
                 for body in [scope, *(n for n in own_level_all(scope) if isinstance(n, _LOOPS))]:
                     steps = self.body(body, scope)
                     if not steps.windows:
@@ -254,6 +268,8 @@ def in_forward_backward_window(model: SemanticModel, lineno: int) -> bool:
     if fn is not None and getattr(fn, "name", "") == "forward":
         return True
     steps = training_steps(model)
+    if not steps.has_backward:
+        return False
     scope = fn if fn is not None else model.tree
     # The innermost loop first, then the loops around it: a write in `for p in params:`
     # inside the batch loop runs in that batch's window.
