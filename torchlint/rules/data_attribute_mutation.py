@@ -61,11 +61,11 @@ class DataAttributeMutation(Rule):
     help = "Write under `with torch.no_grad():` so autograd can detect a conflicting backward"
 
     def _message(self, data: ast.Attribute, target: Optional[ast.AST] = None) -> str:
-        where = "inside forward()" if getattr(self.ctx.function, "name", "") == "forward" \
-            else "between a forward and its backward"
+        where = "in forward()" if getattr(self.ctx.function, "name", "") == "forward" \
+            else "before backward()"
         if isinstance(target, ast.Attribute):  # `p.data = value` swaps the data, not a write into it
-            return f"`{dotted(data)} = ...` {where} swaps data a live graph may have saved, unchecked by autograd"
-        return f"In-place write through `{dotted(data)}` {where}: autograd's version check cannot see it"
+            return f"`{dotted(data)} = ...` {where} swaps saved data unseen by autograd"
+        return f"Write through `{dotted(data)}` {where} is unseen by autograd's version check"
 
     def _known_tensor(self, receiver: ast.AST, ctx: FileContext) -> bool:
         """Only tensors whose `.data` is Tensor.data: not `p.grad` (never saved for

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.analysis.frozen import is_copy_of_model
-from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name
+from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name, receiver_name
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule, dotted, literal
 
@@ -14,6 +14,14 @@ def _is_train_call(call: ast.Call) -> bool:
     if method_name(call) != "train":
         return False
     return not call.args or literal(call.args[0]) is not False
+
+
+def _steps(call: ast.Call) -> bool:
+    """An optimizer step: `opt.step()`, `sgd.step()`, `scaler.step(opt)`; not a scheduler's."""
+    if is_optimizer_step(call):
+        return True
+    name = receiver_name(call).lower()
+    return method_name(call) == "step" and "sched" not in name and not name.startswith("lr") and "env" not in name
 
 
 class TrainModeNotRestored(Rule):
@@ -46,7 +54,7 @@ class TrainModeNotRestored(Rule):
             calls = ctx.followed_calls(loop)
             # Training means a backward and an optimizer step: a loop that only inspects
             # gradients (saliency, gradient norms) never trains, so eval mode there is harmless.
-            if not any(is_backward(c, ctx) for c in calls) or not any(is_optimizer_step(c) for c in calls):
+            if not any(is_backward(c, ctx) for c in calls) or not any(_steps(c) for c in calls):
                 continue
             if any(_is_train_call(c) for c in calls):
                 return
