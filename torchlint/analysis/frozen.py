@@ -50,22 +50,23 @@ def frozen_lines(model: SemanticModel, scope: Scope) -> dict[str, int]:
     """Text of each frozen tensor or module in `scope` -> the first line that froze it. A
     loop `for p in m.parameters(): p.requires_grad = False` freezes `m`."""
     key = ("frozen", id(scope))
-    found = model.memo.get(key)
-    if found is None:
-        found = {}
-        body = scope.body if isinstance(scope.body, list) else [ast.Expr(scope.body)]
-        for node in iter_scope(body):
-            text = _freezes(node)
-            if text is not None:
-                found.setdefault(text, node.lineno)  # type: ignore[attr-defined]
-            elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, (ast.Name, ast.Tuple)):
-                owner = parameters_of(node.iter)
-                var = node.target if isinstance(node.target, ast.Name) else node.target.elts[-1]
-                if owner is not None and isinstance(var, ast.Name) and any(
-                        _freezes(sub) == var.id for sub in iter_scope(node.body)):
-                    found.setdefault(owner, node.lineno)
-        model.memo[key] = found
-    return found  # type: ignore[return-value]
+    memo = model.memo.get(key)
+    if memo is not None:
+        return memo  # type: ignore[return-value]
+    found: dict[str, int] = {}
+    body: list[ast.stmt] = scope.body if isinstance(scope.body, list) else [ast.Expr(scope.body)]
+    for node in iter_scope(body):
+        text = _freezes(node)
+        if text is not None:
+            found.setdefault(text, getattr(node, "lineno", 0))
+        elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, (ast.Name, ast.Tuple)):
+            owner = parameters_of(node.iter)
+            var = node.target if isinstance(node.target, ast.Name) else node.target.elts[-1]
+            if owner is not None and isinstance(var, ast.Name) and any(
+                    _freezes(sub) == var.id for sub in iter_scope(node.body)):
+                found.setdefault(owner, node.lineno)
+    model.memo[key] = found
+    return found
 
 
 def frozen_before(model: SemanticModel, text: str, lineno: int, owner: Optional[str] = None) -> bool:
