@@ -184,7 +184,7 @@ def test_output_file(tmp_path, run_cli):
 
 def test_statistics(tmp_path, run_cli):
     write(tmp_path, "a.py", BAD)
-    write(tmp_path, "b.py", BAD.split("for p in")[0])
+    write(tmp_path, "b.py", BAD.split("def forward")[0])
     out = run_cli("check", ".", "--statistics")[1]
     assert out.splitlines() == ["    2\tTL101\tbackward-under-no-grad", "    1\tTL102\tdata-attribute-mutation"]
 
