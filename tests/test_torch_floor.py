@@ -48,3 +48,17 @@ def test_explicit_setting_wins_over_the_requirement(tmp_path, run_cli):
     assert "TL601" in run_cli("check", "--select", "TL601", "m.py")[1]
     code, out, _ = run_cli("check", "--select", "TL601", "--torch-version", "2.7", "m.py")
     assert code == 0 and "TL601" not in out
+
+
+def test_a_pyproject_linking_out_of_the_project_gives_no_floor(tmp_path):
+    from torchlint.config import load_toml
+    from torchlint.project_torch import project_torch_floor
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["torch>=2.7"]\n')
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").symlink_to(outside / "pyproject.toml")
+    assert project_torch_floor(project, load_toml) is None
+    assert project_torch_floor(outside, load_toml) == "2.7"

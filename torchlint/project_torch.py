@@ -4,6 +4,7 @@ rule never names a hazard "before torch 2.6" in a project that cannot run on it.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Optional
@@ -30,6 +31,8 @@ def project_torch_floor(root: Path, load: Any) -> Optional[str]:
     path = root / "pyproject.toml"
     if not path.is_file():
         return None
+    if path.is_symlink() and os.path.dirname(os.path.realpath(path)) != os.path.realpath(root):
+        return None  # a link out of the project is never read (see config._config_in)
     try:
         data = load(path)
     except Exception:  # a broken pyproject is reported by the config loader, not here
