@@ -21,6 +21,8 @@ class RuntimeCheck:
 
 
 RUNTIME_CHECKS: tuple[RuntimeCheck, ...] = (
+    RuntimeCheck("TL020", "program-crashed",
+                 "The program ended with an uncaught exception: the exception, its frame and the step"),
     RuntimeCheck("TL120", "parameter-without-gradient",
                  "Parameters the optimizer updates received no gradient in any observed step", "warning"),
     RuntimeCheck("TL121", "non-finite-value",

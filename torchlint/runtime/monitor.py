@@ -19,6 +19,7 @@ import json
 import math
 import os
 import random
+import re
 import site
 import sys
 import sysconfig
@@ -27,6 +28,14 @@ import weakref
 from typing import Any, Callable, Optional
 
 ENV_DIR = "TORCHLINT_RUNTIME_DIR"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_CAUSE = re.compile(r"[A-Za-z]+ error: ")
+
+
+def _sentence(line: str) -> str:
+    """The first sentence of an error line, at most 300 characters."""
+    end = line.find(". ", 20)
+    return (line if end < 0 else line[:end + 1])[:300]
 ENV_MAX_STEPS = "TORCHLINT_RUNTIME_MAX_STEPS"
 
 # Detailed events kept per (kind, site); later ones are only counted.
@@ -801,6 +810,28 @@ class Monitor:
                 event["prob_range"] = [float(target.min()), float(target.max())]
         return event
 
+    # -- crashes ------------------------------------------------------------------------
+
+    def record_crash(self, kind: type, value: BaseException, tb: Any) -> None:
+        frames = []
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if self.user.is_user(code.co_filename):
+                frames.append([self.user.realpath(code.co_filename), tb.tb_lineno, code.co_name, code.co_firstlineno,
+                               self._last_line_of(code)])
+            tb = tb.tb_next
+        lines = [_ANSI.sub("", line).strip() for line in str(value).strip().splitlines()]
+        lines = [line for line in lines if line]
+        name = kind.__qualname__ if kind.__module__ in ("builtins", "__main__") else f"{kind.__module__}.{kind.__qualname__}"
+        # The first sentence, and the lines that name a cause (torch.load's "WeightsUnpickler error: ...").
+        detail = [_sentence(line) for line in lines[1:20] if _CAUSE.match(line)][:2]
+        self.record("crash", frames[-1] if frames else None, always=True, exception=name,
+                    message=_sentence(lines[0]) if lines else "", detail=detail, frames=frames[-CRASH_FRAMES:])
+        self.dump()
+
+    def _last_line_of(self, code: Any) -> int:
+        return self.user._last_line(code)
+
     # -- DataLoader workers -------------------------------------------------------------
 
     def record_worker_streams(self, probe: "_WorkerProbe", worker_id: int) -> None:
@@ -986,4 +1017,24 @@ def start_from_environment() -> Optional[Monitor]:
     set_current(monitor)
     monitor.install()
     atexit.register(monitor.dump)
+    sys.excepthook = _crash_hook(monitor, sys.excepthook)
     return monitor
+
+
+CRASH_FRAMES = 12  # user frames of a crash's traceback kept, innermost last
+
+
+def _crash_hook(monitor: Monitor, previous: Callable) -> Callable:
+    """Records the exception that ends the process (the crash is a result), then hands it to the
+    hook that was there, which prints the traceback exactly as before."""
+
+    def excepthook(kind: type, value: BaseException, tb: Any) -> None:
+        if not issubclass(kind, KeyboardInterrupt):
+            try:
+                monitor.record_crash(kind, value, tb)
+            except Exception:  # the traceback must still be printed
+                pass
+        previous(kind, value, tb)
+
+    return excepthook
+
