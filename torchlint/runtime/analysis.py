@@ -186,13 +186,20 @@ def _worker_groups(obs: Observation, match: Callable[[dict], bool]) -> list[list
     return [sorted(g, key=lambda e: e["worker_id"]) for g in groups.values()]
 
 
-def _identical(group: list[dict], section: str) -> dict[str, list]:
-    """Streams every worker of the group drew identically."""
+def _identical(group: list[dict], section: str, drawn: set[str]) -> dict[str, list]:
+    """Streams every worker of the group drew identically, of those the dataset drew from."""
     if len(group) < 2:
         return {}
     names = set.intersection(*(set(e[section]) for e in group))
     return {n: group[0][section][n] for n in sorted(names)
-            if group[0][section][n] is not None and all(e[section][n] == group[0][section][n] for e in group)}
+            if group[0][section][n] is not None and all(e[section][n] == group[0][section][n] for e in group)
+            and f"{section}:{n}" in drawn}
+
+
+def _drawn(obs: Observation, group: list[dict]) -> set[str]:
+    """The streams that moved during a first batch of any worker of the group's DataLoader."""
+    loader = group[0]["loader"]
+    return {name for e in obs.by_kind["worker_rng_drawn"] if e.get("loader") == loader for name in e["drawn"]}
 
 
 def _tl301(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
@@ -201,7 +208,7 @@ def _tl301(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
         return _not_reached("no DataLoader worker started from this line")
     starts = sum(len(g) for g in groups)
     for group in groups:
-        same = _identical(group, "streams")
+        same = _identical(group, "streams", _drawn(obs, group))
         if same:
             name, draws = next(iter(same.items()))
             return _verdict("confirmed", f"{len(group)} workers of this DataLoader drew identical first values "
@@ -212,6 +219,10 @@ def _tl301(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
     if not any(g[0]["streams"] for g in groups):
         return _verdict("not-observed", f"{starts} worker start(s); the dataset ({group[0]['dataset']}) held no "
                                         "RNG object", starts)
+    undrawn = _identical(group, "streams", {f"streams:{n}" for n in group[0]["streams"]})
+    if undrawn:
+        return _verdict("not-observed", f"{starts} worker start(s); workers held identical {', '.join(undrawn)}, "
+                                        "but no worker drew from it while loading a batch", starts)
     name = next(iter(group[0]["streams"]))
     shown = "; ".join(f"worker {e['worker_id']}: {e['streams'].get(name)}" for e in group[:2])
     return _verdict("not-observed", f"{starts} worker start(s); workers drew different values from {name} "
@@ -421,10 +432,17 @@ def _tl121(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
             message = (f"NaN/Inf first appeared at step {e['step']} in the output {_shape(e['output'])} of {what}, "
                        f"{origin}")
         elif e["where"] == "loss":
-            message = f"the loss was {e['value']} at step {e['step']} while every layer output was finite"
+            but = " but for -inf" if e.get("masked_inf") else ""
+            message = f"the loss was {e['value']} at step {e['step']} while every layer output was finite{but}"
         else:
             message = (f"the gradient of `{e.get('name') or 'a parameter'}` {_shape(e['tensor'])} held NaN/Inf at "
-                       f"step {e['step']} while the loss and activations were finite")
+                       f"step {e['step']} while the loss and activations were finite"
+                       f"{' but for -inf' if e.get('masked_inf') else ''}")
+        masked = e.get("masked_inf")
+        if masked:
+            what = f"`{masked['name']}` ({masked['module']})" if masked.get("name") else masked["module"]
+            message += (f"; before it, at step {masked['step']}, the output of {what} at {_where(masked['site'], cwd)} "
+                        "held -inf (a mask is harmless where a softmax or masked_fill consumes it; this one was not)")
         out.append(RuntimeProblem("TL121", e["site"], message))
     return out
 
@@ -486,10 +504,11 @@ def _tl222(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
 def _tl320(obs: Observation, cwd: Path, static_sites: set) -> list[RuntimeProblem]:
     out = []
     for group in _worker_groups(obs, lambda e: True):
-        same = dict(_identical(group, "global"))
+        drawn = _drawn(obs, group)
+        same = dict(_identical(group, "global", drawn))
         site = group[0]["site"]
         if site is None or (site[0], site[1]) not in static_sites:  # else TL301 reports the dataset's own RNGs
-            same.update(_identical(group, "streams"))
+            same.update(_identical(group, "streams", drawn))
         if same:
             names = ", ".join(same)
             first = next(iter(same.values()))

@@ -180,6 +180,27 @@ def _finite(tensor: Any) -> bool:
     return bool(torch.isfinite(tensor.detach()).all())
 
 
+def _only_negative_inf(tensor: Any) -> bool:
+    """No NaN and no +inf (called on a tensor that is not all finite)."""
+    import torch
+
+    detached = tensor.detach()
+    return not bool(torch.isnan(detached).any()) and not bool(torch.isposinf(detached).any())
+
+
+def _fp32_norms_only(module: Any, dtypes: dict[str, int]) -> bool:
+    """Low-precision weights with float32 normalization layers: the mixed-precision recipe
+    (norm statistics kept in fp32), not a forgotten cast (TL222)."""
+    if set(dtypes) - {"torch.float32", "torch.bfloat16", "torch.float16"} or "torch.float32" not in dtypes:
+        return False
+    for sub in module.modules():
+        is_norm = "Norm" in type(sub).__name__
+        for p in sub.parameters(recurse=False):
+            if str(p.dtype) == "torch.float32" and not is_norm:
+                return False
+    return True
+
+
 def _env_rank() -> int:
     try:
         return int(os.environ.get("RANK", "0") or 0)
@@ -232,8 +253,10 @@ class Monitor:
         self.steps = 0
         self.local = threading.local()
         self.reported_nonfinite = False
+        self.masked_inf: Optional[dict] = None  # the first -inf-only activation (a mask?), for context
         self._last_screened: Any = lambda: None  # weakref to the last module output screened for NaN/Inf
-        self.pending_roots: list = []  # (module ref, site, training) of grad-enabled forwards since the last backward
+        self.pending_roots: list[dict] = []  # grad-enabled root forwards since the last backward
+        self.pending_eval: list[dict] = []  # backwards through an eval-mode forward, awaiting an optimizer step
         self.pending_data: list = []  # `.data` accesses while a forward awaited its backward
         self.roots: Any = None  # WeakSet of root modules seen
         self.checked_modules: Any = None
@@ -407,6 +430,8 @@ class Monitor:
             finally:
                 monitor.local.in_backward = False
                 monitor.record("backward", site, **event)
+                # autograd.grad and backward(inputs=...) leave the parameters' .grad alone.
+                monitor._after_backward(site, original.__name__ != "grad" and kwargs.get("inputs") is None)
                 if original.__name__ != "grad":
                     monitor.backward_since_step = True
                     monitor.last_grad_event = ("backward", site)
@@ -423,15 +448,8 @@ class Monitor:
             value = float(loss.detach())
             if not math.isfinite(value):
                 self.reported_nonfinite = True
-                self.record("nonfinite", site, where="loss", value=str(value), always=True)
-        for ref, forward_site, training in self.pending_roots:
-            module = ref()
-            if module is None or training:
-                continue
-            layers = sorted({type(m).__name__ for m in module.modules() if type(m).__name__ in MODE_DEPENDENT})
-            if layers:
-                self.record("eval_backward", site, module=type(module).__name__, forward_site=forward_site,
-                            layers=layers, eval_site=self._eval_sites.get(module))
+                self.record("nonfinite", site, where="loss", value=str(value), masked_inf=self.masked_inf,
+                            always=True)
         written = [p for p in self.pending_data if p["assigned"] or p["alias"]._version > 0]
         if not written:
             return
@@ -444,6 +462,40 @@ class Monitor:
                         saved_by=saved.get(storage), tensor=access["desc"],
                         name=names.get(id(tensor)) if tensor is not None else None, always=True)
         del torch
+
+    @_guarded
+    def _after_backward(self, site: Optional[list], accumulates: bool) -> None:
+        """TL720: a backward that ran through an eval-mode forward (its output's hook fired) waits
+        for an optimizer step over that module's parameters; a zero_grad in between drops it."""
+        for entry in self.pending_roots:
+            for handle in entry.get("handles", ()):
+                handle.remove()
+            module = entry["ref"]()
+            if accumulates and entry.get("reached") and module is not None:
+                self.pending_eval.append({"ref": entry["ref"], "site": site, "forward_site": entry["site"],
+                                          "layers": entry["layers"], "module": type(module).__name__,
+                                          "eval_site": self._eval_sites.get(module)})
+        del self.pending_eval[:-16]
+
+    @_guarded
+    def _resolve_eval(self, owner: Any, stepped: bool) -> None:
+        """`owner` (an optimizer stepping or zeroing, or a module zeroing) settles the pending
+        eval-mode backwards over its parameters: reported at a step, dropped at a zero_grad."""
+        if not self.pending_eval:
+            return
+        if hasattr(owner, "param_groups"):
+            ids = {id(p) for group in owner.param_groups for p in group["params"]}
+        else:
+            ids = {id(p) for p in owner.parameters()}
+        kept = []
+        for entry in self.pending_eval:
+            module = entry["ref"]()
+            if module is None or not any(id(p) in ids for p in module.parameters()):
+                kept.append(entry)
+            elif stepped:
+                self.record("eval_backward", entry["site"], module=entry["module"],
+                            forward_site=entry["forward_site"], layers=entry["layers"], eval_site=entry["eval_site"])
+        self.pending_eval = kept
 
     def _patch_data_property(self, torch: Any) -> None:
         descriptor = torch._C.TensorBase.__dict__["data"]
@@ -476,7 +528,7 @@ class Monitor:
         self.pending_data.append({
             "ref": weakref.ref(tensor), "alias": alias if alias is not None else tensor, "assigned": assigned,
             "site": site, "storage": tensor.untyped_storage().data_ptr(), "desc": _describe(tensor),
-            "forward_site": self.pending_roots[-1][1],
+            "forward_site": self.pending_roots[-1]["site"],
         })
 
     def _parameter_names(self) -> dict[int, str]:
@@ -502,7 +554,7 @@ class Monitor:
         self.roots.add(module)
         site = self.user.site(2)
         if torch.is_grad_enabled():
-            self.pending_roots.append((weakref.ref(module), site, module.training))
+            self.pending_roots.append({"ref": weakref.ref(module), "site": site})
             if len(self.pending_roots) > 64:  # forwards never backpropagated (an eval loop without no_grad)
                 del self.pending_roots[:-64]
         if module not in self.checked_modules:
@@ -529,7 +581,7 @@ class Monitor:
         for p in params:
             if p.dtype.is_floating_point:
                 dtypes[str(p.dtype)] = dtypes.get(str(p.dtype), 0) + 1
-        if len(dtypes) > 1:
+        if len(dtypes) > 1 and not _fp32_norms_only(module, dtypes):
             by_dtype: dict[str, list[str]] = {}
             for name, p in module.named_parameters():
                 by_dtype.setdefault(str(p.dtype), []).append(name)
@@ -539,6 +591,8 @@ class Monitor:
     @_guarded
     def _forward_hook(self, module: Any, args: Any, output: Any) -> None:
         self.local.depth = max(0, self._depth() - 1)
+        if not self.local.depth and not module.training and self.pending_roots:
+            self._watch_eval_forward(module, output)
         if self.reported_nonfinite:
             return
 
@@ -547,17 +601,41 @@ class Monitor:
             return  # a container returning its last layer's output: already screened
         for tensor in outputs:
             self._last_screened = weakref.ref(tensor)
-            if not _finite(tensor):
-                inputs_finite = all(_finite(t) for t in _tensors(args))
-                bad_params = [n for n, p in module.named_parameters(recurse=False)
-                              if not _finite(p)]
-                self.reported_nonfinite = True
-                names = {id(m): n for root in list(self.roots) for n, m in root.named_modules()}
-                self.record("nonfinite", self.user.site(2), where="activation", module=type(module).__name__,
-                            name=names.get(id(module)), inputs_finite=inputs_finite, output=_describe(tensor),
-                            bad_params=bad_params,
-                            always=True)
-                return
+            if _finite(tensor):
+                continue
+            names = {id(m): n for root in list(self.roots) for n, m in root.named_modules()}
+            if _only_negative_inf(tensor):
+                # -inf and finite values only: a mask (causal attention, invalid actions) that a
+                # softmax or masked_fill turns into 0. It is a problem only if a NaN/Inf follows.
+                if self.masked_inf is None:
+                    self.masked_inf = {"module": type(module).__name__, "name": names.get(id(module)),
+                                       "site": self.user.site(2), "step": self.steps}
+                continue
+            inputs_finite = all(_finite(t) or _only_negative_inf(t) for t in _tensors(args))
+            bad_params = [n for n, p in module.named_parameters(recurse=False) if not _finite(p)]
+            self.reported_nonfinite = True
+            self.record("nonfinite", self.user.site(2), where="activation", module=type(module).__name__,
+                        name=names.get(id(module)), inputs_finite=inputs_finite, output=_describe(tensor),
+                        bad_params=bad_params, masked_inf=self.masked_inf, always=True)
+            return
+
+    def _watch_eval_forward(self, module: Any, output: Any) -> None:
+        """An eval-mode root forward with Dropout/BatchNorm layers and parameters that train: a
+        hook on its outputs tells whether a backward runs through it (TL720)."""
+        entry = self.pending_roots[-1]
+        if entry["ref"]() is not module or not any(p.requires_grad for p in module.parameters()):
+            return
+        layers = sorted({type(m).__name__ for m in module.modules() if type(m).__name__ in MODE_DEPENDENT})
+        if not layers:
+            return
+        entry.update(layers=layers, handles=[])
+
+        def reached(grad: Any) -> None:
+            entry["reached"] = True
+
+        for tensor in _tensors(output):
+            if tensor.requires_grad:
+                entry["handles"].append(tensor.register_hook(reached))
 
     # -- optimizers ---------------------------------------------------------------------
 
@@ -567,6 +645,7 @@ class Monitor:
 
         site = self.user.site(2)
         self.optimizers.add(optimizer)
+        self._resolve_eval(optimizer, stepped=True)
         if self.backward_since_step and self.last_grad_event and self.last_grad_event[0] == "zero_grad":
             self.record("zeroed_before_step", self.last_grad_event[1], step_site=site, always=True)
         every = [p for group in optimizer.param_groups for p in group["params"]]
@@ -588,7 +667,7 @@ class Monitor:
                     self.reported_nonfinite = True
                     names = names or self._parameter_names()
                     self.record("nonfinite", site, where="gradient", name=names.get(id(p)), tensor=_describe(p),
-                                always=True)
+                                masked_inf=self.masked_inf, always=True)
                     break
 
     def _step_post_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -621,6 +700,7 @@ class Monitor:
         def zero_grad(owner: Any, *args: Any, **kwargs: Any) -> Any:
             result = original(owner, *args, **kwargs)
             site = monitor.user.site(2)
+            monitor._resolve_eval(owner, stepped=False)
             monitor.zeroed_since_step = True
             monitor.last_grad_event = ("zero_grad", site)
             monitor.record("zero_grad", site, after_backward=monitor.backward_since_step)
@@ -835,28 +915,68 @@ class Monitor:
     # -- DataLoader workers -------------------------------------------------------------
 
     def record_worker_streams(self, probe: "_WorkerProbe", worker_id: int) -> None:
-        import torch
         from torch.utils.data import get_worker_info
 
         info = get_worker_info()
         dataset = info.dataset if info is not None else None
-        streams: dict[str, Any] = {}
-        for label, rng in _dataset_rngs(dataset):
-            draws = _peek(rng)
-            if draws is not None:
-                streams[label] = draws
-        global_streams: dict[str, Any] = {"random": _peek(random.Random(0), state=random.getstate())}
-        np = sys.modules.get("numpy")
-        if np is not None:
-            legacy = np.random.RandomState()
-            legacy.set_state(np.random.get_state())
-            global_streams["numpy.random"] = _rounded(legacy.random_sample(DRAWS).tolist())
-        generator = torch.Generator()
-        generator.set_state(torch.get_rng_state())
-        global_streams["torch"] = _rounded(torch.rand(DRAWS, generator=generator).tolist())
+        streams, global_streams = _worker_draws(dataset)
         self.sink.write({"kind": "worker_rng", "pid": os.getpid(), "site": probe.loader_site, "loader": probe.key,
                          "worker_id": worker_id, "num_workers": probe.num_workers,
                          "dataset": type(dataset).__name__, "streams": streams, "global": global_streams})
+        self._watch_first_fetch(probe, worker_id, dataset, streams, global_streams)
+
+    def _watch_first_fetch(self, probe: "_WorkerProbe", worker_id: int, dataset: Any, streams: dict,
+                           global_streams: dict) -> None:
+        """After this worker's first batch, which streams moved? Identical streams that the
+        dataset never draws from (an RNG used only in __init__) are harmless (TL320/TL301)."""
+        from torch.utils.data._utils import fetch
+
+        monitor = self
+        fetchers = (fetch._MapDatasetFetcher, fetch._IterableDatasetFetcher)
+        originals = {cls: cls.__dict__["fetch"] for cls in fetchers if "fetch" in cls.__dict__}
+
+        def wrap(original: Callable) -> Callable:
+            @functools.wraps(original)
+            def first_fetch(fetcher: Any, *args: Any, **kwargs: Any) -> Any:
+                for cls, method in originals.items():  # once per worker: put torch back first
+                    setattr(cls, "fetch", method)
+                result = original(fetcher, *args, **kwargs)
+                try:
+                    after, after_global = _worker_draws(dataset)
+                    drawn = [f"streams:{n}" for n, d in streams.items() if after.get(n) != d]
+                    drawn += [f"global:{n}" for n, d in global_streams.items() if after_global.get(n) != d]
+                    monitor.sink.write({"kind": "worker_rng_drawn", "pid": os.getpid(), "loader": probe.key,
+                                        "worker_id": worker_id, "drawn": drawn})
+                except Exception as exc:
+                    monitor.sink.write({"kind": "internal_error", "pid": os.getpid(), "where": "worker fetch",
+                                        "error": repr(exc)[:300]})
+                return result
+
+            return first_fetch
+
+        for cls, method in originals.items():
+            setattr(cls, "fetch", wrap(method))
+
+
+def _worker_draws(dataset: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The next draws of the dataset's RNG objects and of the global generators, from copies."""
+    import torch
+
+    streams: dict[str, Any] = {}
+    for label, rng in _dataset_rngs(dataset):
+        draws = _peek(rng)
+        if draws is not None:
+            streams[label] = draws
+    global_streams: dict[str, Any] = {"random": _peek(random.Random(0), state=random.getstate())}
+    np = sys.modules.get("numpy")
+    if np is not None:
+        legacy = np.random.RandomState()
+        legacy.set_state(np.random.get_state())
+        global_streams["numpy.random"] = _rounded(legacy.random_sample(DRAWS).tolist())
+    generator = torch.Generator()
+    generator.set_state(torch.get_rng_state())
+    global_streams["torch"] = _rounded(torch.rand(DRAWS, generator=generator).tolist())
+    return streams, global_streams
 
 
 def _saved_storages(loss: Any, limit: int = 10_000) -> dict[int, str]:
