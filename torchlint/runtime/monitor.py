@@ -939,7 +939,7 @@ class Monitor:
             @functools.wraps(original)
             def first_fetch(fetcher: Any, *args: Any, **kwargs: Any) -> Any:
                 for cls, method in originals.items():  # once per worker: put torch back first
-                    cls.fetch = method
+                    cls.fetch = method  # type: ignore[method-assign]
                 result = original(fetcher, *args, **kwargs)
                 try:
                     after, after_global = _worker_draws(dataset)
@@ -955,7 +955,7 @@ class Monitor:
             return first_fetch
 
         for cls, method in originals.items():
-            cls.fetch = wrap(method)
+            cls.fetch = wrap(method)  # type: ignore[method-assign]
 
 
 def _worker_draws(dataset: Any) -> tuple[dict[str, Any], dict[str, Any]]:
