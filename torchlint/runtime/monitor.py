@@ -24,6 +24,7 @@ import site
 import sys
 import sysconfig
 import threading
+import warnings
 import weakref
 from typing import Any, Callable, Optional
 
@@ -178,6 +179,29 @@ def _finite(tensor: Any) -> bool:
     if math.isfinite(float(tensor.detach().sum())):
         return True
     return bool(torch.isfinite(tensor.detach()).all())
+
+
+
+def _transparent_warn(real_warn: Callable) -> Callable:
+    """`warnings.warn` that looks through the monitors' wrappers. torch warns its caller's line
+    (`stacklevel=2`); when that caller is a wrapper here, the warning would name this file. It
+    goes one frame further out instead, to the program's line: same text, filters, "once per
+    location" registry and `catch_warnings(record=True)` entry as without the monitors."""
+
+    @functools.wraps(real_warn)
+    def warn(message: Any, category: Any = None, stacklevel: int = 1, source: Any = None, **kwargs: Any) -> None:
+        level = stacklevel
+        try:
+            frame: Any = sys._getframe(1)  # the function that warns: stacklevel 1
+            for _ in range(level - 1):
+                frame = frame.f_back
+            while frame is not None and frame.f_code.co_filename == __file__:
+                frame, level = frame.f_back, level + 1
+        except (AttributeError, ValueError, TypeError):  # a stack shorter than stacklevel
+            level = stacklevel
+        real_warn(message, category, level + 1, source, **kwargs)  # + 1: this frame
+
+    return warn
 
 
 def _only_negative_inf(tensor: Any) -> bool:
@@ -351,6 +375,7 @@ class Monitor:
         from torch.utils.data import dataloader as dataloader_mod
 
         self.user.add_excluded(os.path.dirname(torch.__file__))
+        self._patch(warnings, "warn", _transparent_warn(warnings.warn))
         self.roots = weakref.WeakSet()
         self.checked_modules = weakref.WeakSet()
         self._loader_sites = weakref.WeakKeyDictionary()
@@ -844,7 +869,8 @@ class Monitor:
         if arguments.get("size_average") is not None or arguments.get("reduce") is not None:
             from torch.nn import _reduction
 
-            reduction = _reduction.legacy_get_string(arguments.get("size_average"), arguments.get("reduce"))
+            reduction = _reduction.legacy_get_string(arguments.get("size_average"), arguments.get("reduce"),
+                                                     emit_warning=False)  # the loss itself warns the user
         event: dict[str, Any] = {"fn": name, "site": self.user.site(3), "module_site": module_site,
                                  "module": type(owner).__name__ if isinstance(owner, torch.nn.Module) else None,
                                  "reduction": reduction, "grad_enabled": torch.is_grad_enabled()}
