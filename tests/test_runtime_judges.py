@@ -198,7 +198,25 @@ for step in range(3):
     opt.step()
 """
 
+# -- TL601: what the load did ---------------------------------------------------------------
+
+RESUME = """
+class Settings:
+    lr = 0.1
+
+
+model = nn.Linear(2, 2)
+torch.save({"model": model.state_dict(), "settings": {settings}}, "ckpt.pt")
+try:
+    state = torch.load("ckpt.pt")  # TL601
+except Exception:  # the resume falls back to a full unpickle
+    state = torch.load("ckpt.pt", weights_only=False)
+model.load_state_dict(state["model"])
+"""
+
 CASES = {
+    "tl601-resume": (RESUME.replace("{settings}", '{"lr": 0.1}'), RESUME.replace("{settings}", "Settings()"),
+                     "TL601"),
     "tl121-masks": (POLICY.replace("{loss}", POLICY_CLEAN), POLICY.replace("{loss}", POLICY_BUGGY), "TL121"),
     "tl720-distillation": (DISTILLATION.format(params="student.parameters()"),
                            DISTILLATION.format(params="[*student.parameters(), *teacher.parameters()]"), "TL720"),
@@ -221,6 +239,16 @@ def confirmed(tmp_path, program: str) -> list[str]:
     result = torchlint_run("--output-format", "json", "--", sys.executable, str(script), cwd=tmp_path)
     assert result.returncode in (0, 1), result.stderr
     return sorted({f["code"] for f in findings_of(result) if f["runtime"]["verdict"] == "confirmed"})
+
+
+def test_tl601_no_side_says_what_the_load_did(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(HEADER) + RESUME.replace("{settings}", '{"lr": 0.1}'), encoding="utf-8")
+    result = torchlint_run("--output-format", "json", "--", sys.executable, str(script), cwd=tmp_path)
+    [load] = [f for f in findings_of(result) if f["code"] == "TL601" and f["runtime"]["hits"]]
+    assert load["runtime"]["verdict"] == "not-observed"
+    assert load["runtime"]["evidence"] == ("ran 1 time(s), each with weights_only=True: the file held only tensors "
+                                           "and plain containers")
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -354,9 +354,27 @@ def _tl704(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
                                     "eval mode by it", hits)
 
 
+def _tl601(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
+    calls, hits = _calls_at(obs, "load", path, rows)
+    if not calls:
+        return _not_reached("no torch.load call ran at this line")
+    for e in calls:
+        if e.get("error") and "Unpickl" in e["error"]:
+            detail = f" ({e['detail'][0].rstrip('.')})" if e.get("detail") else ""
+            return _verdict("confirmed", f"at step {e['step']}, torch.load raised {e['error'].rstrip('.')}{detail}: "
+                                         "the file holds objects only full unpickling can build, so it loads "
+                                         "only with weights_only=False, which runs code from the file", hits)
+        if e.get("weights_only") is False:
+            return _verdict("confirmed", f"at step {e['step']}, torch.load ran with weights_only=False: any "
+                                         "callable the file names was imported and called", hits)
+    how = "with weights_only=True" if all(e.get("weights_only") for e in calls) else "without error"
+    return _verdict("not-observed", f"ran {hits} time(s), each {how}: the file held only tensors and plain "
+                                    "containers", hits)
+
+
 STATIC_MONITORS: dict[str, Callable[[Observation, str, tuple[int, int], Path], Verdict]] = {
     "TL101": _tl101, "TL102": _tl102, "TL103": _tl103, "TL104": _tl104, "TL201": _tl201, "TL301": _tl301,
-    "TL401": _tl401, "TL402": _tl402, "TL403": _tl403, "TL501": _tl501, "TL704": _tl704,
+    "TL401": _tl401, "TL402": _tl402, "TL403": _tl403, "TL501": _tl501, "TL601": _tl601, "TL704": _tl704,
 }
 
 

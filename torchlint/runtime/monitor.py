@@ -204,6 +204,20 @@ def _transparent_warn(real_warn: Callable) -> Callable:
     return warn
 
 
+def _weights_only(args: tuple, kwargs: dict) -> Optional[bool]:
+    """The weights_only torch.load will use (its own default rule), None if unknown."""
+    if kwargs.get("weights_only") is not None:
+        return bool(kwargs["weights_only"])
+    if os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in ("1", "y", "yes", "true"):
+        return False
+    if os.environ.get("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in ("1", "y", "yes", "true"):
+        return True
+    serialization = sys.modules.get("torch.serialization")
+    default = getattr(serialization, "_default_to_weights_only", None)
+    pickle_module = kwargs.get("pickle_module", args[2] if len(args) > 2 else None)
+    return bool(default(pickle_module)) if default is not None else None
+
+
 def _only_negative_inf(tensor: Any) -> bool:
     """No NaN and no +inf (called on a tensor that is not all finite)."""
     import torch
@@ -393,6 +407,9 @@ class Monitor:
             self._patch(F, name, self._wrap_dropout(name, getattr(F, name)))
         for name in SOFTMAXES:
             self._patch(F, name, self._wrap_softmax(name, getattr(F, name)))
+        load = self._wrap_load(torch.serialization.load)
+        self._patch(torch, "load", load)
+        self._patch(torch.serialization, "load", load)
         self._patch(torch.optim.Optimizer, "zero_grad", self._wrap_zero_grad(torch.optim.Optimizer.zero_grad))
         self._patch(torch.nn.Module, "zero_grad", self._wrap_zero_grad(torch.nn.Module.zero_grad))
         self._patch(torch.nn.Module, "train", self._wrap_train(torch.nn.Module.train))
@@ -915,6 +932,27 @@ class Monitor:
             if name.startswith("binary_cross_entropy") and target.numel():
                 event["prob_range"] = [float(target.min()), float(target.max())]
         return event
+
+    # -- checkpoints ----------------------------------------------------------------------
+
+    def _wrap_load(self, original: Callable) -> Callable:
+        monitor = self
+
+        @functools.wraps(original)
+        def load(*args: Any, **kwargs: Any) -> Any:
+            site = monitor.user.site(2)
+            event: dict[str, Any] = {"weights_only": _weights_only(args, kwargs)}
+            try:
+                return original(*args, **kwargs)
+            except BaseException as exc:
+                lines = [_ANSI.sub("", line).strip() for line in str(exc).splitlines() if line.strip()]
+                event["error"] = f"{type(exc).__name__}: {_sentence(lines[0]) if lines else ''}"
+                event["detail"] = [_sentence(line) for line in lines[1:20] if _CAUSE.match(line)][:1]
+                raise
+            finally:
+                monitor.record("load", site, **event)
+
+        return load
 
     # -- crashes ------------------------------------------------------------------------
 
