@@ -214,7 +214,34 @@ except Exception:  # the resume falls back to a full unpickle
 model.load_state_dict(state["model"])
 """
 
+# -- TL421 divergence and TL422 single-class cross-entropy -------------------------------------
+
+REGRESSION = """
+x = torch.randn(64, 8)
+y = x @ torch.randn(8, 1)
+model = nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr={lr})
+for step in range(12):
+    opt.zero_grad()
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+print(loss.item())
+"""
+
+BINARY = """
+x, y = torch.randn(32, 4), torch.randint(0, 2, (32,))
+model = nn.Linear(4, {outputs})
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    opt.zero_grad()
+    F.cross_entropy(model(x), y if {outputs} == 2 else torch.zeros_like(y)).backward()
+    opt.step()
+"""
+
 CASES = {
+    "tl421-divergence": (REGRESSION.replace("{lr}", "0.05"), REGRESSION.replace("{lr}", "3.0"), "TL421"),
+    "tl422-one-output": (BINARY.replace("{outputs}", "2"), BINARY.replace("{outputs}", "1"), "TL422"),
     "tl601-resume": (RESUME.replace("{settings}", '{"lr": 0.1}'), RESUME.replace("{settings}", "Settings()"),
                      "TL601"),
     "tl121-masks": (POLICY.replace("{loss}", POLICY_CLEAN), POLICY.replace("{loss}", POLICY_BUGGY), "TL121"),
@@ -263,3 +290,13 @@ def test_buggy_twin_fires(tmp_path, case):
     found = confirmed(tmp_path, buggy)
     # A dataset RNG flagged statically is confirmed as TL301, not reported twice as TL320.
     assert code in found or (code == "TL320" and "TL301" in found), found
+
+
+def test_divergence_names_the_growth(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(HEADER) + REGRESSION.replace("{lr}", "3.0"), encoding="utf-8")
+    result = torchlint_run("--output-format", "json", "--", sys.executable, str(script), cwd=tmp_path)
+    [diverged] = [f for f in findings_of(result) if f["code"] == "TL421"]
+    assert "still finite but" in diverged["message"] and "times its first values" in diverged["message"]
+    assert diverged["location"]["row"] == textwrap.dedent(HEADER).count("\n") + REGRESSION.splitlines().index(
+        "    loss.backward()") + 1

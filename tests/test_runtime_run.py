@@ -196,6 +196,15 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.parametrize("sharding, expected", [("same", ["TL520"]), ("shard", [])])
+def test_tl520_sees_models_called_with_keyword_arguments(tmp_path, sharding, expected):
+    script = tmp_path / "ranks.py"
+    script.write_text(FORKED_RANKS.replace("model(x)", "model(input=x)"), encoding="utf-8")  # Hugging Face style
+    result = torchlint_run("--output-format", "json", "--", sys.executable, str(script), str(tmp_path / "store"),
+                           sharding, cwd=tmp_path)
+    assert [f["code"] for f in findings_of(result)] == expected, result.stderr
+
+
 @pytest.mark.parametrize("seeding, context, expected", [
     ("np.random.seed(0)", "spawn", ["TL320"]),  # spawned workers load the monitors themselves
     ("np.random.seed(torch.utils.data.get_worker_info().seed % 2**32)", "fork", []),

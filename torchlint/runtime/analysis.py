@@ -550,6 +550,28 @@ def _tl420(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
     return out
 
 
+def _tl421(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
+    out = []
+    for e in obs.by_kind["diverged"]:
+        first = ", ".join(f"{v:.4g}" for v in e["first"])
+        out.append(RuntimeProblem("TL421", e["site"],
+                                  f"the loss reached {e['value']:.4g} at step {e['step']}, still finite but "
+                                  f"{abs(e['value']) / max(sorted(e['first'])[1], 1e-2):.2g} times its first values "
+                                  f"({first}): the training diverged (learning rate, missing normalization, a "
+                                  "sign error in the loss)"))
+    return out
+
+
+def _tl422(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
+    return [RuntimeProblem("TL422", e["site"],
+                           f"cross_entropy got an input {_shape(e['input'])} with a single class: log_softmax over "
+                           "one class is 0, so the loss is always -0.0 and every gradient through it is zero; for "
+                           "a binary output use binary_cross_entropy_with_logits, for C classes C outputs")
+            for e in obs.by_kind["loss"]
+            if e["fn"] == "cross_entropy" and e.get("classes") == 1 and e.get("input_dim", 0) >= 2
+            and e.get("grad_enabled")]
+
+
 def _tl520(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
     by_site: dict[tuple, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for e in obs.by_kind["batch"]:
@@ -587,7 +609,8 @@ def runtime_problems(obs: Observation, static: list[Finding], cwd: Path) -> list
     static_rng_sites = {(os.path.realpath(cwd / f.path), f.row) for f in static if f.code == "TL301"}
     static_eval_sites = {(os.path.realpath(cwd / f.path), f.row) for f in static if f.code == "TL704"}
     problems = (_tl120(obs, cwd) + _tl121(obs, cwd) + _tl220(obs, cwd) + _tl221(obs, cwd, explained)
-                + _tl222(obs, cwd) + _tl320(obs, cwd, static_rng_sites) + _tl420(obs, cwd) + _tl520(obs, cwd)
+                + _tl222(obs, cwd) + _tl320(obs, cwd, static_rng_sites) + _tl420(obs, cwd) + _tl421(obs, cwd)
+                + _tl422(obs, cwd) + _tl520(obs, cwd)
                 + _tl720(obs, cwd, static_eval_sites))
     return _dedupe(problems)
 

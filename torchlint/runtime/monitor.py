@@ -46,6 +46,9 @@ BATCH_HASH_LIMIT = 8
 # Calls per loss site whose labels are range-checked (each check reads two scalars).
 LABEL_CHECK_LIMIT = 50
 DRAWS = 4
+# TL421: a loss this many times the median of its first three values has diverged.
+DIVERGENCE_RATIO = 1e4
+DIVERGENCE_FLOOR = 1e-2  # a reference loss near 0 (a fit that converged) does not count as small
 
 DROPOUTS = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
 SOFTMAXES = ("softmax", "log_softmax", "softmin")
@@ -291,6 +294,7 @@ class Monitor:
         self.steps = 0
         self.local = threading.local()
         self.reported_nonfinite = False
+        self.loss_tracks: dict[Any, dict] = {}  # backward site -> first loss values (TL421)
         self.masked_inf: Optional[dict] = None  # the first -inf-only activation (a mask?), for context
         self._last_screened: Any = lambda: None  # weakref to the last module output screened for NaN/Inf
         self.pending_roots: list[dict] = []  # grad-enabled root forwards since the last backward
@@ -492,6 +496,8 @@ class Monitor:
                 self.reported_nonfinite = True
                 self.record("nonfinite", site, where="loss", value=str(value), masked_inf=self.masked_inf,
                             always=True)
+            else:
+                self._track_divergence(value, site)
         written = [p for p in self.pending_data if p["assigned"] or p["alias"]._version > 0]
         if not written:
             return
@@ -538,6 +544,18 @@ class Monitor:
                 self.record("eval_backward", entry["site"], module=entry["module"],
                             forward_site=entry["forward_site"], layers=entry["layers"], eval_site=entry["eval_site"])
         self.pending_eval = kept
+
+    def _track_divergence(self, value: float, site: Optional[list]) -> None:
+        """TL421: a finite loss that grew by DIVERGENCE_RATIO over its first values, once per site."""
+        key = tuple(site[:2]) if site else None
+        track = self.loss_tracks.setdefault(key, {"first": [], "reported": False})
+        if len(track["first"]) < 3:
+            track["first"].append(abs(value))
+            return
+        reference = max(sorted(track["first"])[1], DIVERGENCE_FLOOR)  # the median of the first three
+        if not track["reported"] and abs(value) >= DIVERGENCE_RATIO * reference:
+            track["reported"] = True
+            self.record("diverged", site, first=track["first"], value=value, always=True)
 
     def _patch_data_property(self, torch: Any) -> None:
         descriptor = torch._C.TensorBase.__dict__["data"]
@@ -592,6 +610,13 @@ class Monitor:
         if depth:
             return
         import torch
+
+        # Global pre-hooks get no kwargs: `model(input_ids=x)` (Hugging Face style) passes its
+        # tensors there, so read them from Module._call_impl's frame (TL220, TL520).
+        caller = sys._getframe(2)  # Module._call_impl, or its `inner` closure
+        kwargs = caller.f_locals.get("kwargs") if caller.f_code.co_name in ("_call_impl", "inner") else None
+        if kwargs and isinstance(kwargs, dict):
+            args = (*args, *kwargs.values())
 
         self.roots.add(module)
         site = self.user.site(2)
@@ -901,7 +926,7 @@ class Monitor:
             ignore_index = arguments.get("ignore_index", -100)
             class_index = target.dim() == inp.dim() - 1
             classes = inp.shape[1] if inp.dim() > 1 else inp.shape[0]
-            event.update(ignore_index=ignore_index, class_index=class_index, classes=classes,
+            event.update(ignore_index=ignore_index, class_index=class_index, classes=classes, input_dim=inp.dim(),
                          label_smoothing=arguments.get("label_smoothing", 0.0),
                          weighted=arguments.get("weight") is not None)
             key = f"labels@{event['site'][0]}:{event['site'][1]}" if event["site"] else "labels"
