@@ -167,3 +167,58 @@ def test_json_report_file_is_json_even_when_the_program_prints(tmp_path):
                            cwd=tmp_path)
     assert result.returncode == 0 and result.stdout == "[not json\n"
     assert json.loads(report.read_text(encoding="utf-8")) == []
+
+
+EPOCHS = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(4, 8)
+            self.b = nn.Linear(8, 3)
+            self.drop = nn.Dropout(0.1)
+
+        def forward(self, x):
+            return self.b(self.drop(F.dropout(self.a(x).relu(), p=0.2)))  # TL402
+
+
+    def main():
+        model = Net()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        x, y = torch.randn(12, 4), torch.randint(0, 3, (12,))
+        for epoch in range(2):
+            for i in range(3):
+                opt.zero_grad()
+                F.cross_entropy(model(x), y).backward()
+                opt.step()
+            model.eval()  # TL704
+            with torch.no_grad():
+                F.cross_entropy(model(x), y)
+
+
+    main()
+""")
+
+
+def test_the_report_lists_what_the_budget_left_unjudged(tmp_path):
+    script = tmp_path / "epochs.py"
+    script.write_text(EPOCHS, encoding="utf-8")
+    rows = {code: next(i for i, line in enumerate(EPOCHS.splitlines(), 1) if line.endswith(f"# {code}"))
+            for code in ("TL402", "TL704")}
+    cut = torchlint_run("--max-steps", "3", "--output-format", "json", "--", sys.executable, str(script),
+                        cwd=tmp_path)
+    assert cut.returncode == 123, cut.stderr  # one epoch: the budget ends right before the eval()
+    verdicts = {f["code"]: f["runtime"] for f in findings_of(cut)}
+    assert verdicts["TL704"]["verdict"] == "not-reached" and "--max-steps" in verdicts["TL704"]["evidence"]
+    assert verdicts["TL402"]["verdict"] == "not-observed" and "(cut short:" in verdicts["TL402"]["evidence"]
+    assert (f"not reached: 1 (TL704 epochs.py:{rows['TL704']}); reached but cut short: 1 "
+            f"(TL402 epochs.py:{rows['TL402']}); `--full`") in cut.stderr
+    whole = torchlint_run("--full", "--output-format", "json", "--", sys.executable, str(script), cwd=tmp_path)
+    assert whole.returncode == 1, whole.stderr
+    verdicts = {f["code"]: f["runtime"]["verdict"] for f in findings_of(whole)}
+    assert verdicts["TL704"] == verdicts["TL402"] == "confirmed"
+    assert "stopped early" not in whole.stderr

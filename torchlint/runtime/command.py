@@ -131,7 +131,12 @@ def run_command(opts: RunOptions, check: CheckSteps) -> None:
     cache_root = None if opts.no_cache else check.cache_root(opts.cache_dir, resolver)
     results = check.lint(tasks, jobs=None, cache_root=cache_root, resolver=resolver)
     static, parse_errors, internal_errors = check.collect(tasks, results)
-    judge_static(static, obs, cwd, _stopped_early(opts, outcome, obs))
+    stopped = _stopped_early(opts, outcome, obs)
+    judge_static(static, obs, cwd, stopped)
+    if stopped:
+        for f in static:  # reached, but only on the part of the program that ran
+            if f.runtime and f.runtime["verdict"] == "not-observed":
+                f.runtime["evidence"] += f" (cut short: {stopped.split(';')[0]}; the hazard may come later)"
     crashes = crash_events(obs.by_kind["crash"])
     explained = confirm_by_crash(static, crashes, cwd)
     problems = [RuntimeProblem("TL020", site, message) for site, message in crash_messages(crashes, explained, cwd)]
@@ -155,6 +160,8 @@ def run_command(opts: RunOptions, check: CheckSteps) -> None:
         click.echo(text, nl=False, err=True)
     if not opts.quiet:
         click.echo(_status(opts, outcome, obs, cwd), err=True)
+        if stopped:
+            click.echo(_unfinished(static), err=True)
     for error in obs.internal_errors:
         click.echo(f"warning: torchlint run monitor: {error}", err=True)
     code = exit_code(outcome, obs.budget_reached, internal_errors > 0,
@@ -188,6 +195,17 @@ def _stopped_early(opts: RunOptions, outcome: Outcome, obs: Observation) -> Opti
     if outcome.interrupted:
         return "the program was interrupted"
     return None
+
+
+def _unfinished(static: list[Finding]) -> str:
+    """Budget honesty: what the run did not judge because it was stopped early."""
+    def listed(verdict: str) -> str:
+        hit = [f for f in static if f.runtime and f.runtime["verdict"] == verdict]
+        shown = ", ".join(f"{f.code} {f.path}:{f.row}" for f in hit[:6]) + (", ..." if len(hit) > 6 else "")
+        return f"{len(hit)}" + (f" ({shown})" if hit else "")
+
+    return (f"the run was stopped early: not reached: {listed('not-reached')}; reached but cut short: "
+            f"{listed('not-observed')}; `--full` (or a larger --max-steps/--timeout) judges the whole program")
 
 
 def _status(opts: RunOptions, outcome: Outcome, obs: Observation, cwd: Path) -> str:
