@@ -300,3 +300,45 @@ def test_divergence_names_the_growth(tmp_path):
     assert "still finite but" in diverged["message"] and "times its first values" in diverged["message"]
     assert diverged["location"]["row"] == textwrap.dedent(HEADER).count("\n") + REGRESSION.splitlines().index(
         "    loss.backward()") + 1
+
+
+# -- TL401: the softmax judge follows the tensor, not the line --------------------------------
+
+SOFTMAX_LINE = """
+model = nn.Linear(8, 5)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(6, 8), torch.randint(0, 5, (6,))
+for step in range(3):
+    probs = F.softmax(model(x), dim=-1)  # TL401
+    opt.zero_grad()
+    loss = F.cross_entropy(
+        probs,
+        y)
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_tl401_follows_the_softmax_output_to_a_loss_on_other_lines(tmp_path):
+    script = tmp_path / "train.py"
+    program = textwrap.dedent(HEADER) + SOFTMAX_LINE
+    script.write_text(program, encoding="utf-8")
+    result = torchlint_run("--output-format", "json", "--", sys.executable, str(script), cwd=tmp_path)
+    [finding] = [f for f in findings_of(result) if f["code"] == "TL401"]
+    assert finding["location"]["row"] == next(i for i, line in enumerate(program.splitlines(), 1)
+                                              if line.endswith("# TL401"))
+    assert finding["runtime"]["verdict"] == "confirmed", finding["runtime"]
+    assert "was a softmax output (its autograd node)" in finding["runtime"]["evidence"]
+
+
+def test_the_producer_of_a_loss_input_is_found_through_views():
+    import torch
+    import torch.nn.functional as F
+
+    from torchlint.runtime.monitor import _producer
+
+    logits = torch.randn(2, 3, 4, requires_grad=True)
+    assert _producer(F.softmax(logits, dim=-1).view(-1, 4).transpose(0, 1).grad_fn)[0] == "softmax"
+    assert _producer(torch.sigmoid(logits)[0].reshape(-1).grad_fn)[0] == "sigmoid"
+    assert _producer(F.log_softmax(logits, dim=-1).view(-1, 4).grad_fn) == (None, None)
+    assert _producer((F.softmax(logits, dim=-1) * 2).grad_fn) == (None, None)  # a value change: not a view

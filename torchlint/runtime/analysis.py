@@ -298,10 +298,12 @@ def _tl104(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
 
 
 def _tl401(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
-    calls = [e for e in obs.by_kind["loss"] if e["fn"] in ("cross_entropy", "binary_cross_entropy_with_logits")
-             and (_at(e["site"], path, rows) or _at(e.get("module_site"), path, rows))]
+    losses = [e for e in obs.by_kind["loss"] if e["fn"] in ("cross_entropy", "binary_cross_entropy_with_logits")]
+    # The loss at this line, or (following the tensor) a loss whose input came from the softmax here.
+    calls = [e for e in losses if _at(e["site"], path, rows) or _at(e.get("module_site"), path, rows)
+             or _at(e.get("producer_site"), path, rows)]
     if not calls:
-        return _not_reached("no cross_entropy / BCE-with-logits call ran at this line")
+        return _not_reached("no cross_entropy / BCE-with-logits call ran at this line or on its softmax output")
     for e in calls:
         producer = e.get("input_producer") or ("softmax" if e.get("input_rows_sum_to_one") else None)
         if producer:

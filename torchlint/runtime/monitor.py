@@ -46,6 +46,12 @@ BATCH_HASH_LIMIT = 8
 # Calls per loss site whose labels are range-checked (each check reads two scalars).
 LABEL_CHECK_LIMIT = 50
 DRAWS = 4
+SOFTMAX_SITES = 256  # recent softmax outputs remembered (TL401 across lines)
+# Autograd nodes a softmax output passes through unchanged in value on its way to the loss.
+VIEW_NODES = ("ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", "TransposeBackward0",
+              "PermuteBackward0", "TBackward0", "SliceBackward0", "SelectBackward0", "ExpandBackward0",
+              "SqueezeBackward0", "SqueezeBackward1", "UnsqueezeBackward0", "CloneBackward0",
+              "ToCopyBackward0", "AliasBackward0")
 # TL421: a loss this many times the median of its first three values has diverged.
 DIVERGENCE_RATIO = 1e4
 DIVERGENCE_FLOOR = 1e-2  # a reference loss near 0 (a fit that converged) does not count as small
@@ -207,6 +213,20 @@ def _transparent_warn(real_warn: Callable) -> Callable:
     return warn
 
 
+def _producer(node: Any) -> tuple[Optional[str], Any]:
+    """The probability activation behind a loss input, through views and reshapes (`.view`)."""
+    for _ in range(8):
+        if node is None:
+            return None, None
+        name = type(node).__name__
+        if name in PROBABILITY_NODES:
+            return PROBABILITY_NODES[name], node
+        if name not in VIEW_NODES:
+            return None, None
+        node = next((fn for fn, _ in node.next_functions if fn is not None), None)
+    return None, None
+
+
 def _weights_only(args: tuple, kwargs: dict) -> Optional[bool]:
     """The weights_only torch.load will use (its own default rule), None if unknown."""
     if kwargs.get("weights_only") is not None:
@@ -294,6 +314,7 @@ class Monitor:
         self.steps = 0
         self.local = threading.local()
         self.reported_nonfinite = False
+        self.softmax_sites: dict[int, tuple] = {}  # id(SoftmaxBackward0 node) -> (node type, site)
         self.loss_tracks: dict[Any, dict] = {}  # backward site -> first loss values (TL421)
         self.masked_inf: Optional[dict] = None  # the first -inf-only activation (a mask?), for context
         self._last_screened: Any = lambda: None  # weakref to the last module output screened for NaN/Inf
@@ -854,9 +875,19 @@ class Monitor:
                     args = (*args[:2], args[2] + 1, *args[3:])
                 else:
                     kwargs["_stacklevel"] = kwargs.get("_stacklevel", 3) + 1
-            return original(*args, **kwargs)
+            result = original(*args, **kwargs)
+            if name == "softmax" and getattr(result, "grad_fn", None) is not None:
+                monitor._note_softmax(result.grad_fn)
+            return result
 
         return softmax
+
+    @_guarded
+    def _note_softmax(self, node: Any) -> None:
+        """Where a softmax output came from, for TL401 when the loss is on another line."""
+        if len(self.softmax_sites) >= SOFTMAX_SITES:
+            self.softmax_sites.pop(next(iter(self.softmax_sites)))
+        self.softmax_sites[id(node)] = (type(node).__name__, self.user.site(3))
 
     # -- losses -------------------------------------------------------------------------
 
@@ -919,9 +950,12 @@ class Monitor:
         if not isinstance(inp, torch.Tensor) or not isinstance(target, torch.Tensor):
             return event
         event.update(input=_describe(inp), target=_describe(target))
-        producer = PROBABILITY_NODES.get(type(inp.grad_fn).__name__) if inp.grad_fn is not None else None
+        producer, node = _producer(inp.grad_fn)
         if producer:
             event["input_producer"] = producer
+            known = self.softmax_sites.get(id(node))
+            if known is not None and known[0] == type(node).__name__:
+                event["producer_site"] = known[1]
         if name in CLASS_INDEX_LOSSES:
             ignore_index = arguments.get("ignore_index", -100)
             class_index = target.dim() == inp.dim() - 1
