@@ -118,17 +118,53 @@ def test_interrupt_stops_every_child(tmp_path, sig):
 def test_crash_stops_every_child(tmp_path):
     proc, started = start(tmp_path, "crash")
     code, err = finish(proc)
-    assert code == 2 and "the training script crashed" in err
-    assert "error: the program exited with code 1" in err
+    assert code == 1, err  # the program's own exit code
+    assert "RuntimeError: the training script crashed" in err
+    assert "exited with code 1" in err
     assert not [p for p in started if alive(p)]
 
 
-def test_timeout_stops_every_child(tmp_path):
+def test_timeout_stops_every_child_and_is_an_error(tmp_path):
     proc, started = start(tmp_path, "block", "--timeout", "3")
     code, err = finish(proc)
-    assert code == 0, err
+    assert code == 124, err
     assert "was stopped at the --timeout of 3 s" in err
+    assert "error: the program did not finish within the --timeout of 3 s" in err
     assert not [p for p in started if alive(p)]
+
+
+def test_sigkill_to_torchlint_leaves_no_orphans(tmp_path):
+    """SIGKILL cannot be caught: the program dies with us (PR_SET_PDEATHSIG), the watchdog stops
+    the rest, the child that detached into its own session included."""
+    proc, started = start(tmp_path, "block")
+    proc.kill()
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 20
+    while [p for p in started if alive(p)] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in started if alive(p)]
+
+
+def test_the_watchdog_sweeps_the_program_and_nothing_else():
+    """What the watchdog kills once torchlint is gone: the program's session and descendants and
+    the orphans re-parented to torchlint later, not torchlint's earlier children or strangers."""
+    from torchlint.runtime.watchdog import _ours
+
+    torchlint, program = 100, 200
+    table = {  # pid: (ppid, session, start time)
+        torchlint: (1, 50, "t0"),
+        150: (torchlint, 50, "t1"),  # a child of torchlint from before the program
+        program: (torchlint, program, "t2"),
+        201: (program, program, "t3"),  # a DataLoader worker
+        202: (201, program, "t4"),  # its child
+        203: (torchlint, 203, "t5"),  # detached with setsid, its parent gone: re-parented to us
+        204: (203, 203, "t6"),
+        300: (1, 300, "t7"),  # a stranger
+    }
+    assert set(_ours(torchlint, program, {(150, "t1")}, table)) == {program, 201, 202, 203, 204}
+    del table[torchlint]  # torchlint died: its children now belong to init, the session remains
+    table[203] = (1, 203, "t5")
+    assert set(_ours(torchlint, program, {(150, "t1")}, table)) == {program, 201, 202}
 
 
 TORCHRUN_WORKERS = textwrap.dedent("""

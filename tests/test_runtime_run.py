@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -22,10 +23,17 @@ EXAMPLES = ROOT / "examples" / "run"
 
 
 def torchlint_run(*args: str, cwd: Path = ROOT, timeout: float = 180) -> subprocess.CompletedProcess:
+    """`torchlint run ARGS`; with `--output-format`, the report is written to a file (the
+    program owns stdout) and kept as `.report`."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    return subprocess.run([sys.executable, "-m", "torchlint", "run", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "report"
+        extra = ["-o", str(report)] if "--output-format" in args and "-o" not in args else []
+        result = subprocess.run([sys.executable, "-m", "torchlint", "run", *extra, *args], cwd=cwd, env=env,
+                                capture_output=True, text=True, timeout=timeout)
+        result.report = report.read_text(encoding="utf-8") if report.exists() else ""  # type: ignore[attr-defined]
+    return result
 
 
 def torchrun(script: Path, *args: str) -> list[str]:
@@ -34,9 +42,9 @@ def torchrun(script: Path, *args: str) -> list[str]:
 
 def findings_of(result: subprocess.CompletedProcess) -> list[dict]:
     try:
-        return json.loads(result.stdout)
+        return json.loads(result.report)  # type: ignore[attr-defined]
     except json.JSONDecodeError:
-        raise AssertionError(f"not JSON:\n{result.stdout}\nstderr:\n{result.stderr}") from None
+        raise AssertionError(f"not JSON:\n{result.report}\nstderr:\n{result.stderr}") from None  # type: ignore[attr-defined]
 
 
 def only(findings: list[dict], code: str) -> dict:
@@ -188,6 +196,15 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.parametrize("sharding, expected", [("same", ["TL520"]), ("shard", [])])
+def test_tl520_sees_models_called_with_keyword_arguments(tmp_path, sharding, expected):
+    script = tmp_path / "ranks.py"
+    script.write_text(FORKED_RANKS.replace("model(x)", "model(input=x)"), encoding="utf-8")  # Hugging Face style
+    result = torchlint_run("--output-format", "json", "--", sys.executable, str(script), str(tmp_path / "store"),
+                           sharding, cwd=tmp_path)
+    assert [f["code"] for f in findings_of(result)] == expected, result.stderr
+
+
 @pytest.mark.parametrize("seeding, context, expected", [
     ("np.random.seed(0)", "spawn", ["TL320"]),  # spawned workers load the monitors themselves
     ("np.random.seed(torch.utils.data.get_worker_info().seed % 2**32)", "fork", []),
@@ -240,13 +257,14 @@ def test_monitors_do_not_change_results(tmp_path):
     script.write_text(LOSSES, encoding="utf-8")
     plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, cwd=tmp_path)
     result = torchlint_run("--max-steps", "6", "--", sys.executable, str(script), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "All checks passed!"
-    monitored = [line for line in result.stderr.splitlines() if line.startswith("step ")]
-    # The budget ends the program inside the 6th step, before that step's print.
-    assert len(monitored) == 5
-    assert monitored == plain.stdout.splitlines()[:5]
-    assert "stopped after 6 optimizer step(s) (--max-steps 6)" in result.stderr
+    assert result.returncode == 123, result.stderr  # the budget cut the program short
+    assert "All checks passed!" in result.stderr
+    # The program's stdout is its own; the budget ends it inside the 6th step, before that step's print.
+    assert result.stdout.splitlines() == plain.stdout.splitlines()[:5]
+    assert "stopped after 6 optimizer step(s) by the step budget (--max-steps 6;" in result.stderr
+    whole = torchlint_run("--full", "--", sys.executable, str(script), cwd=tmp_path)
+    assert whole.returncode == 0, whole.stderr
+    assert whole.stdout == plain.stdout
 
 
 def test_existing_sitecustomize_still_runs(tmp_path):
@@ -266,7 +284,7 @@ def test_existing_sitecustomize_still_runs(tmp_path):
         else:
             os.environ["PYTHONPATH"] = env_path
     assert result.returncode == 0, result.stderr
-    assert "yes True" in result.stderr
+    assert result.stdout == "yes True\n"
     assert "1 Python process(es) monitored" in result.stderr
 
 
@@ -296,6 +314,7 @@ def test_only_executed_files_are_linted(tmp_path):
 
 def test_commands_that_cannot_run(tmp_path):
     missing = torchlint_run("--", "no-such-program-xyz", cwd=tmp_path)
+    assert missing.stdout == ""
     assert missing.returncode == 2 and "cannot run 'no-such-program-xyz'" in missing.stderr
     not_python = torchlint_run("--", "true", cwd=tmp_path)
     assert not_python.returncode == 0

@@ -566,28 +566,37 @@ def server() -> None:
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.option("--max-steps", type=click.IntRange(min=0), default=50, show_default=True,
               help="Stop the program after this many optimizer steps (0: no limit).")
+@click.option("--full", is_flag=True, help="Run the whole program: no step budget (same as --max-steps 0).")
 @click.option("--timeout", type=click.FloatRange(min=0), default=600.0, show_default=True,
               help="Stop the program after this many seconds (0: no limit).")
-@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
-@click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file.")
+@click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True,
+              help="Format of the report (on stderr, or in --output-file).")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True),
+              help="Write the report to this file instead of stderr.")
 @click.option("--select", help="Rule codes or prefixes to report (static rules and runtime checks).")
 @click.option("--extend-select", help="Rule codes or prefixes to report in addition.")
 @click.option("--ignore", help="Rule codes or prefixes not to report.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="Use this config file.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the lint cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Lint cache directory (default: as for `check`).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when something is confirmed.")
 @click.option("--confirmed-only", is_flag=True, help="Report only what the run confirmed (drop not-observed, "
               "not-reached and not-monitored static findings).")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
-def run(command: tuple[str, ...], max_steps: int, timeout: float, output_format: str, output_file: Optional[str],
-        select: Optional[str], extend_select: Optional[str], ignore: Optional[str], config_path: Optional[Path],
-        isolated: bool, exit_zero: bool, confirmed_only: bool, quiet: bool) -> None:
+def run(command: tuple[str, ...], max_steps: int, full: bool, timeout: float, output_format: str,
+        output_file: Optional[str], select: Optional[str], extend_select: Optional[str], ignore: Optional[str],
+        config_path: Optional[Path], isolated: bool, no_cache: bool, cache_dir: Optional[Path], exit_zero: bool,
+        confirmed_only: bool, quiet: bool) -> None:
     """Run COMMAND (e.g. `-- python train.py`) with runtime monitors, then report which findings
-    it confirmed. This runs your code, as pytest does."""
+    it confirmed. This runs your code, as pytest does. The program's stdout and stderr are its
+    own; the report goes to stderr or --output-file."""
     from torchlint.runtime.command import CheckSteps, RunOptions, run_command
 
-    run_command(RunOptions(list(command), max_steps, timeout, output_format, output_file, select, extend_select,
-                           ignore, config_path, isolated, exit_zero, quiet, confirmed_only),
+    run_command(RunOptions(list(command), 0 if full else max_steps, timeout, output_format, output_file, select,
+                           extend_select, ignore, config_path, isolated, exit_zero, quiet, confirmed_only,
+                           no_cache=no_cache, cache_dir=cache_dir),
                 CheckSteps(_build_tasks, _run, _collect, _render, _cache_root, write_output_file))
 
 

@@ -154,9 +154,10 @@ def _unwrap(stream: Any) -> Any:
     return stream.wrapped if isinstance(stream, CommandSafeStream) else stream
 
 
-def write_commands(text: str) -> None:
-    """Print the `github` format's workflow commands on stdout."""
-    stream: Any = sys.stdout
+def write_commands(text: str, err: bool = False) -> None:
+    """Print the `github` format's workflow commands on stdout (stderr with `err`: the runner
+    reads commands on both, and `torchlint run` leaves stdout to the program)."""
+    stream: Any = sys.stderr if err else sys.stdout
     if isinstance(stream, CommandSafeStream):
         stream.write_commands(text)
         stream.flush()

@@ -186,13 +186,20 @@ def _worker_groups(obs: Observation, match: Callable[[dict], bool]) -> list[list
     return [sorted(g, key=lambda e: e["worker_id"]) for g in groups.values()]
 
 
-def _identical(group: list[dict], section: str) -> dict[str, list]:
-    """Streams every worker of the group drew identically."""
+def _identical(group: list[dict], section: str, drawn: set[str]) -> dict[str, list]:
+    """Streams every worker of the group drew identically, of those the dataset drew from."""
     if len(group) < 2:
         return {}
     names = set.intersection(*(set(e[section]) for e in group))
     return {n: group[0][section][n] for n in sorted(names)
-            if group[0][section][n] is not None and all(e[section][n] == group[0][section][n] for e in group)}
+            if group[0][section][n] is not None and all(e[section][n] == group[0][section][n] for e in group)
+            and f"{section}:{n}" in drawn}
+
+
+def _drawn(obs: Observation, group: list[dict]) -> set[str]:
+    """The streams that moved during a first batch of any worker of the group's DataLoader."""
+    loader = group[0]["loader"]
+    return {name for e in obs.by_kind["worker_rng_drawn"] if e.get("loader") == loader for name in e["drawn"]}
 
 
 def _tl301(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
@@ -201,7 +208,7 @@ def _tl301(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
         return _not_reached("no DataLoader worker started from this line")
     starts = sum(len(g) for g in groups)
     for group in groups:
-        same = _identical(group, "streams")
+        same = _identical(group, "streams", _drawn(obs, group))
         if same:
             name, draws = next(iter(same.items()))
             return _verdict("confirmed", f"{len(group)} workers of this DataLoader drew identical first values "
@@ -212,6 +219,10 @@ def _tl301(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
     if not any(g[0]["streams"] for g in groups):
         return _verdict("not-observed", f"{starts} worker start(s); the dataset ({group[0]['dataset']}) held no "
                                         "RNG object", starts)
+    undrawn = _identical(group, "streams", {f"streams:{n}" for n in group[0]["streams"]})
+    if undrawn:
+        return _verdict("not-observed", f"{starts} worker start(s); workers held identical {', '.join(undrawn)}, "
+                                        "but no worker drew from it while loading a batch", starts)
     name = next(iter(group[0]["streams"]))
     shown = "; ".join(f"worker {e['worker_id']}: {e['streams'].get(name)}" for e in group[:2])
     return _verdict("not-observed", f"{starts} worker start(s); workers drew different values from {name} "
@@ -287,10 +298,12 @@ def _tl104(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
 
 
 def _tl401(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
-    calls = [e for e in obs.by_kind["loss"] if e["fn"] in ("cross_entropy", "binary_cross_entropy_with_logits")
-             and (_at(e["site"], path, rows) or _at(e.get("module_site"), path, rows))]
+    losses = [e for e in obs.by_kind["loss"] if e["fn"] in ("cross_entropy", "binary_cross_entropy_with_logits")]
+    # The loss at this line, or (following the tensor) a loss whose input came from the softmax here.
+    calls = [e for e in losses if _at(e["site"], path, rows) or _at(e.get("module_site"), path, rows)
+             or _at(e.get("producer_site"), path, rows)]
     if not calls:
-        return _not_reached("no cross_entropy / BCE-with-logits call ran at this line")
+        return _not_reached("no cross_entropy / BCE-with-logits call ran at this line or on its softmax output")
     for e in calls:
         producer = e.get("input_producer") or ("softmax" if e.get("input_rows_sum_to_one") else None)
         if producer:
@@ -343,9 +356,27 @@ def _tl704(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
                                     "eval mode by it", hits)
 
 
+def _tl601(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Verdict:
+    calls, hits = _calls_at(obs, "load", path, rows)
+    if not calls:
+        return _not_reached("no torch.load call ran at this line")
+    for e in calls:
+        if e.get("error") and "Unpickl" in e["error"]:
+            detail = f" ({e['detail'][0].rstrip('.')})" if e.get("detail") else ""
+            return _verdict("confirmed", f"at step {e['step']}, torch.load raised {e['error'].rstrip('.')}{detail}: "
+                                         "the file holds objects only full unpickling can build, so it loads "
+                                         "only with weights_only=False, which runs code from the file", hits)
+        if e.get("weights_only") is False:
+            return _verdict("confirmed", f"at step {e['step']}, torch.load ran with weights_only=False: any "
+                                         "callable the file names was imported and called", hits)
+    how = "with weights_only=True" if all(e.get("weights_only") for e in calls) else "without error"
+    return _verdict("not-observed", f"ran {hits} time(s), each {how}: the file held only tensors and plain "
+                                    "containers", hits)
+
+
 STATIC_MONITORS: dict[str, Callable[[Observation, str, tuple[int, int], Path], Verdict]] = {
     "TL101": _tl101, "TL102": _tl102, "TL103": _tl103, "TL104": _tl104, "TL201": _tl201, "TL301": _tl301,
-    "TL401": _tl401, "TL402": _tl402, "TL403": _tl403, "TL501": _tl501, "TL704": _tl704,
+    "TL401": _tl401, "TL402": _tl402, "TL403": _tl403, "TL501": _tl501, "TL601": _tl601, "TL704": _tl704,
 }
 
 
@@ -421,10 +452,17 @@ def _tl121(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
             message = (f"NaN/Inf first appeared at step {e['step']} in the output {_shape(e['output'])} of {what}, "
                        f"{origin}")
         elif e["where"] == "loss":
-            message = f"the loss was {e['value']} at step {e['step']} while every layer output was finite"
+            but = " but for -inf" if e.get("masked_inf") else ""
+            message = f"the loss was {e['value']} at step {e['step']} while every layer output was finite{but}"
         else:
             message = (f"the gradient of `{e.get('name') or 'a parameter'}` {_shape(e['tensor'])} held NaN/Inf at "
-                       f"step {e['step']} while the loss and activations were finite")
+                       f"step {e['step']} while the loss and activations were finite"
+                       f"{' but for -inf' if e.get('masked_inf') else ''}")
+        masked = e.get("masked_inf")
+        if masked:
+            what = f"`{masked['name']}` ({masked['module']})" if masked.get("name") else masked["module"]
+            message += (f"; before it, at step {masked['step']}, the output of {what} at {_where(masked['site'], cwd)} "
+                        "held -inf (a mask is harmless where a softmax or masked_fill consumes it; this one was not)")
         out.append(RuntimeProblem("TL121", e["site"], message))
     return out
 
@@ -486,10 +524,11 @@ def _tl222(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
 def _tl320(obs: Observation, cwd: Path, static_sites: set) -> list[RuntimeProblem]:
     out = []
     for group in _worker_groups(obs, lambda e: True):
-        same = dict(_identical(group, "global"))
+        drawn = _drawn(obs, group)
+        same = dict(_identical(group, "global", drawn))
         site = group[0]["site"]
         if site is None or (site[0], site[1]) not in static_sites:  # else TL301 reports the dataset's own RNGs
-            same.update(_identical(group, "streams"))
+            same.update(_identical(group, "streams", drawn))
         if same:
             names = ", ".join(same)
             first = next(iter(same.values()))
@@ -511,6 +550,28 @@ def _tl420(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
                                       f"{classes} classes; uniform predictions give log({classes}) = {expected:.4g}, "
                                       "so the initial logits are far from uniform"))
     return out
+
+
+def _tl421(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
+    out = []
+    for e in obs.by_kind["diverged"]:
+        first = ", ".join(f"{v:.4g}" for v in e["first"])
+        out.append(RuntimeProblem("TL421", e["site"],
+                                  f"the loss reached {e['value']:.4g} at step {e['step']}, still finite but "
+                                  f"{abs(e['value']) / max(sorted(e['first'])[1], 1e-2):.2g} times its first values "
+                                  f"({first}): the training diverged (learning rate, missing normalization, a "
+                                  "sign error in the loss)"))
+    return out
+
+
+def _tl422(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
+    return [RuntimeProblem("TL422", e["site"],
+                           f"cross_entropy got an input {_shape(e['input'])} with a single class: log_softmax over "
+                           "one class is 0, so the loss is always -0.0 and every gradient through it is zero; for "
+                           "a binary output use binary_cross_entropy_with_logits, for C classes C outputs")
+            for e in obs.by_kind["loss"]
+            if e["fn"] == "cross_entropy" and e.get("classes") == 1 and e.get("input_dim", 0) >= 2
+            and e.get("grad_enabled")]
 
 
 def _tl520(obs: Observation, cwd: Path) -> list[RuntimeProblem]:
@@ -550,7 +611,8 @@ def runtime_problems(obs: Observation, static: list[Finding], cwd: Path) -> list
     static_rng_sites = {(os.path.realpath(cwd / f.path), f.row) for f in static if f.code == "TL301"}
     static_eval_sites = {(os.path.realpath(cwd / f.path), f.row) for f in static if f.code == "TL704"}
     problems = (_tl120(obs, cwd) + _tl121(obs, cwd) + _tl220(obs, cwd) + _tl221(obs, cwd, explained)
-                + _tl222(obs, cwd) + _tl320(obs, cwd, static_rng_sites) + _tl420(obs, cwd) + _tl520(obs, cwd)
+                + _tl222(obs, cwd) + _tl320(obs, cwd, static_rng_sites) + _tl420(obs, cwd) + _tl421(obs, cwd)
+                + _tl422(obs, cwd) + _tl520(obs, cwd)
                 + _tl720(obs, cwd, static_eval_sites))
     return _dedupe(problems)
 

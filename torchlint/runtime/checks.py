@@ -21,6 +21,8 @@ class RuntimeCheck:
 
 
 RUNTIME_CHECKS: tuple[RuntimeCheck, ...] = (
+    RuntimeCheck("TL020", "program-crashed",
+                 "The program ended with an uncaught exception: the exception, its frame and the step"),
     RuntimeCheck("TL120", "parameter-without-gradient",
                  "Parameters the optimizer updates received no gradient in any observed step", "warning"),
     RuntimeCheck("TL121", "non-finite-value",
@@ -34,6 +36,10 @@ RUNTIME_CHECKS: tuple[RuntimeCheck, ...] = (
                  "DataLoader workers produced identical random streams"),
     RuntimeCheck("TL420", "initial-loss-far-from-log-classes",
                  "The first classification loss is far above log(C), the loss of uniform predictions", "warning"),
+    RuntimeCheck("TL421", "loss-diverged",
+                 "The loss grew by orders of magnitude over its first values while staying finite"),
+    RuntimeCheck("TL422", "single-class-cross-entropy",
+                 "cross_entropy over a single class: the loss is always 0 and the gradients are zero"),
     RuntimeCheck("TL520", "identical-batches-across-ranks",
                  "Every DDP rank received the same batches (no DistributedSampler or sharding)"),
     RuntimeCheck("TL720", "eval-mode-during-backward",

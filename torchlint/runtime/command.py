@@ -16,11 +16,18 @@ from torchlint.diagnostics import Finding
 from torchlint.linter import FileTask
 from torchlint.output.ci_safe import COMMAND_FORMATS, write_commands
 from torchlint.project_root import project_root
-from torchlint.runtime.analysis import Observation, judge_static, load_events, problem_findings, runtime_problems
+from torchlint.runtime.analysis import (Observation, RuntimeProblem, judge_static, load_events, problem_findings,
+                                        runtime_problems)
+from torchlint.runtime.crashes import confirm_by_crash, crash_events, crash_messages
 from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE
 from torchlint.runtime.launcher import Outcome, program_env, run_program
 from torchlint.selection import SelectionError, validate_prefix
 
+# Exit codes of our own. Otherwise `run` exits with the program's code (a signal N: 128 + N).
+EXIT_CONFIRMED = 1
+EXIT_ERROR = 2  # torchlint failed: bad options, the command cannot start, a lint internal error
+EXIT_BUDGET = 123  # --max-steps stopped a program that exited 0: only part of it was judged
+EXIT_TIMEOUT = 124  # as GNU timeout(1)
 EXIT_INTERRUPTED = 130
 
 
@@ -52,6 +59,8 @@ class RunOptions:
     exit_zero: bool
     quiet: bool
     confirmed_only: bool = False
+    no_cache: bool = False
+    cache_dir: Optional[Path] = None
 
 
 def _split(value: Optional[str], option: str) -> Optional[list[str]]:
@@ -122,10 +131,20 @@ def run_command(opts: RunOptions, check: CheckSteps) -> None:
         tasks, _ = check.build_tasks(files, resolver, cwd, None, False) if files else ([], [])
     except ConfigError as exc:
         raise _fail(str(exc)) from None
-    results = check.lint(tasks, jobs=None, cache_root=check.cache_root(None, resolver), resolver=resolver)
+    cache_root = None if opts.no_cache else check.cache_root(opts.cache_dir, resolver)
+    results = check.lint(tasks, jobs=None, cache_root=cache_root, resolver=resolver)
     static, parse_errors, internal_errors = check.collect(tasks, results)
-    judge_static(static, obs, cwd, _stopped_early(opts, outcome, obs))
-    problems = [p for p in runtime_problems(obs, static, cwd) if _runtime_enabled(p.code, select, extend, ignore)]
+    stopped = _stopped_early(opts, outcome, obs)
+    judge_static(static, obs, cwd, stopped)
+    if stopped:
+        for f in static:  # reached, but only on the part of the program that ran
+            if f.runtime and f.runtime["verdict"] == "not-observed":
+                f.runtime["evidence"] += f" (cut short: {stopped.split(';')[0]}; the hazard may come later)"
+    crashes = crash_events(obs.by_kind["crash"])
+    explained = confirm_by_crash(static, crashes, cwd)
+    problems = [RuntimeProblem("TL020", site, message) for site, message in crash_messages(crashes, explained, cwd)]
+    problems += runtime_problems(obs, static, cwd)
+    problems = [p for p in problems if _runtime_enabled(p.code, select, extend, ignore)]
     findings = sorted(static + problem_findings(problems, cwd), key=Finding.sort_key)
     if opts.confirmed_only:
         findings = [f for f in findings if f.runtime and f.runtime["verdict"] == "confirmed"]
@@ -134,26 +153,39 @@ def run_command(opts: RunOptions, check: CheckSteps) -> None:
         tasks.append(FileTask(path=str(cwd / path), display=path, codes=frozenset()))
 
     text = check.render(opts.output_format, findings, tasks, parse_errors, cwd, False, opts.quiet)
+    # The program owns stdout (and its stderr is untouched): the report goes to stderr or a file.
     if opts.output_file:
         check.write_output(opts.output_file, text, [cwd, project_root(cwd)])
     elif opts.output_format in COMMAND_FORMATS:
-        write_commands(text)
+        write_commands(text, err=True)
     elif text:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, err=True)
     if not opts.quiet:
         click.echo(_status(opts, outcome, obs, cwd), err=True)
+        if stopped:
+            click.echo(_unfinished(static), err=True)
     for error in obs.internal_errors:
         click.echo(f"warning: torchlint run monitor: {error}", err=True)
+    code = exit_code(outcome, obs.budget_reached, internal_errors > 0,
+                     any(f.runtime and f.runtime["verdict"] == "confirmed" for f in findings) and not opts.exit_zero)
+    if code:
+        raise click.exceptions.Exit(code)
 
-    confirmed = any(f.runtime and f.runtime["verdict"] == "confirmed" for f in findings)
+
+def exit_code(outcome: Outcome, budget_reached: bool, lint_failed: bool, confirmed: bool) -> int:
+    """torchlint's own failure first, then the program's fate, then the findings."""
+    if lint_failed:
+        return EXIT_ERROR
     if outcome.interrupted:
-        raise click.exceptions.Exit(EXIT_INTERRUPTED)
-    if confirmed and not opts.exit_zero:
-        raise click.exceptions.Exit(1)
-    if internal_errors or (outcome.returncode and not outcome.timed_out and not obs.budget_reached):
-        if outcome.returncode:
-            click.echo(f"error: the program exited with code {outcome.returncode}", err=True)
-        raise click.exceptions.Exit(2)
+        return EXIT_INTERRUPTED
+    if outcome.timed_out:
+        return EXIT_TIMEOUT
+    returncode = outcome.returncode or 0
+    if returncode:
+        return 128 - returncode if returncode < 0 else returncode
+    if budget_reached:
+        return EXIT_BUDGET
+    return EXIT_CONFIRMED if confirmed else 0
 
 
 def _stopped_early(opts: RunOptions, outcome: Outcome, obs: Observation) -> Optional[str]:
@@ -167,19 +199,36 @@ def _stopped_early(opts: RunOptions, outcome: Outcome, obs: Observation) -> Opti
     return None
 
 
+def _unfinished(static: list[Finding]) -> str:
+    """Budget honesty: what the run did not judge because it was stopped early."""
+    def listed(verdict: str) -> str:
+        hit = [f for f in static if f.runtime and f.runtime["verdict"] == verdict]
+        shown = ", ".join(f"{f.code} {f.path}:{f.row}" for f in hit[:6]) + (", ..." if len(hit) > 6 else "")
+        return f"{len(hit)}" + (f" ({shown})" if hit else "")
+
+    return (f"the run was stopped early: not reached: {listed('not-reached')}; reached but cut short: "
+            f"{listed('not-observed')}; `--full` (or a larger --max-steps/--timeout) judges the whole program")
+
+
 def _status(opts: RunOptions, outcome: Outcome, obs: Observation, cwd: Path) -> str:
     command = shlex.join(opts.command)
+    budget = f"--max-steps {opts.max_steps}; --full runs the whole program"
     if outcome.interrupted:
         how = "was interrupted"
     elif outcome.timed_out:
         how = f"was stopped at the --timeout of {opts.timeout:g} s"
+    elif obs.budget_reached and not outcome.returncode:
+        how = f"was stopped after {obs.steps} optimizer step(s) by the step budget ({budget})"
     elif obs.budget_reached:
-        how = f"was stopped after {obs.steps} optimizer step(s) (--max-steps {opts.max_steps})"
+        how = (f"exited with code {outcome.returncode} after the step budget ({budget}) stopped a process at "
+               f"{obs.steps} optimizer step(s)")
     else:
         how = f"exited with code {outcome.returncode} after {obs.steps} optimizer step(s)"
     lines = [f"torchlint run: `{command}` {how} in {outcome.wall_seconds:.1f} s; "
              f"{obs.processes} Python process(es) monitored, "
              f"{len(obs.files)} file(s) of yours executed"]
+    if outcome.timed_out:
+        lines.append(f"error: the program did not finish within the --timeout of {opts.timeout:g} s")
     if not obs.processes:
         lines.append("warning: no Python process of the command loaded the monitors (a Python started with -I or "
                      "-E ignores PYTHONPATH), so nothing could be confirmed")

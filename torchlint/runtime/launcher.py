@@ -1,7 +1,10 @@
 """Start the user's command with the monitors on its PYTHONPATH, and make sure no process it
 started outlives us: its own session and process group, a child subreaper on Linux (so
-processes that detach are still ours to stop), and a sweep of the whole process tree on
-every way out (normal exit, crash, timeout, Ctrl-C, SIGTERM)."""
+processes that detach are still ours to stop), a sweep of the whole process tree on every way
+out we see (normal exit, crash, timeout, Ctrl-C, SIGTERM), and for the one we cannot see
+(SIGKILL to torchlint) PR_SET_PDEATHSIG on the program plus a watchdog process (watchdog.py).
+
+The program inherits our stdin, stdout and stderr untouched: its streams stay its own."""
 
 from __future__ import annotations
 
@@ -13,13 +16,15 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from torchlint.runtime.monitor import ENV_DIR, ENV_MAX_STEPS
 
 BOOT_DIR = Path(__file__).resolve().parent / "boot"
 GRACE_SECONDS = 5.0  # after SIGINT, before SIGKILL
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
+WATCHDOG = Path(__file__).resolve().parent / "watchdog.py"
 
 
 @dataclass
@@ -52,12 +57,13 @@ def run_program(command: list[str], env: dict[str, str], timeout: Optional[float
     signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         try:
-            # The program's stdout goes to our stderr: stdout carries only the report, so
-            # `--output-format json` stays parseable.
-            proc = subprocess.Popen(command, env=env, start_new_session=True, stdout=_stderr_fd())
+            proc = subprocess.Popen(command, env=env, start_new_session=True, preexec_fn=_die_with_parent)
         except OSError as exc:
             outcome.start_error = f"cannot run {command[0]!r}: {exc.strerror or exc}"
             return outcome
+        watchdog = _start_watchdog(proc.pid)
+        if watchdog is not None:
+            before.add(watchdog[0].pid)  # not one of the program's: our sweep must leave it alone
         try:
             outcome.returncode = proc.wait(timeout=timeout or None)
         except subprocess.TimeoutExpired:
@@ -66,6 +72,7 @@ def run_program(command: list[str], env: dict[str, str], timeout: Optional[float
             outcome.interrupted = True
         finally:
             stop_all(proc, before, polite=outcome.timed_out or outcome.interrupted)
+            _stop_watchdog(watchdog)
             if outcome.returncode is None:
                 outcome.returncode = proc.returncode
     finally:
@@ -74,11 +81,53 @@ def run_program(command: list[str], env: dict[str, str], timeout: Optional[float
     return outcome
 
 
-def _stderr_fd() -> Optional[int]:
-    try:
-        return sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # a captured stream (tests): inherit stdout
+def _prctl() -> Any:
+    if not sys.platform.startswith("linux"):
         return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _prctl()  # looked up here, not in the forked child before exec
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when torchlint dies (the watchdog stops the rest)."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _start_watchdog(program: int) -> Optional[tuple[subprocess.Popen, int]]:
+    """The watchdog holds the read end of a pipe; our write end closes when we die, however."""
+    if not sys.platform.startswith("linux"):
+        return None
+    read_end, write_end = os.pipe()
+    try:
+        watchdog = subprocess.Popen([sys.executable, "-I", str(WATCHDOG), str(os.getpid()), str(program)],
+                                    stdin=read_end, stdout=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        os.close(write_end)
+        return None
+    finally:
+        os.close(read_end)
+    os.set_inheritable(write_end, False)
+    return watchdog, write_end
+
+
+def _stop_watchdog(watchdog: Optional[tuple[subprocess.Popen, int]]) -> None:
+    """After our own sweep: the watchdog sweeps once more (a no-op) and exits. Waiting for it
+    keeps its sweep from meeting processes we start later (the lint workers)."""
+    if watchdog is None:
+        return
+    process, write_end = watchdog
+    os.close(write_end)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
@@ -86,12 +135,8 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 
 def _become_subreaper() -> None:
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):  # not fatal: the group kill still covers the usual cases
-        pass
+    if _PRCTL is not None:  # without it, the group kill still covers the usual cases
+        _PRCTL(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def stop_all(proc: subprocess.Popen, before: set[int], polite: bool) -> None:

@@ -19,14 +19,24 @@ import json
 import math
 import os
 import random
+import re
 import site
 import sys
 import sysconfig
 import threading
+import warnings
 import weakref
 from typing import Any, Callable, Optional
 
 ENV_DIR = "TORCHLINT_RUNTIME_DIR"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_CAUSE = re.compile(r"[A-Za-z]+ error: ")
+
+
+def _sentence(line: str) -> str:
+    """The first sentence of an error line, at most 300 characters."""
+    end = line.find(". ", 20)
+    return (line if end < 0 else line[:end + 1])[:300]
 ENV_MAX_STEPS = "TORCHLINT_RUNTIME_MAX_STEPS"
 
 # Detailed events kept per (kind, site); later ones are only counted.
@@ -36,6 +46,15 @@ BATCH_HASH_LIMIT = 8
 # Calls per loss site whose labels are range-checked (each check reads two scalars).
 LABEL_CHECK_LIMIT = 50
 DRAWS = 4
+SOFTMAX_SITES = 256  # recent softmax outputs remembered (TL401 across lines)
+# Autograd nodes a softmax output passes through unchanged in value on its way to the loss.
+VIEW_NODES = ("ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", "TransposeBackward0",
+              "PermuteBackward0", "TBackward0", "SliceBackward0", "SelectBackward0", "ExpandBackward0",
+              "SqueezeBackward0", "SqueezeBackward1", "UnsqueezeBackward0", "CloneBackward0",
+              "ToCopyBackward0", "AliasBackward0")
+# TL421: a loss this many times the median of its first three values has diverged.
+DIVERGENCE_RATIO = 1e4
+DIVERGENCE_FLOOR = 1e-2  # a reference loss near 0 (a fit that converged) does not count as small
 
 DROPOUTS = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
 SOFTMAXES = ("softmax", "log_softmax", "softmin")
@@ -171,6 +190,78 @@ def _finite(tensor: Any) -> bool:
     return bool(torch.isfinite(tensor.detach()).all())
 
 
+
+def _transparent_warn(real_warn: Callable) -> Callable:
+    """`warnings.warn` that looks through the monitors' wrappers. torch warns its caller's line
+    (`stacklevel=2`); when that caller is a wrapper here, the warning would name this file. It
+    goes one frame further out instead, to the program's line: same text, filters, "once per
+    location" registry and `catch_warnings(record=True)` entry as without the monitors."""
+
+    @functools.wraps(real_warn)
+    def warn(message: Any, category: Any = None, stacklevel: int = 1, source: Any = None, **kwargs: Any) -> None:
+        level = stacklevel
+        try:
+            frame: Any = sys._getframe(1)  # the function that warns: stacklevel 1
+            for _ in range(level - 1):
+                frame = frame.f_back
+            while frame is not None and frame.f_code.co_filename == __file__:
+                frame, level = frame.f_back, level + 1
+        except (AttributeError, ValueError, TypeError):  # a stack shorter than stacklevel
+            level = stacklevel
+        real_warn(message, category, level + 1, source, **kwargs)  # + 1: this frame
+
+    return warn
+
+
+def _producer(node: Any) -> tuple[Optional[str], Any]:
+    """The probability activation behind a loss input, through views and reshapes (`.view`)."""
+    for _ in range(8):
+        if node is None:
+            return None, None
+        name = type(node).__name__
+        if name in PROBABILITY_NODES:
+            return PROBABILITY_NODES[name], node
+        if name not in VIEW_NODES:
+            return None, None
+        node = next((fn for fn, _ in node.next_functions if fn is not None), None)
+    return None, None
+
+
+def _weights_only(args: tuple, kwargs: dict) -> Optional[bool]:
+    """The weights_only torch.load will use (its own default rule), None if unknown."""
+    if kwargs.get("weights_only") is not None:
+        return bool(kwargs["weights_only"])
+    if os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in ("1", "y", "yes", "true"):
+        return False
+    if os.environ.get("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in ("1", "y", "yes", "true"):
+        return True
+    serialization = sys.modules.get("torch.serialization")
+    default = getattr(serialization, "_default_to_weights_only", None)
+    pickle_module = kwargs.get("pickle_module", args[2] if len(args) > 2 else None)
+    return bool(default(pickle_module)) if default is not None else None
+
+
+def _only_negative_inf(tensor: Any) -> bool:
+    """No NaN and no +inf (called on a tensor that is not all finite)."""
+    import torch
+
+    detached = tensor.detach()
+    return not bool(torch.isnan(detached).any()) and not bool(torch.isposinf(detached).any())
+
+
+def _fp32_norms_only(module: Any, dtypes: dict[str, int]) -> bool:
+    """Low-precision weights with float32 normalization layers: the mixed-precision recipe
+    (norm statistics kept in fp32), not a forgotten cast (TL222)."""
+    if set(dtypes) - {"torch.float32", "torch.bfloat16", "torch.float16"} or "torch.float32" not in dtypes:
+        return False
+    for sub in module.modules():
+        is_norm = "Norm" in type(sub).__name__
+        for p in sub.parameters(recurse=False):
+            if str(p.dtype) == "torch.float32" and not is_norm:
+                return False
+    return True
+
+
 def _env_rank() -> int:
     try:
         return int(os.environ.get("RANK", "0") or 0)
@@ -223,8 +314,12 @@ class Monitor:
         self.steps = 0
         self.local = threading.local()
         self.reported_nonfinite = False
+        self.softmax_sites: dict[int, tuple] = {}  # id(SoftmaxBackward0 node) -> (node type, site)
+        self.loss_tracks: dict[Any, dict] = {}  # backward site -> first loss values (TL421)
+        self.masked_inf: Optional[dict] = None  # the first -inf-only activation (a mask?), for context
         self._last_screened: Any = lambda: None  # weakref to the last module output screened for NaN/Inf
-        self.pending_roots: list = []  # (module ref, site, training) of grad-enabled forwards since the last backward
+        self.pending_roots: list[dict] = []  # grad-enabled root forwards since the last backward
+        self.pending_eval: list[dict] = []  # backwards through an eval-mode forward, awaiting an optimizer step
         self.pending_data: list = []  # `.data` accesses while a forward awaited its backward
         self.roots: Any = None  # WeakSet of root modules seen
         self.checked_modules: Any = None
@@ -319,6 +414,7 @@ class Monitor:
         from torch.utils.data import dataloader as dataloader_mod
 
         self.user.add_excluded(os.path.dirname(torch.__file__))
+        self._patch(warnings, "warn", _transparent_warn(warnings.warn))
         self.roots = weakref.WeakSet()
         self.checked_modules = weakref.WeakSet()
         self._loader_sites = weakref.WeakKeyDictionary()
@@ -336,6 +432,9 @@ class Monitor:
             self._patch(F, name, self._wrap_dropout(name, getattr(F, name)))
         for name in SOFTMAXES:
             self._patch(F, name, self._wrap_softmax(name, getattr(F, name)))
+        load = self._wrap_load(torch.serialization.load)
+        self._patch(torch, "load", load)
+        self._patch(torch.serialization, "load", load)
         self._patch(torch.optim.Optimizer, "zero_grad", self._wrap_zero_grad(torch.optim.Optimizer.zero_grad))
         self._patch(torch.nn.Module, "zero_grad", self._wrap_zero_grad(torch.nn.Module.zero_grad))
         self._patch(torch.nn.Module, "train", self._wrap_train(torch.nn.Module.train))
@@ -398,6 +497,8 @@ class Monitor:
             finally:
                 monitor.local.in_backward = False
                 monitor.record("backward", site, **event)
+                # autograd.grad and backward(inputs=...) leave the parameters' .grad alone.
+                monitor._after_backward(site, original.__name__ != "grad" and kwargs.get("inputs") is None)
                 if original.__name__ != "grad":
                     monitor.backward_since_step = True
                     monitor.last_grad_event = ("backward", site)
@@ -414,15 +515,10 @@ class Monitor:
             value = float(loss.detach())
             if not math.isfinite(value):
                 self.reported_nonfinite = True
-                self.record("nonfinite", site, where="loss", value=str(value), always=True)
-        for ref, forward_site, training in self.pending_roots:
-            module = ref()
-            if module is None or training:
-                continue
-            layers = sorted({type(m).__name__ for m in module.modules() if type(m).__name__ in MODE_DEPENDENT})
-            if layers:
-                self.record("eval_backward", site, module=type(module).__name__, forward_site=forward_site,
-                            layers=layers, eval_site=self._eval_sites.get(module))
+                self.record("nonfinite", site, where="loss", value=str(value), masked_inf=self.masked_inf,
+                            always=True)
+            else:
+                self._track_divergence(value, site)
         written = [p for p in self.pending_data if p["assigned"] or p["alias"]._version > 0]
         if not written:
             return
@@ -435,6 +531,52 @@ class Monitor:
                         saved_by=saved.get(storage), tensor=access["desc"],
                         name=names.get(id(tensor)) if tensor is not None else None, always=True)
         del torch
+
+    @_guarded
+    def _after_backward(self, site: Optional[list], accumulates: bool) -> None:
+        """TL720: a backward that ran through an eval-mode forward (its output's hook fired) waits
+        for an optimizer step over that module's parameters; a zero_grad in between drops it."""
+        for entry in self.pending_roots:
+            for handle in entry.get("handles", ()):
+                handle.remove()
+            module = entry["ref"]()
+            if accumulates and entry.get("reached") and module is not None:
+                self.pending_eval.append({"ref": entry["ref"], "site": site, "forward_site": entry["site"],
+                                          "layers": entry["layers"], "module": type(module).__name__,
+                                          "eval_site": self._eval_sites.get(module)})
+        del self.pending_eval[:-16]
+
+    @_guarded
+    def _resolve_eval(self, owner: Any, stepped: bool) -> None:
+        """`owner` (an optimizer stepping or zeroing, or a module zeroing) settles the pending
+        eval-mode backwards over its parameters: reported at a step, dropped at a zero_grad."""
+        if not self.pending_eval:
+            return
+        if hasattr(owner, "param_groups"):
+            ids = {id(p) for group in owner.param_groups for p in group["params"]}
+        else:
+            ids = {id(p) for p in owner.parameters()}
+        kept = []
+        for entry in self.pending_eval:
+            module = entry["ref"]()
+            if module is None or not any(id(p) in ids for p in module.parameters()):
+                kept.append(entry)
+            elif stepped:
+                self.record("eval_backward", entry["site"], module=entry["module"],
+                            forward_site=entry["forward_site"], layers=entry["layers"], eval_site=entry["eval_site"])
+        self.pending_eval = kept
+
+    def _track_divergence(self, value: float, site: Optional[list]) -> None:
+        """TL421: a finite loss that grew by DIVERGENCE_RATIO over its first values, once per site."""
+        key = tuple(site[:2]) if site else None
+        track = self.loss_tracks.setdefault(key, {"first": [], "reported": False})
+        if len(track["first"]) < 3:
+            track["first"].append(abs(value))
+            return
+        reference = max(sorted(track["first"])[1], DIVERGENCE_FLOOR)  # the median of the first three
+        if not track["reported"] and abs(value) >= DIVERGENCE_RATIO * reference:
+            track["reported"] = True
+            self.record("diverged", site, first=track["first"], value=value, always=True)
 
     def _patch_data_property(self, torch: Any) -> None:
         descriptor = torch._C.TensorBase.__dict__["data"]
@@ -467,7 +609,7 @@ class Monitor:
         self.pending_data.append({
             "ref": weakref.ref(tensor), "alias": alias if alias is not None else tensor, "assigned": assigned,
             "site": site, "storage": tensor.untyped_storage().data_ptr(), "desc": _describe(tensor),
-            "forward_site": self.pending_roots[-1][1],
+            "forward_site": self.pending_roots[-1]["site"],
         })
 
     def _parameter_names(self) -> dict[int, str]:
@@ -490,10 +632,17 @@ class Monitor:
             return
         import torch
 
+        # Global pre-hooks get no kwargs: `model(input_ids=x)` (Hugging Face style) passes its
+        # tensors there, so read them from Module._call_impl's frame (TL220, TL520).
+        caller = sys._getframe(2)  # Module._call_impl, or its `inner` closure
+        kwargs = caller.f_locals.get("kwargs") if caller.f_code.co_name in ("_call_impl", "inner") else None
+        if kwargs and isinstance(kwargs, dict):
+            args = (*args, *kwargs.values())
+
         self.roots.add(module)
         site = self.user.site(2)
         if torch.is_grad_enabled():
-            self.pending_roots.append((weakref.ref(module), site, module.training))
+            self.pending_roots.append({"ref": weakref.ref(module), "site": site})
             if len(self.pending_roots) > 64:  # forwards never backpropagated (an eval loop without no_grad)
                 del self.pending_roots[:-64]
         if module not in self.checked_modules:
@@ -520,7 +669,7 @@ class Monitor:
         for p in params:
             if p.dtype.is_floating_point:
                 dtypes[str(p.dtype)] = dtypes.get(str(p.dtype), 0) + 1
-        if len(dtypes) > 1:
+        if len(dtypes) > 1 and not _fp32_norms_only(module, dtypes):
             by_dtype: dict[str, list[str]] = {}
             for name, p in module.named_parameters():
                 by_dtype.setdefault(str(p.dtype), []).append(name)
@@ -530,6 +679,8 @@ class Monitor:
     @_guarded
     def _forward_hook(self, module: Any, args: Any, output: Any) -> None:
         self.local.depth = max(0, self._depth() - 1)
+        if not self.local.depth and not module.training and self.pending_roots:
+            self._watch_eval_forward(module, output)
         if self.reported_nonfinite:
             return
 
@@ -538,17 +689,41 @@ class Monitor:
             return  # a container returning its last layer's output: already screened
         for tensor in outputs:
             self._last_screened = weakref.ref(tensor)
-            if not _finite(tensor):
-                inputs_finite = all(_finite(t) for t in _tensors(args))
-                bad_params = [n for n, p in module.named_parameters(recurse=False)
-                              if not _finite(p)]
-                self.reported_nonfinite = True
-                names = {id(m): n for root in list(self.roots) for n, m in root.named_modules()}
-                self.record("nonfinite", self.user.site(2), where="activation", module=type(module).__name__,
-                            name=names.get(id(module)), inputs_finite=inputs_finite, output=_describe(tensor),
-                            bad_params=bad_params,
-                            always=True)
-                return
+            if _finite(tensor):
+                continue
+            names = {id(m): n for root in list(self.roots) for n, m in root.named_modules()}
+            if _only_negative_inf(tensor):
+                # -inf and finite values only: a mask (causal attention, invalid actions) that a
+                # softmax or masked_fill turns into 0. It is a problem only if a NaN/Inf follows.
+                if self.masked_inf is None:
+                    self.masked_inf = {"module": type(module).__name__, "name": names.get(id(module)),
+                                       "site": self.user.site(2), "step": self.steps}
+                continue
+            inputs_finite = all(_finite(t) or _only_negative_inf(t) for t in _tensors(args))
+            bad_params = [n for n, p in module.named_parameters(recurse=False) if not _finite(p)]
+            self.reported_nonfinite = True
+            self.record("nonfinite", self.user.site(2), where="activation", module=type(module).__name__,
+                        name=names.get(id(module)), inputs_finite=inputs_finite, output=_describe(tensor),
+                        bad_params=bad_params, masked_inf=self.masked_inf, always=True)
+            return
+
+    def _watch_eval_forward(self, module: Any, output: Any) -> None:
+        """An eval-mode root forward with Dropout/BatchNorm layers and parameters that train: a
+        hook on its outputs tells whether a backward runs through it (TL720)."""
+        entry = self.pending_roots[-1]
+        if entry["ref"]() is not module or not any(p.requires_grad for p in module.parameters()):
+            return
+        layers = sorted({type(m).__name__ for m in module.modules() if type(m).__name__ in MODE_DEPENDENT})
+        if not layers:
+            return
+        entry.update(layers=layers, handles=[])
+
+        def reached(grad: Any) -> None:
+            entry["reached"] = True
+
+        for tensor in _tensors(output):
+            if tensor.requires_grad:
+                entry["handles"].append(tensor.register_hook(reached))
 
     # -- optimizers ---------------------------------------------------------------------
 
@@ -558,6 +733,7 @@ class Monitor:
 
         site = self.user.site(2)
         self.optimizers.add(optimizer)
+        self._resolve_eval(optimizer, stepped=True)
         if self.backward_since_step and self.last_grad_event and self.last_grad_event[0] == "zero_grad":
             self.record("zeroed_before_step", self.last_grad_event[1], step_site=site, always=True)
         every = [p for group in optimizer.param_groups for p in group["params"]]
@@ -579,7 +755,7 @@ class Monitor:
                     self.reported_nonfinite = True
                     names = names or self._parameter_names()
                     self.record("nonfinite", site, where="gradient", name=names.get(id(p)), tensor=_describe(p),
-                                always=True)
+                                masked_inf=self.masked_inf, always=True)
                     break
 
     def _step_post_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -612,6 +788,7 @@ class Monitor:
         def zero_grad(owner: Any, *args: Any, **kwargs: Any) -> Any:
             result = original(owner, *args, **kwargs)
             site = monitor.user.site(2)
+            monitor._resolve_eval(owner, stepped=False)
             monitor.zeroed_since_step = True
             monitor.last_grad_event = ("zero_grad", site)
             monitor.record("zero_grad", site, after_backward=monitor.backward_since_step)
@@ -698,9 +875,19 @@ class Monitor:
                     args = (*args[:2], args[2] + 1, *args[3:])
                 else:
                     kwargs["_stacklevel"] = kwargs.get("_stacklevel", 3) + 1
-            return original(*args, **kwargs)
+            result = original(*args, **kwargs)
+            if name == "softmax" and getattr(result, "grad_fn", None) is not None:
+                monitor._note_softmax(result.grad_fn)
+            return result
 
         return softmax
+
+    @_guarded
+    def _note_softmax(self, node: Any) -> None:
+        """Where a softmax output came from, for TL401 when the loss is on another line."""
+        if len(self.softmax_sites) >= SOFTMAX_SITES:
+            self.softmax_sites.pop(next(iter(self.softmax_sites)))
+        self.softmax_sites[id(node)] = (type(node).__name__, self.user.site(3))
 
     # -- losses -------------------------------------------------------------------------
 
@@ -755,21 +942,25 @@ class Monitor:
         if arguments.get("size_average") is not None or arguments.get("reduce") is not None:
             from torch.nn import _reduction
 
-            reduction = _reduction.legacy_get_string(arguments.get("size_average"), arguments.get("reduce"))
+            reduction = _reduction.legacy_get_string(arguments.get("size_average"), arguments.get("reduce"),
+                                                     emit_warning=False)  # the loss itself warns the user
         event: dict[str, Any] = {"fn": name, "site": self.user.site(3), "module_site": module_site,
                                  "module": type(owner).__name__ if isinstance(owner, torch.nn.Module) else None,
                                  "reduction": reduction, "grad_enabled": torch.is_grad_enabled()}
         if not isinstance(inp, torch.Tensor) or not isinstance(target, torch.Tensor):
             return event
         event.update(input=_describe(inp), target=_describe(target))
-        producer = PROBABILITY_NODES.get(type(inp.grad_fn).__name__) if inp.grad_fn is not None else None
+        producer, node = _producer(inp.grad_fn)
         if producer:
             event["input_producer"] = producer
+            known = self.softmax_sites.get(id(node))
+            if known is not None and known[0] == type(node).__name__:
+                event["producer_site"] = known[1]
         if name in CLASS_INDEX_LOSSES:
             ignore_index = arguments.get("ignore_index", -100)
             class_index = target.dim() == inp.dim() - 1
             classes = inp.shape[1] if inp.dim() > 1 else inp.shape[0]
-            event.update(ignore_index=ignore_index, class_index=class_index, classes=classes,
+            event.update(ignore_index=ignore_index, class_index=class_index, classes=classes, input_dim=inp.dim(),
                          label_smoothing=arguments.get("label_smoothing", 0.0),
                          weighted=arguments.get("weight") is not None)
             key = f"labels@{event['site'][0]}:{event['site'][1]}" if event["site"] else "labels"
@@ -801,31 +992,114 @@ class Monitor:
                 event["prob_range"] = [float(target.min()), float(target.max())]
         return event
 
+    # -- checkpoints ----------------------------------------------------------------------
+
+    def _wrap_load(self, original: Callable) -> Callable:
+        monitor = self
+
+        @functools.wraps(original)
+        def load(*args: Any, **kwargs: Any) -> Any:
+            site = monitor.user.site(2)
+            event: dict[str, Any] = {"weights_only": _weights_only(args, kwargs)}
+            try:
+                return original(*args, **kwargs)
+            except BaseException as exc:
+                lines = [_ANSI.sub("", line).strip() for line in str(exc).splitlines() if line.strip()]
+                event["error"] = f"{type(exc).__name__}: {_sentence(lines[0]) if lines else ''}"
+                event["detail"] = [_sentence(line) for line in lines[1:20] if _CAUSE.match(line)][:1]
+                raise
+            finally:
+                monitor.record("load", site, **event)
+
+        return load
+
+    # -- crashes ------------------------------------------------------------------------
+
+    def record_crash(self, kind: type, value: BaseException, tb: Any) -> None:
+        frames = []
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if self.user.is_user(code.co_filename):
+                frames.append([self.user.realpath(code.co_filename), tb.tb_lineno, code.co_name, code.co_firstlineno,
+                               self._last_line_of(code)])
+            tb = tb.tb_next
+        lines = [_ANSI.sub("", line).strip() for line in str(value).strip().splitlines()]
+        lines = [line for line in lines if line]
+        name = kind.__qualname__ if kind.__module__ in ("builtins", "__main__") else f"{kind.__module__}.{kind.__qualname__}"
+        # The first sentence, and the lines that name a cause (torch.load's "WeightsUnpickler error: ...").
+        detail = [_sentence(line) for line in lines[1:20] if _CAUSE.match(line)][:2]
+        self.record("crash", frames[-1] if frames else None, always=True, exception=name,
+                    message=_sentence(lines[0]) if lines else "", detail=detail, frames=frames[-CRASH_FRAMES:])
+        self.dump()
+
+    def _last_line_of(self, code: Any) -> int:
+        return self.user._last_line(code)
+
     # -- DataLoader workers -------------------------------------------------------------
 
     def record_worker_streams(self, probe: "_WorkerProbe", worker_id: int) -> None:
-        import torch
         from torch.utils.data import get_worker_info
 
         info = get_worker_info()
         dataset = info.dataset if info is not None else None
-        streams: dict[str, Any] = {}
-        for label, rng in _dataset_rngs(dataset):
-            draws = _peek(rng)
-            if draws is not None:
-                streams[label] = draws
-        global_streams: dict[str, Any] = {"random": _peek(random.Random(0), state=random.getstate())}
-        np = sys.modules.get("numpy")
-        if np is not None:
-            legacy = np.random.RandomState()
-            legacy.set_state(np.random.get_state())
-            global_streams["numpy.random"] = _rounded(legacy.random_sample(DRAWS).tolist())
-        generator = torch.Generator()
-        generator.set_state(torch.get_rng_state())
-        global_streams["torch"] = _rounded(torch.rand(DRAWS, generator=generator).tolist())
+        streams, global_streams = _worker_draws(dataset)
         self.sink.write({"kind": "worker_rng", "pid": os.getpid(), "site": probe.loader_site, "loader": probe.key,
                          "worker_id": worker_id, "num_workers": probe.num_workers,
                          "dataset": type(dataset).__name__, "streams": streams, "global": global_streams})
+        self._watch_first_fetch(probe, worker_id, dataset, streams, global_streams)
+
+    def _watch_first_fetch(self, probe: "_WorkerProbe", worker_id: int, dataset: Any, streams: dict,
+                           global_streams: dict) -> None:
+        """After this worker's first batch, which streams moved? Identical streams that the
+        dataset never draws from (an RNG used only in __init__) are harmless (TL320/TL301)."""
+        from torch.utils.data._utils import fetch
+
+        monitor = self
+        fetchers = (fetch._MapDatasetFetcher, fetch._IterableDatasetFetcher)
+        originals = {cls: cls.__dict__["fetch"] for cls in fetchers if "fetch" in cls.__dict__}
+
+        def wrap(original: Callable) -> Callable:
+            @functools.wraps(original)
+            def first_fetch(fetcher: Any, *args: Any, **kwargs: Any) -> Any:
+                for cls, method in originals.items():  # once per worker: put torch back first
+                    cls.fetch = method  # type: ignore[method-assign]
+                result = original(fetcher, *args, **kwargs)
+                try:
+                    after, after_global = _worker_draws(dataset)
+                    drawn = [f"streams:{n}" for n, d in streams.items() if after.get(n) != d]
+                    drawn += [f"global:{n}" for n, d in global_streams.items() if after_global.get(n) != d]
+                    monitor.sink.write({"kind": "worker_rng_drawn", "pid": os.getpid(), "loader": probe.key,
+                                        "worker_id": worker_id, "drawn": drawn})
+                except Exception as exc:
+                    monitor.sink.write({"kind": "internal_error", "pid": os.getpid(), "where": "worker fetch",
+                                        "error": repr(exc)[:300]})
+                return result
+
+            return first_fetch
+
+        for cls, method in originals.items():
+            cls.fetch = wrap(method)  # type: ignore[method-assign]
+
+
+def _worker_draws(dataset: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The next draws of the dataset's RNG objects and of the global generators, from copies."""
+    import torch
+
+    streams: dict[str, Any] = {}
+    for label, rng in _dataset_rngs(dataset):
+        draws = _peek(rng)
+        if draws is not None:
+            streams[label] = draws
+    global_streams: dict[str, Any] = {"random": _peek(random.Random(0), state=random.getstate())}
+    np = sys.modules.get("numpy")
+    if np is not None:
+        legacy = np.random.RandomState()
+        legacy.set_state(np.random.get_state())
+        global_streams["numpy.random"] = _rounded(legacy.random_sample(DRAWS).tolist())
+    generator = torch.Generator()
+    generator.set_state(torch.get_rng_state())
+    global_streams["torch"] = _rounded(torch.rand(DRAWS, generator=generator).tolist())
+    return streams, global_streams
 
 
 def _saved_storages(loss: Any, limit: int = 10_000) -> dict[int, str]:
@@ -986,4 +1260,24 @@ def start_from_environment() -> Optional[Monitor]:
     set_current(monitor)
     monitor.install()
     atexit.register(monitor.dump)
+    sys.excepthook = _crash_hook(monitor, sys.excepthook)
     return monitor
+
+
+CRASH_FRAMES = 12  # user frames of a crash's traceback kept, innermost last
+
+
+def _crash_hook(monitor: Monitor, previous: Callable) -> Callable:
+    """Records the exception that ends the process (the crash is a result), then hands it to the
+    hook that was there, which prints the traceback exactly as before."""
+
+    def excepthook(kind: type, value: BaseException, tb: Any) -> None:
+        if not issubclass(kind, KeyboardInterrupt):
+            try:
+                monitor.record_crash(kind, value, tb)
+            except Exception:  # the traceback must still be printed
+                pass
+        previous(kind, value, tb)
+
+    return excepthook
+
