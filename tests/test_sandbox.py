@@ -456,6 +456,30 @@ def test_the_parent_is_not_dumpable_once_a_worker_ran():
     assert ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 0  # PR_GET_DUMPABLE
 
 
+def test_without_namespaces_probes_keep_their_verdict_or_say_why_not():
+    """No network namespace: no loopback TCP for the gloo probe; no minimal root: no AF_UNIX
+    or /dev/shm for DataLoader workers. Such probes are skipped with the reason, never a
+    wrong verdict; the others keep theirs."""
+    from test_verify import DEMONSTRATE_FACTS
+
+    from torchlint.verify.plan import PROBED
+
+    worker = ProbeWorker(timeout=120, limit_memory=True, namespaces=False)
+    results = {}
+    try:
+        for code in sorted(PROBED):
+            results[code] = worker.run({"code": code, "facts": DEMONSTRATE_FACTS.get(code, {}), "device": "cpu"})
+    finally:
+        worker.stop()
+    for code, result in results.items():
+        expected = "not-reproduced" if code == "TL801" else "demonstrated"
+        if result["verdict"] == "skipped":
+            assert "sandbox" in result["evidence"], (code, result)
+        else:
+            assert result["verdict"] == expected, (code, result)
+    assert results["TL501"]["verdict"] == "skipped"  # gloo needs TCP on loopback
+
+
 if __name__ == "__main__":  # the unprivileged child of `attack`
     name, namespaces, spec = json.loads(sys.argv[1])
     print(json.dumps(run_attack(name, namespaces, dict(spec, parent=os.getpid()))))

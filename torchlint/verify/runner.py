@@ -198,6 +198,11 @@ class ProbeWorker:
         return env
 
     def start(self) -> dict[str, Any]:
+        self.launch()
+        return self.handshake()
+
+    def launch(self) -> None:
+        """Start the launcher and return at once: torch imports meanwhile (see handshake)."""
         make_parent_undumpable()
         self._tmp = tempfile.TemporaryDirectory(prefix="torchlint-verify-")
         work = os.path.join(self._tmp.name, "work")
@@ -223,6 +228,12 @@ class ProbeWorker:
         self._eof = False
         self._killed_for_memory = 0
         self._watch_stop = threading.Event()
+        if sys.platform.startswith("linux") and self.memory_limit:
+            self._watcher = threading.Thread(target=self._watch, args=(self.proc, self._watch_stop), daemon=True)
+            self._watcher.start()
+
+    def handshake(self) -> dict[str, Any]:
+        """The launcher's trusted frame (the layers, or why it refused), then the worker's hello."""
         first = self._read_frame(STARTUP_TIMEOUT)
         if first is not None and first.get("kind") == "refused" and type(first.get("reason")) is str:
             reason = clean_text(first["reason"], 500)
@@ -235,9 +246,6 @@ class ProbeWorker:
             raise RuntimeError(reason)
         self.layers = [clean_text(x, 200) for x in layers[:32]]
         self.uid = next((int(x[4:]) for x in self.layers if x.startswith("uid ") and x[4:].isdigit()), None)
-        if sys.platform.startswith("linux") and self.memory_limit:
-            self._watcher = threading.Thread(target=self._watch, args=(self.proc, self._watch_stop), daemon=True)
-            self._watcher.start()
         hello = self._read_frame(STARTUP_TIMEOUT)
         if hello is None or hello.get("kind") != "hello":
             reason = self._failure("starting the probe worker")
@@ -468,6 +476,8 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
     limits = (timeout, memory_limit)
     worker: Optional[ProbeWorker] = None
     worker_path: Optional[str] = None
+    spare: Optional[ProbeWorker] = None  # the next file's worker, importing torch meanwhile
+    paths = sorted({f.path for f in findings})
     refused: Optional[str] = None if unsandboxed or sys.platform.startswith("linux") else \
         f"there is no OS sandbox for {sys.platform}"
     cuda: Optional[bool] = None
@@ -475,9 +485,16 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
     deadline = time.monotonic() + budget
     try:
         def get_worker() -> ProbeWorker:
-            nonlocal worker, refused
+            nonlocal worker, refused, spare
             if refused is not None:
                 raise SandboxRefused(refused)
+            if worker is None and spare is not None:
+                worker, spare = spare, None
+                try:
+                    worker.handshake()
+                except SandboxRefused as exc:
+                    refused, worker = str(exc), None
+                    raise
             if worker is None:
                 # CUDA initialisation reserves far more address space than any limit we
                 # could set, so the address-space backstop applies only when CUDA cannot
@@ -490,6 +507,13 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                 except SandboxRefused as exc:
                     refused, worker = str(exc), None
                     raise
+            if spare is None and worker_path != paths[-1]:
+                # A fresh worker for the next file starts now, so its torch import overlaps
+                # this file's probes. It shares nothing with this one.
+                spare = ProbeWorker(timeout, limit_memory=(device == "cpu" or "+cpu" in torch),
+                                    memory_limit=memory_limit, project=project, unsandboxed=unsandboxed,
+                                    namespaces=_namespaces, simulate_missing=_simulate_missing)
+                spare.launch()
             return worker
 
         def cuda_available() -> bool:
@@ -563,8 +587,9 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                 runs.append({"device": dev, "torch": _runtime_version(worker, torch), **result})
             finding.verify = {"runs": runs, "verdict": summarize(runs)}
     finally:
-        if worker is not None:
-            worker.stop()
+        for left in (worker, spare):
+            if left is not None:
+                left.stop()
 
 
 def describe_sandbox(unsandboxed: bool = False) -> tuple[bool, str]:
