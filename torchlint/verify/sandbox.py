@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import os
 import random
-import resource
 import socket
 import stat
 import struct
@@ -111,7 +110,7 @@ def _project_entries(project: str) -> list[str]:
         names = sorted(os.listdir(project))
     except OSError:
         return []
-    return [os.path.join(project, n) for n in names if n != ".git"]
+    return [os.path.join(project, n) for n in names if n != ".git"][:256]  # each is a bind mount
 
 
 def policy(tmp: str, project: str = "", namespaces: bool = True, unsandboxed: bool = False,
@@ -327,6 +326,7 @@ def _user_processes() -> int:
 
 
 def set_limits(cfg: dict[str, Any], fresh_uid: bool) -> None:
+    import resource  # POSIX only: torchlint imports this module on every platform
     nproc = 64 if fresh_uid else _user_processes() + 64  # DataLoader workers and gloo ranks fit, a fork bomb not
     limits = [(resource.RLIMIT_NPROC, nproc), (resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, 1 << 30),
               (resource.RLIMIT_NOFILE, 4096)]
