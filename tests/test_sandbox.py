@@ -397,7 +397,7 @@ def test_a_missing_layer_means_no_checked_code_runs(layer, tmp_path):
 
 def test_a_platform_without_the_sandbox_skips_every_finding(monkeypatch):
     monkeypatch.setattr(runner.sys, "platform", "darwin")
-    monkeypatch.setattr(runner.subprocess, "Popen", None)  # nothing may even start
+    monkeypatch.setattr(subprocess, "Popen", None)  # nothing may even start
     finding = _finding()
     runner.verify_findings([finding], device="cpu", timeout=60, sources=lambda p: SOURCE)
     run = finding.verify["runs"][0]
