@@ -305,6 +305,8 @@ def drop_root(cfg: dict[str, Any], minimal: bool) -> str:
     if minimal or _readable_by_others(cfg["execute"] + [p for p in cfg["read"] if "python" in p]):
         uid = _pick_uid()
         os.chown(cfg["write"][0], uid, uid)
+        if not minimal:
+            os.chmod(cfg["tmp"], 0o711)  # its parent: enough to reach the work dir, nothing to list
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
