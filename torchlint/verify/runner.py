@@ -17,6 +17,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+import os
 import sys
 import time
 from pathlib import Path
