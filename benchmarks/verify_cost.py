@@ -1,9 +1,11 @@
-"""Cost of `--verify` on a file with 50 findings: plain lint vs --verify with a cold verdict
-cache vs --verify with a warm one. Prints wall seconds and the overhead beyond linting.
+"""Cost of `--verify` on a file with 50 findings, and on 5 files with 10 findings each:
+plain lint vs --verify with a cold verdict cache vs --verify with a warm one. Prints wall
+seconds and the overhead beyond linting (worker starts included).
 
-The file defines its inputs, so most findings run as program slices of the file's own code
-(one worker start for all of them); the rest use fact probes. With a warm cache no worker
-starts at all.
+The file defines its inputs, so most findings run as program slices of the file's own code;
+the rest use fact probes. Each file gets a fresh sandboxed worker (one start per file), so
+the 5-file case shows what per-file isolation costs. With a warm cache no worker starts.
+Run it against another checkout with PYTHONPATH=/path/to/checkout for a baseline.
 
     python benchmarks/verify_cost.py [--device cpu|auto]
 """
@@ -61,30 +63,40 @@ def timed(cmd: list[str]) -> float:
     return time.perf_counter() - start
 
 
+def measure(paths: list[Path], cache: Path, device: str) -> None:
+    base = [sys.executable, "-m", "torchlint", "check", *map(str, paths), "--isolated", "--exit-zero", "-q",
+            "--output-format", "json", "--cache-dir", str(cache)]
+    out = subprocess.run(base + ["--no-cache"], capture_output=True, text=True).stdout
+    findings = json.loads(out)
+    print(f"{len(findings)} findings in {len(paths)} file(s)")
+    out = subprocess.run(base + ["--no-cache", "--verify", "--device", device], capture_output=True,
+                         text=True).stdout
+    kinds = Counter(f["verify"]["verdict"] for f in json.loads(out))
+    print("  verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+    lint = timed(base + ["--no-cache"])
+    cold = timed(base + ["--verify", "--device", device])
+    warm = timed(base + ["--verify", "--device", device])
+    print(f"  lint only              {lint:7.2f} s")
+    print(f"  --verify, cold cache   {cold:7.2f} s   overhead {cold - lint:6.2f} s "
+          f"({(cold - lint) / len(findings):.3f} s per finding)")
+    print(f"  --verify, warm cache   {warm:7.2f} s   overhead {warm - lint:6.2f} s")
+
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--device", default="cpu", choices=["cpu", "auto", "cuda"])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "fifty.py"
-        path.write_text(HEADER + "".join(BLOCK.format(i=i, n=3 + i % 2) for i in range(5)))
-        cache = Path(tmp) / "cache"
-        base = [sys.executable, "-m", "torchlint", "check", str(path), "--isolated", "--exit-zero", "-q",
-                "--output-format", "json", "--cache-dir", str(cache)]
-        out = subprocess.run(base + ["--no-cache"], capture_output=True, text=True).stdout
-        findings = json.loads(out)
-        print(f"{len(findings)} findings in {path.name}")
-        out = subprocess.run(base + ["--no-cache", "--verify", "--device", args.device], capture_output=True,
-                             text=True).stdout
-        kinds = Counter(f["verify"]["verdict"] for f in json.loads(out))
-        print("  verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
-        lint = timed(base + ["--no-cache"])
-        cold = timed(base + ["--verify", "--device", args.device])
-        warm = timed(base + ["--verify", "--device", args.device])
-        print(f"  lint only              {lint:7.2f} s")
-        print(f"  --verify, cold cache   {cold:7.2f} s   overhead {cold - lint:6.2f} s "
-              f"({(cold - lint) / len(findings):.3f} s per finding)")
-        print(f"  --verify, warm cache   {warm:7.2f} s   overhead {warm - lint:6.2f} s")
+        one = Path(tmp) / "fifty.py"
+        one.write_text(HEADER + "".join(BLOCK.format(i=i, n=3 + i % 2) for i in range(5)))
+        measure([one], Path(tmp) / "cache1", args.device)
+        many = []
+        for i in range(5):  # the same hazards, but each file's requests differ (other values)
+            path = Path(tmp) / f"part{i}.py"
+            path.write_text(HEADER + BLOCK.format(i=i + 10, n=5 + i))
+            many.append(path)
+        measure(many, Path(tmp) / "cache5", args.device)
 
 
 if __name__ == "__main__":

@@ -231,16 +231,24 @@ def test_every_parameter_a_rule_emits_is_read_by_its_probe():
                         assert f'"{name}"' in body, (code.group(1), name)
 
 
+# The worker's protocol: JSON lines in on stdin, length-prefixed frames out on fd 3.
+SEND = """
+    import struct
+    def send(obj):
+        data = json.dumps(obj).encode()
+        os.write(3, struct.pack(">I", len(data)) + data)
+"""
 CRASHY_WORKER = textwrap.dedent("""
     import json, os, signal, sys, time
-    print(json.dumps({"torch": "fake", "cuda": False}), flush=True)
+""" + SEND + """
+    send({"kind": "hello", "torch": "fake", "cuda": False})
     for line in sys.stdin:
         req = json.loads(line)
         if req["code"] == "CRASH":
             os.kill(os.getpid(), signal.SIGSEGV)
         if req["code"] == "HANG":
             time.sleep(60)
-        print(json.dumps({"id": req["id"], "verdict": "confirmed", "evidence": "ok"}), flush=True)
+        send({"kind": "answer", "id": req["id"], "verdict": "confirmed", "evidence": "ok", "source": "probe"})
 """)
 
 
@@ -261,14 +269,20 @@ def test_timeout_and_crash_become_errors_and_the_run_goes_on(tmp_path):
 
 SECRET_PROBE_WORKER = textwrap.dedent("""
     import json, os, socket, sys
-    with open(f"/proc/{os.getppid()}/environ", "rb") as fh:
-        parent = fh.read()
+""" + SEND + """
+    try:
+        with open(f"/proc/{os.getppid()}/environ", "rb") as fh:
+            parent = fh.read()
+    except OSError:  # the sandbox: no /proc/<other pid>
+        parent = b""
     found = {"parent_env": b"hunter2" in parent, "own_env": "hunter2" in json.dumps(dict(os.environ)),
              "net_isolated": os.environ.get("TORCHLINT_NET_ISOLATED"),
              "interfaces": sorted(name for _, name in socket.if_nameindex())}
-    print(json.dumps({"torch": "fake", "cuda": False, **found}), flush=True)
+    send({"kind": "hello", "torch": "fake", "cuda": False})
     for line in sys.stdin:
-        pass
+        req = json.loads(line)
+        send({"kind": "answer", "id": req["id"], "verdict": "confirmed", "evidence": json.dumps(found),
+              "source": "probe"})
 """)
 
 
@@ -279,21 +293,24 @@ def test_worker_cannot_read_secrets_from_its_parent_or_its_own_environment(monke
     script = tmp_path / "secret_probe.py"
     script.write_text(SECRET_PROBE_WORKER)
     w = ProbeWorker(timeout=10, limit_memory=True, script=script)
-    info = w.start()
-    w.stop()
+    try:
+        info = json.loads(w.run({"code": "X", "device": "cpu"})["evidence"])
+    finally:
+        w.stop()
     assert info["parent_env"] is False and info["own_env"] is False, info
     if info["net_isolated"] == "1":  # an unprivileged network namespace: loopback only
         assert info["interfaces"] == ["lo"], info
 
 
 MEMORY_HOG_WORKER = textwrap.dedent("""
-    import json, sys, time
-    print(json.dumps({"torch": "fake", "cuda": False}), flush=True)
+    import json, os, sys, time
+""" + SEND + """
+    send({"kind": "hello", "torch": "fake", "cuda": False})
     for line in sys.stdin:
         req = json.loads(line)
         hog = [bytearray(64 * 2**20) for _ in range(32)]  # 2 GiB, touched
         time.sleep(30)
-        print(json.dumps({"id": req["id"], "verdict": "confirmed", "evidence": "ok"}), flush=True)
+        send({"kind": "answer", "id": req["id"], "verdict": "confirmed", "evidence": "ok", "source": "probe"})
 """)
 
 
@@ -445,7 +462,7 @@ def test_verdict_cache_is_strict_and_keyed_by_everything(tmp_path):
     assert located != cache.located_key(_finding("TL205", 3, 5, 3, 25, {"constructor": "torch.Tensor"}), "digest",
                                         "cpu", "2.13.0", "hash", (60.0, 2**31))
     cache.put(key, {"verdict": "error", "evidence": "timed out"})  # errors are cached too
-    assert cache.get(key) == {"verdict": "error", "evidence": "timed out"}
+    assert cache.get(key) == {"verdict": "error", "evidence": "timed out", "sandbox": []}
     entry = tmp_path / "verify" / f"{key}.json"
     for bad in ({"key": key, "verdict": "not-reproduced", "evidence": ["x"]},
                 {"key": key, "verdict": "fine", "evidence": "x"},

@@ -136,6 +136,10 @@ def main() -> None:
 @click.option("--verify-budget", type=float, callback=_finite_seconds, default=None,
               help="Seconds all of --verify may take; findings left then are skipped (default 900; config: verify-budget).")
 @click.option("--verified-only", is_flag=True, help="With --verify: keep only findings whose verdict is confirmed.")
+@click.option("--verify-unsandboxed", is_flag=True,
+              help="With --verify: run the checked code even where the OS sandbox cannot be set up. Only for code "
+                   "you trust; no config file can set this.")
+@click.option("--show-sandbox", is_flag=True, help="Print the --verify sandbox layers this machine provides, then exit.")
 @click.option("--fix/--no-fix", "fix", default=None, help="Apply fixes (default: the `fix` config key, off).")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", "unsafe_fixes", default=None,
               help="Also apply fixes marked unsafe (they may change behaviour; see each rule's Fix safety).")
@@ -151,12 +155,22 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
           show_files: bool, quiet: bool, color: str, project_root_option: Optional[Path],
           jobs: Optional[int], no_cache: bool, cache_dir: Optional[Path],
           verify: bool, device: str, verify_timeout: Optional[float], verify_memory: Optional[int],
-          verify_budget: Optional[float], verified_only: bool, max_file_size: Optional[str],
+          verify_budget: Optional[float], verified_only: bool, verify_unsandboxed: bool, show_sandbox: bool,
+          max_file_size: Optional[str],
           fix: Optional[bool], unsafe_fixes: Optional[bool], diff: bool, fix_only: bool, show_fixes: bool,
           add_noqa: bool, torch_version: Optional[str]) -> None:
     """Check PATHS (files or directories; default: .) for PyTorch pitfalls."""
     if verified_only and not verify:
         raise _fail("--verified-only needs --verify")
+    if verify_unsandboxed and not verify:
+        raise _fail("--verify-unsandboxed needs --verify")
+    if show_sandbox:
+        _require_torch()
+        from torchlint.verify.runner import describe_sandbox
+
+        ok, text = describe_sandbox(unsandboxed=verify_unsandboxed)
+        click.echo(text)
+        raise click.exceptions.Exit(0 if ok else 1)
     if statistics and output_format not in STATISTICS_FORMATS:
         raise _fail(f"--statistics cannot be combined with --output-format {output_format}; "
                     f"use one of {', '.join(STATISTICS_FORMATS)}")
@@ -220,7 +234,8 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         verify_findings(findings, device=device, timeout=settings.verify_timeout or DEFAULT_VERIFY_TIMEOUT,
                         cache_dir=cache_root, sources=lambda path: getattr(files.get(path), "text", None),
                         memory_limit=memory * 2**20 if memory else DEFAULT_MEMORY,
-                        budget=settings.verify_budget or DEFAULT_BUDGET)
+                        budget=settings.verify_budget or DEFAULT_BUDGET,
+                        unsandboxed=verify_unsandboxed)
         if verified_only:
             findings = [f for f in findings if f.verify and f.verify["verdict"] == "confirmed"]
 

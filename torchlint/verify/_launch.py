@@ -1,101 +1,131 @@
-"""Short-lived launcher between torchlint and the probe worker (stdlib only, run with `-I`).
+"""Launcher between torchlint and one probe worker (stdlib only, run as `python -I`).
 
-torchlint starts this file with an environment reduced to what Python and CUDA need, so
-`/proc/<ppid>/environ` as seen by the worker holds no tokens. It then:
+torchlint starts it in a new session with an environment reduced to what Python and CUDA
+need, the request pipe on stdin, a log file on stdout/stderr and the verdict channel on
+fd 3. It:
 
-1. moves into a new user + network namespace when the kernel allows it unprivileged
-   (only a loopback interface, brought up for gloo: no route to any other host);
-2. forks the worker (`python -I _worker.py`) with a process-count limit and, when asked,
-   an address-space limit, and stays as its parent, relaying its exit status. torchlint
-   kills the whole process group.
+1. dies with torchlint (PR_SET_PDEATHSIG) and becomes a child subreaper, so every process
+   the worker starts stays in its tree, however it detaches (double fork, setsid);
+2. enters new namespaces where the kernel allows it (sandbox.enter_namespaces);
+3. forks the worker, which confines itself (sandbox.confine: minimal root, unprivileged
+   uid, rlimits, no_new_privs, Landlock, seccomp), writes one trusted frame naming the
+   active layers (or why it refused) and only then execs `python -I _worker.py`;
+4. waits for it, then kills whatever is left of its tree.
 
-argv: launcher, worker script, address-space limit in bytes (0 = none)."""
+argv: launcher, worker script, JSON policy (sandbox.policy)."""
 
 import ctypes
-import ctypes.util
-import fcntl
+import json
 import os
-import resource
 import signal
-import socket
-import struct
 import sys
 
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWNET = 0x40000000
-SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _frames  # noqa: E402
+import sandbox  # noqa: E402
 
 
-def isolate_network() -> bool:
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        uid, gid = os.getuid(), os.getgid()
-        if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
-            return False
-        # Map ourselves to the same ids inside, so files keep their owners.
-        for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", f"{uid} {uid} 1"),
-                           ("/proc/self/gid_map", f"{gid} {gid} 1")):
-            try:
-                with open(path, "w") as fh:
-                    fh.write(text)
-            except OSError:
-                pass
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-            req = struct.pack("16sH", b"lo", 0)
-            flags = struct.unpack("16sH", fcntl.ioctl(sock, SIOCGIFFLAGS, req))[1]
-            fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH", b"lo", flags | IFF_UP))
-        return True
-    except (OSError, AttributeError, ValueError):
-        return False
-
-
-def _user_processes() -> int:
-    uid, count = os.getuid(), 0
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                count += os.stat(f"/proc/{entry}").st_uid == uid
-            except OSError:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def sweep() -> None:
+    """Stop, then kill, every descendant until none is left: a stopped process cannot fork."""
+    for _ in range(1000):
+        left = _descendants(os.getpid())
+        if not left:
+            return
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in left:
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
                 pass
-    return count
+        except ChildProcessError:
+            pass
 
 
-def limit_processes(extra: int = 64) -> None:
-    """At most `extra` more processes of this user: DataLoader workers and the gloo ranks
-    of a probe fit, a fork bomb does not."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        allowed = _user_processes() + extra
-        soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
-        if hard == resource.RLIM_INFINITY or allowed < hard:
-            resource.setrlimit(resource.RLIMIT_NPROC, (allowed, allowed if hard == resource.RLIM_INFINITY else hard))
-    except (OSError, ValueError):
-        pass
+def init(libc: ctypes.CDLL, argv: list[str], env: dict[str, str]) -> None:
+    """pid 1 of the PID namespace (already confined): the worker must not be pid 1, which
+    ignores signals it has no handler for. Reaps orphans; exits with the worker's status
+    (128 + signal when it was killed); when it exits, the kernel kills the namespace."""
+    worker = os.fork()
+    if worker == 0:
+        libc.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        os.execve(argv[0], argv, env)
+    os.close(_frames.CHANNEL_FD)
+    os.close(0)
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            os._exit(1)
+        if pid == worker:
+            os._exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
 
 
 def main() -> None:
-    worker, limit = sys.argv[1], int(sys.argv[2])
-    env = dict(os.environ, TORCHLINT_NET_ISOLATED="1" if isolate_network() else "0")
+    worker, cfg = sys.argv[1], json.loads(sys.argv[2])
+    channel = _frames.CHANNEL_FD
+    if cfg["channel"] != channel:
+        os.dup2(cfg["channel"], channel)
+        os.close(cfg["channel"])
+    if not sys.platform.startswith("linux"):
+        if not cfg["unsandboxed"]:
+            _frames.send(channel, {"kind": "refused", "reason": f"there is no OS sandbox for {sys.platform}"})
+            sys.exit(3)
+        _frames.send(channel, {"kind": "sandbox", "layers": [f"UNSANDBOXED (--verify-unsandboxed) on {sys.platform}"]})
+        os.execv(cfg["python"], [cfg["python"], "-I", worker])
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != cfg["parent"]:
+        os._exit(1)  # torchlint died before the death signal was armed
+    libc.prctl(sandbox.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    namespaces = sandbox.enter_namespaces(cfg)
     pid = os.fork()
     if pid == 0:
-        if limit:
-            try:
-                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-            except (ValueError, OSError):
-                pass
-        limit_processes()
-        os.execve(sys.executable, [sys.executable, "-I", worker], env)
+        try:
+            libc.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            layers = sandbox.confine(cfg, namespaces, (channel,))
+        except Exception as exc:  # noqa: BLE001 - any failure here means no sandbox: refuse
+            _frames.send(channel, {"kind": "refused", "reason": str(exc)[:500]})
+            os._exit(3)
+        env = dict(os.environ, TORCHLINT_SANDBOX=json.dumps(layers), HOME=cfg["write"][0], TMPDIR=cfg["write"][0],
+                   TORCHLINT_NET_ISOLATED="1" if "net" in namespaces else "0")
+        _frames.send(channel, {"kind": "sandbox", "layers": layers})
+        if "pid" in namespaces:
+            init(libc, [cfg["python"], "-I", worker], env)
+        os.execve(cfg["python"], [cfg["python"], "-I", worker], env)
+    os.close(channel)
     os.close(0)
-    os.close(1)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda s, f: os.kill(pid, signal.SIGKILL))
     _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-        os.kill(os.getpid(), os.WTERMSIG(status))
+    sweep()
+    killed = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
+    if "pid" in namespaces and os.WIFEXITED(status) and os.WEXITSTATUS(status) > 128:
+        killed = os.WEXITSTATUS(status) - 128  # the worker's signal, as init reported it
+    if killed:
+        signal.signal(killed, signal.SIG_DFL)
+        os.kill(os.getpid(), killed)
     sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 

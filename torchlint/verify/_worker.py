@@ -1,12 +1,15 @@
-"""Probe worker: started by torchlint (through _launch.py) as `python -I _worker.py` in a
-temporary directory with a scrubbed environment. Imports torch once, then answers one JSON
-request per stdin line with one JSON line on stdout. Imports nothing from torchlint (it may
-not be importable under -I); `probes`, `slices` and `safety` are found next to this file.
+"""Probe worker: started by torchlint (through _launch.py, already inside the sandbox) as
+`python -I _worker.py` in a private temporary directory with a scrubbed environment, for
+the findings of one file. Imports torch, then answers one JSON request per stdin line with
+one length-prefixed frame on fd 3 (_frames.py); its stdout and stderr go to a log that
+torchlint never passes through raw. Imports nothing from torchlint (it may not be
+importable under -I); `probes`, `slices` and `safety` are found next to this file.
 
 A request is {"id", "code", "facts", "device", "slice": null | {"variants": [...], "stop"}}:
 the slice (the user's own code, allow-listed by the parent) runs first; when it cannot
 reach the flagged line, the rule's fact probe runs instead and its verdict says so."""
 
+import errno
 import json
 import os
 import sys
@@ -35,16 +38,25 @@ def answer(request: dict) -> tuple:
     return verdict, f"probe{note}: {evidence}", "probe"
 
 
+def denied_by_sandbox(exc: BaseException) -> bool:
+    """A probe that needs what this kernel's sandbox forbids (loopback TCP without a network
+    namespace, unix sockets or /dev/shm without a private root) is skipped, not an error."""
+    if isinstance(exc, OSError) and exc.errno in (errno.EPERM, errno.EACCES, errno.EAFNOSUPPORT):
+        return True
+    text = str(exc)
+    return any(s in text for s in ("PermissionError", "Operation not permitted", "Address family not supported",
+                                   "Permission denied"))
+
+
 def main() -> None:
-    out = sys.stdout
-    sys.stdout = sys.stderr  # stray prints must not corrupt the protocol
+    import _frames
     import torch  # noqa: F401 - imported once for all probes
 
     import probes  # noqa: F401
     import slices  # noqa: F401
 
-    out.write(json.dumps({"torch": torch.__version__, "cuda": bool(torch.cuda.is_available())}) + "\n")
-    out.flush()
+    channel = _frames.CHANNEL_FD
+    _frames.send(channel, {"kind": "hello", "torch": torch.__version__, "cuda": bool(torch.cuda.is_available())})
     for line in sys.stdin:
         request = json.loads(line)
         try:
@@ -54,9 +66,12 @@ def main() -> None:
             verdict, source = "error", "probe"
             evidence = (f"probe failed: {type(exc).__name__}: {str(exc)[:200]} "
                         f"({os.path.basename(frame.filename)}:{frame.lineno})")
-        out.write(json.dumps({"id": request["id"], "verdict": verdict, "evidence": evidence[:1000],
-                              "source": source}) + "\n")
-        out.flush()
+            if denied_by_sandbox(exc):
+                verdict = "skipped"
+                evidence = (f"the --verify sandbox here does not allow what this probe needs ({evidence}); "
+                            f"active layers: {', '.join(json.loads(os.environ.get('TORCHLINT_SANDBOX', '[]')))}")
+        _frames.send(channel, {"kind": "answer", "id": request["id"], "verdict": verdict,
+                               "evidence": evidence[:1000], "source": source})
 
 
 if __name__ == "__main__":

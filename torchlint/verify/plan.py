@@ -25,8 +25,8 @@ PROBED = frozenset(r.code for r in ALL_RULES if r.verify_note is None)
 _MAX_FACT = 200
 _HERE = Path(__file__).resolve().parent
 # The code that decides a verdict: a change to any of it invalidates cached verdicts.
-_VERDICT_CODE = ("probes.py", "slices.py", "safety.py", "reachable.json", "_worker.py", "_launch.py", "slicer.py",
-                 "instrument.py", "plan.py")
+_VERDICT_CODE = ("probes.py", "slices.py", "safety.py", "reachable.json", "_worker.py", "_launch.py", "sandbox.py",
+                 "_landlock.py", "_seccomp.py", "_frames.py", "slicer.py", "instrument.py", "plan.py")
 
 
 def verdict_code_hash() -> str:

@@ -1,16 +1,13 @@
-"""Runs slices and probes in a sandboxed worker process and attaches verdicts to findings.
+"""Runs slices and probes in sandboxed worker processes and attaches verdicts to findings.
 
-Safety (see SECURITY.md): the worker is `python -I` in a fresh temporary
-directory, started through a short-lived launcher (`_launch.py`) whose own environment is
-already reduced to what Python and CUDA need, so neither the worker nor its parent's
-/proc entry holds tokens. The launcher enters a new user + network namespace when the
-kernel allows it. A watchdog thread sums the resident memory of the worker's whole process
-group and kills it past `--verify-memory` (default 2 GiB; this works on CUDA builds too),
-with an address-space limit as a backstop on CPU-only runs. Each probe has a timeout and
-the whole run an overall `--verify-budget`. Only allow-listed slices (checked in this
-process, re-derived from the source, never taken from a cache) and our probes run.
+Safety (see SECURITY.md): each file's findings go to a fresh worker under the OS sandbox
+(process.py starts and watches it; sandbox.py sets it up). The allow-list (safety.py,
+applied while slicing, in this process, from the source, never from a cache) is a
+pre-filter only. When the sandbox cannot be established, nothing runs and the findings
+are `skipped`. Each probe has a timeout and the whole run an overall `--verify-budget`.
 
-Speed: torch is imported once per worker; identical requests run once, and verdicts,
+Speed: torch is imported once per file's worker, and the next file's worker starts while
+this one runs; identical requests run once, and verdicts,
 errors and timeouts are cached on disk, keyed by torchlint version, the hash of the
 verdict code, torch version, device and the exact request."""
 
@@ -21,34 +18,22 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import select
-import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from torchlint import __version__, integrity
 from torchlint.cache import cache_subdir
 from torchlint.diagnostics import Finding
 from torchlint.safe_io import RefusedFile, read_regular_file, replace_atomically
 from torchlint.verify.plan import ProbeRequest, clean_facts, plan, verdict_code_hash
+from torchlint.verify.process import (  # noqa: F401 - ProbeWorker and the limits are used through here
+    CPU_ADDRESS_SPACE, DEFAULT_BUDGET, DEFAULT_MEMORY, LAUNCHER, STARTUP_TIMEOUT, VERDICTS, WORKER, ProbeWorker,
+    SandboxRefused, clean_text)
 
-WORKER = Path(__file__).resolve().parent / "_worker.py"
-LAUNCHER = Path(__file__).resolve().parent / "_launch.py"
-_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SYSTEMROOT", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
-             "CUDA_HOME", "NVIDIA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-STARTUP_TIMEOUT = 180.0
-CPU_ADDRESS_SPACE = 16 * 1024**3
-DEFAULT_MEMORY = 2 * 1024**3
-DEFAULT_BUDGET = 900.0
-VERDICTS = ("confirmed", "not-reproduced", "demonstrated", "not-applicable", "skipped", "error")
-_FORMAT = 2
+_FORMAT = 3
 _MAX_ENTRY_BYTES = 16384
-_WATCH_MARGIN = 64 * 2**20  # what a fast allocation can add between two 10 ms polls
 
 
 class VerifyUnavailable(Exception):
@@ -66,196 +51,6 @@ def torch_version() -> str:
         return importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
-
-
-def _resident(pid: str, page: int) -> int:
-    with open(f"/proc/{pid}/statm", "rb") as fh:
-        return int(fh.read().split()[1]) * page
-
-
-def _tree_memory(pgid: int) -> int:
-    """Resident bytes of every process in the group: the launcher, the worker, DataLoader
-    workers it forked, processes a probe spawned. Shared pages count once per process:
-    an overestimate, which errs on the side of the limit."""
-    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-    total = 0
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return 0
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            if int(fields[2]) != pgid:  # field 5 of stat: process group
-                continue
-            total += _resident(entry, page)
-        except (OSError, IndexError, ValueError):
-            continue
-    return total
-
-
-class ProbeWorker:
-    """One worker process (behind its launcher); restarted after a timeout, crash or
-    memory kill."""
-
-    def __init__(self, timeout: float, limit_memory: bool, script: Path = WORKER,
-                 memory_limit: int = DEFAULT_MEMORY) -> None:
-        self.script = script
-        self.timeout = timeout
-        self.limit_memory = limit_memory  # add the address-space backstop (CPU-only runs)
-        self.memory_limit = memory_limit
-        self.proc: Optional[subprocess.Popen] = None
-        self.info: dict[str, Any] = {}
-        self._buffer = b""
-        self._eof = False
-        self._tmp: Optional[tempfile.TemporaryDirectory] = None
-        self._next_id = 0
-        self._killed_for_memory = 0
-        self._watch_stop = threading.Event()
-        self._watcher: Optional[threading.Thread] = None
-
-    def _env(self, home: str) -> dict[str, str]:
-        env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
-        env.update(HOME=home, TMPDIR=home, PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1",
-                   OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
-        return env
-
-    def start(self) -> dict[str, Any]:
-        self._tmp = tempfile.TemporaryDirectory(prefix="torchlint-verify-")
-        self._stderr = open(os.path.join(self._tmp.name, "stderr.log"), "wb")
-        limit = max(CPU_ADDRESS_SPACE, self.memory_limit * 4) if self.limit_memory else 0
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", str(LAUNCHER), str(self.script), str(limit)], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=self._stderr, cwd=self._tmp.name, env=self._env(self._tmp.name),
-            start_new_session=(os.name == "posix"),
-        )
-        self._buffer = b""
-        self._eof = False
-        self._killed_for_memory = 0
-        self._watch_stop = threading.Event()
-        if sys.platform.startswith("linux") and self.memory_limit:
-            self._watcher = threading.Thread(target=self._watch, args=(self.proc, self._watch_stop), daemon=True)
-            self._watcher.start()
-        line = self._read_line(STARTUP_TIMEOUT)
-        if line is None:
-            reason = self._failure("starting the probe worker")
-            self.stop()
-            raise RuntimeError(reason)
-        self.info = json.loads(line)
-        return self.info
-
-    def _watch(self, proc: subprocess.Popen, done: threading.Event) -> None:
-        page = os.sysconf("SC_PAGE_SIZE")
-        while not done.wait(0.01):
-            used = _tree_memory(proc.pid)
-            try:  # the limit covers torchlint too, so the whole tree stays under it
-                own = _resident("self", page)
-            except (OSError, ValueError, IndexError):
-                own = 0
-            if used + own + _WATCH_MARGIN > self.memory_limit:
-                self._killed_for_memory = used + own
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                return
-
-    def _read_line(self, timeout: float) -> Optional[bytes]:
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
-                return None
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                self._eof = True  # the worker died
-                return None
-            self._buffer += chunk
-            if len(self._buffer) > 1 << 20:
-                return None  # a worker does not send megabytes: treat as broken
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        return line
-
-    def _failure(self, what: str, timeout: Optional[float] = None) -> str:
-        assert self.proc is not None
-        if self._eof:
-            try:  # its stdout closed: it is exiting; reap it to learn how it ended
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-        if self._killed_for_memory:
-            return (f"{what} was stopped: with torchlint itself its processes held "
-                    f"{self._killed_for_memory / 2**20:.0f} MiB, at the --verify-memory limit of "
-                    f"{self.memory_limit / 2**20:.0f} MiB")
-        code = self.proc.poll()
-        if code is None:
-            return f"{what} timed out after {timeout if timeout is not None else self.timeout:g}s"
-        if code < 0:
-            return f"{what}: the probe process was killed by signal {signal.Signals(-code).name}"
-        tail = ""
-        try:
-            self._stderr.flush()
-            text = Path(self._stderr.name).read_text(errors="replace").strip().splitlines()
-            tail = f": {text[-1][:200]}" if text else ""
-        except OSError:
-            pass
-        return f"{what}: the probe process exited with status {code}{tail}"
-
-    def run(self, request: dict[str, Any], timeout: Optional[float] = None) -> dict[str, str]:
-        if self.proc is None or self.proc.poll() is not None:
-            self.start()
-        assert self.proc is not None and self.proc.stdin is not None
-        self._next_id += 1
-        payload = dict(request, id=self._next_id)
-        try:
-            self.proc.stdin.write((json.dumps(payload) + "\n").encode())
-            self.proc.stdin.flush()
-        except OSError:
-            pass
-        limit = min(self.timeout, timeout) if timeout is not None else self.timeout
-        line = self._read_line(limit)
-        if line is None:
-            evidence = self._failure("the probe", limit)
-            self.stop()
-            return {"verdict": "error", "evidence": evidence}
-        try:
-            answer = json.loads(line)
-            verdict, evidence = answer["verdict"], answer["evidence"]
-        except (ValueError, KeyError, TypeError):
-            self.stop()
-            return {"verdict": "error", "evidence": "the probe worker sent a malformed answer"}
-        if verdict not in VERDICTS or not isinstance(evidence, str):
-            return {"verdict": "error", "evidence": "the probe worker sent a malformed answer"}
-        return {"verdict": verdict, "evidence": evidence[:1000]}
-
-    def stop(self) -> None:
-        self._watch_stop.set()
-        if self.proc is not None:
-            if self.proc.poll() is None or os.name == "posix":
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)  # the launcher, worker and anything they started
-                except (OSError, AttributeError):
-                    self.proc.kill()
-            self.proc.wait()
-            for stream in (self.proc.stdin, self.proc.stdout):
-                try:
-                    if stream is not None:
-                        stream.close()
-                except OSError:
-                    pass
-            self.proc = None
-        if self._tmp is not None:
-            self._stderr.close()
-            self._tmp.cleanup()
-            self._tmp = None
 
 
 class VerdictCache:
@@ -293,20 +88,23 @@ class VerdictCache:
             data = json.loads(raw.decode("utf-8"))
         except (ValueError, UnicodeDecodeError, RecursionError):
             return None
-        if type(data) is not dict or set(data) != {"key", "verdict", "evidence", "mac"} \
+        if type(data) is not dict or set(data) != {"key", "verdict", "evidence", "sandbox", "mac"} \
                 or not integrity.unseal(data, self._untrusted()):
             return None  # not ours: a cache shipped with the tree, or written without a key
+        layers = data["sandbox"]
+        if type(layers) is not list or len(layers) > 32 or not all(type(x) is str and len(x) <= 200 for x in layers):
+            return None
         if data["key"] != key or type(data["verdict"]) is not str or data["verdict"] not in VERDICTS \
                 or data["verdict"] == "skipped" or type(data["evidence"]) is not str or len(data["evidence"]) > 1000:
             return None
-        return {"verdict": data["verdict"], "evidence": data["evidence"]}
+        return {"verdict": data["verdict"], "evidence": clean_text(data["evidence"]), "sandbox": layers}
 
     def put(self, key: str, result: dict[str, str]) -> None:
         if self.root is None or result["verdict"] == "skipped":
             return  # a skip (budget ran out) is not a fact about torch
         try:
-            entry = integrity.seal({"key": key, "verdict": result["verdict"], "evidence": result["evidence"]},
-                                   self._untrusted())
+            entry = integrity.seal({"key": key, "verdict": result["verdict"], "evidence": result["evidence"],
+                                    "sandbox": list(result.get("sandbox") or [])}, self._untrusted())
             if entry is not None and cache_subdir(self.root.parent, self.root.name, create=True) is not None:
                 replace_atomically(str(self.root / f"{key}.json"), json.dumps(entry).encode("utf-8"))
         except OSError:
@@ -319,9 +117,14 @@ class VerdictCache:
 
 def verify_findings(findings: list[Finding], device: str = "auto", timeout: float = 60.0,
                     cache_dir: Optional[Path] = None, sources: Optional[Callable[[str], Optional[str]]] = None,
-                    memory_limit: int = DEFAULT_MEMORY, budget: float = DEFAULT_BUDGET) -> None:
-    """Attach a `verify` dict to every finding: {"runs": [{device, verdict, evidence, torch}],
-    "verdict": ...}. `sources(path)` gives the current text of a finding's file."""
+                    memory_limit: int = DEFAULT_MEMORY, budget: float = DEFAULT_BUDGET, project: str = "",
+                    unsandboxed: bool = False, _namespaces: bool = True,
+                    _simulate_missing: tuple[str, ...] = ()) -> None:
+    """Attach a `verify` dict to every finding: {"runs": [{device, verdict, evidence, torch,
+    sandbox}], "verdict": ...}. `sources(path)` gives the current text of a finding's file.
+    Each file gets a fresh sandboxed worker: what runs for one file cannot touch another's.
+    `unsandboxed` (the CLI's --verify-unsandboxed only) runs without the layers that cannot
+    be established; the underscored arguments simulate other kernels in tests."""
     torch = torch_version()
     cache = VerdictCache(cache_dir)
     code_hash = verdict_code_hash()
@@ -342,19 +145,45 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
 
     limits = (timeout, memory_limit)
     worker: Optional[ProbeWorker] = None
+    worker_path: Optional[str] = None
+    spare: Optional[ProbeWorker] = None  # the next file's worker, importing torch meanwhile
+    paths = sorted({f.path for f in findings})
+    refused: Optional[str] = None if unsandboxed or sys.platform.startswith("linux") else \
+        f"there is no OS sandbox for {sys.platform}"
     cuda: Optional[bool] = None
     memo: dict[str, dict[str, str]] = {}
     deadline = time.monotonic() + budget
     try:
         def get_worker() -> ProbeWorker:
-            nonlocal worker
+            nonlocal worker, refused, spare
+            if refused is not None:
+                raise SandboxRefused(refused)
+            if worker is None and spare is not None:
+                worker, spare = spare, None
+                try:
+                    worker.handshake()
+                except SandboxRefused as exc:
+                    refused, worker = str(exc), None
+                    raise
             if worker is None:
                 # CUDA initialisation reserves far more address space than any limit we
                 # could set, so the address-space backstop applies only when CUDA cannot
                 # be used; the RSS watchdog applies everywhere.
                 worker = ProbeWorker(timeout, limit_memory=(device == "cpu" or "+cpu" in torch),
-                                     memory_limit=memory_limit)
-                worker.start()
+                                     memory_limit=memory_limit, project=project, unsandboxed=unsandboxed,
+                                     namespaces=_namespaces, simulate_missing=_simulate_missing)
+                try:
+                    worker.start()
+                except SandboxRefused as exc:
+                    refused, worker = str(exc), None
+                    raise
+            if spare is None and worker_path != paths[-1]:
+                # A fresh worker for the next file starts now, so its torch import overlaps
+                # this file's probes. It shares nothing with this one.
+                spare = ProbeWorker(timeout, limit_memory=(device == "cpu" or "+cpu" in torch),
+                                    memory_limit=memory_limit, project=project, unsandboxed=unsandboxed,
+                                    namespaces=_namespaces, simulate_missing=_simulate_missing)
+                spare.launch()
             return worker
 
         def cuda_available() -> bool:
@@ -369,7 +198,11 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
             return cuda
 
         devices = ["cpu"] if device == "cpu" else ["cuda"] if device == "cuda" else ["cpu", "cuda"]
-        for finding in findings:
+        for finding in sorted(findings, key=lambda f: f.path):
+            if finding.path != worker_path and worker is not None:
+                worker.stop()  # no state, no process, no file survives into the next file's worker
+                worker = None
+            worker_path = finding.path
             runs = []
             planned: Optional[tuple[Optional[ProbeRequest], Optional[str]]] = None
             for dev in devices:
@@ -405,7 +238,12 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                             # A slice gets a third of the time: a slow one still leaves the
                             # fact probe time to answer.
                             payload = dict(request.as_json(), device=dev, slice_seconds=min(timeout, left) / 3)
-                            result = get_worker().run(payload, timeout=left)
+                            active = get_worker()
+                            result = dict(active.run(payload, timeout=left), sandbox=active.layers)
+                        except SandboxRefused as exc:
+                            result = {"verdict": "skipped", "evidence": (
+                                f"not run: the --verify sandbox cannot be established here ({exc}), so no "
+                                "checked code ran; --verify-unsandboxed runs it anyway, for code you trust")}
                         except RuntimeError as exc:  # the worker could not even start
                             result = {"verdict": "error", "evidence": str(exc)}
                         if result["verdict"] == "error" and "timed out" in result["evidence"] and left < timeout:
@@ -419,8 +257,25 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                 runs.append({"device": dev, "torch": _runtime_version(worker, torch), **result})
             finding.verify = {"runs": runs, "verdict": summarize(runs)}
     finally:
-        if worker is not None:
-            worker.stop()
+        for left in (worker, spare):
+            if left is not None:
+                left.stop()
+
+
+def describe_sandbox(unsandboxed: bool = False) -> tuple[bool, str]:
+    """(established, text) for --show-sandbox: starts a worker the way --verify does."""
+    if not sys.platform.startswith("linux") and not unsandboxed:
+        return False, f"--verify sandbox: none on {sys.platform}; --verify skips every finding here"
+    worker = ProbeWorker(60.0, limit_memory=True, unsandboxed=unsandboxed)
+    try:
+        worker.start()
+    except SandboxRefused as exc:
+        return False, f"--verify sandbox: cannot be established here ({exc}); --verify skips every finding"
+    except RuntimeError as exc:
+        return False, f"--verify sandbox: the worker did not start ({exc})"
+    finally:
+        worker.stop()
+    return True, "--verify sandbox layers:\n" + "\n".join(f"  {layer}" for layer in worker.layers)
 
 
 def _runtime_version(worker: Optional[ProbeWorker], fallback: str) -> str:

@@ -1,0 +1,499 @@
+"""Attacks on the `--verify` sandbox with the allow-list pre-filter switched off.
+
+Each attack goes to the worker as a program slice built here, so the parent's safety check
+never sees it: what stops it is the OS sandbox alone (sandbox.py, _launch.py, runner.py).
+The attack code recovers the real `__import__` through torch, as the bypasses of issue 16
+did. Every attack runs with namespaces and in a simulated kernel without them (as on
+GitHub's Ubuntu 24.04 runners), as this user and, when the suite runs as root, again as an
+unprivileged uid (setpriv) in a child process. Run as a script, this file is that child:
+`python tests/test_sandbox.py SPEC_JSON` prints the attacks' results as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+
+from torchlint.verify import _landlock, runner  # noqa: E402
+from torchlint.verify.runner import ProbeWorker, SandboxRefused  # noqa: E402
+
+pytestmark = [pytest.mark.torch,
+              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only")]
+# Where the kernel has no Landlock, --verify refuses to run (the fail-closed tests show it),
+# so there is no sandbox to attack.
+needs_sandbox = pytest.mark.skipif(not sys.platform.startswith("linux") or _landlock.abi_version() == 0,
+                                   reason="no Landlock in this kernel")
+
+PRELUDE = """
+_b = _tl_torch.__builtins__
+_imp = _b["__import__"] if isinstance(_b, dict) else _b.__import__
+__builtins__.update(_imp("builtins").__dict__)  # the slice's restricted builtins, made whole
+os = _imp("os")
+socket = _imp("socket")
+ctypes = _imp("ctypes")
+time = _imp("time")
+def _name(n):
+    ctypes.CDLL(None).prctl(15, n.encode(), 0, 0, 0)  # PR_SET_NAME: what the test looks for
+def _try(fn):
+    try:
+        out = fn()
+        return "A" if out is None or out is True or out else "D"
+    except BaseException:
+        return "D"
+def _report(s):
+    raise RuntimeError("RESULT[" + s + "]")
+"""
+
+# One request probes every file, exec and network property; A = allowed, D = denied.
+ESCAPE = PRELUDE + """
+spec = {spec}
+def _read(p):
+    with open(p, "rb") as fh:
+        return fh.read(4096)
+def _write(p):
+    with open(p, "w") as fh:
+        fh.write("pwned")
+def _environ():
+    return spec["secret"].encode() in _read("/proc/%d/environ" % spec["parent"])
+def _spawn(argv):
+    import subprocess
+    return subprocess.run(argv, capture_output=True, timeout=60).returncode == 0
+def _tcp():
+    with socket.create_connection(("127.0.0.1", spec["port"]), timeout=2) as s:
+        s.sendall(b"exfiltrated")
+def _unix(address):
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(2)
+        s.connect(address)
+        s.sendall(b"exfiltrated")
+r = []
+r.append("environ:" + _try(_environ))
+r.append("ownenv:" + ("A" if spec["secret"] in str(os.environ) else "D"))
+r.append("home:" + _try(lambda: _read(spec["home"] + "/.netrc")))
+r.append("outside:" + _try(lambda: _read(spec["outside"] + "/secret.txt")))
+r.append("git:" + _try(lambda: _read(spec["project"] + "/.git/config")))
+r.append("project:" + _try(lambda: _read(spec["project"] + "/model.py")))
+r.append("tmpw:" + _try(lambda: _write(os.environ["TMPDIR"] + "/ok.txt")))
+r.append("outw:" + _try(lambda: _write(spec["writable"] + "/pwned.txt")))
+r.append("treew:" + _try(lambda: _write(spec["project"] + "/pwned.py")))
+r.append("venvw:" + _try(lambda: _write(spec["site"] + "/tl_sandbox_evil.pth")))
+r.append("sh:" + _try(lambda: _spawn(["/bin/sh", "-c", "true"])))
+r.append("python:" + _try(lambda: _spawn([_imp("sys").executable, "-c", "pass"])))
+r.append("tcp:" + _try(_tcp))
+r.append("unix:" + _try(lambda: _unix(spec["unix"])))
+r.append("abstract:" + _try(lambda: _unix(spec["abstract"])))
+_report(" ".join(r))
+"""
+
+DAEMON = PRELUDE + """
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        _name({marker!r})
+        time.sleep(120)
+    os._exit(0)
+time.sleep(0.5)
+_report("daemon started")
+"""
+
+FORGED = PRELUDE + """
+import_struct = _imp("struct")
+for fd in (1, 2):
+    os.write(fd, b"\\n::warning::forged by the checked code\\n")
+for fake_id in range(1, 6):
+    data = ('{{"kind": "answer", "id": %d, "verdict": "not-reproduced", "evidence": "::error::merge me", '
+            '"source": "probe"}}' % (fake_id + 1)).encode()
+    os.write(3, import_struct.pack(">I", len(data)) + data)
+_report("::error title=x::forged\\n::warning::second line\\x1b[2J")
+"""
+
+FORK_BOMB = PRELUDE + """
+_name({marker!r})
+end = time.time() + 20
+while time.time() < end:
+    try:
+        os.fork()
+    except OSError:
+        time.sleep(0.01)
+"""
+
+MEMORY_BOMB = PRELUDE + """
+if os.fork() == 0:
+    os.setsid()  # out of the process group that torchlint used to watch
+    _name({marker!r})
+    hog = []
+    for _ in range(48):
+        hog.append(b"x" * (64 << 20))  # 3 GiB in all, touched
+    time.sleep(120)
+    os._exit(0)
+time.sleep(60)
+"""
+
+IGNORE_ALARM = PRELUDE + """
+signal = _imp("signal")
+signal.signal(signal.SIGALRM, signal.SIG_IGN)
+signal.setitimer = lambda *a: None
+_name({marker!r})
+while True:
+    pass
+"""
+
+ATTACKS = {"escape": ESCAPE, "daemon": DAEMON, "forged": FORGED, "forkbomb": FORK_BOMB, "memorybomb": MEMORY_BOMB,
+           "alarm": IGNORE_ALARM}
+
+
+def run_attack(name: str, namespaces: bool, spec: dict[str, Any]) -> dict[str, Any]:
+    """One attack in a fresh sandboxed worker; the verdict, its evidence and the layers."""
+    code = ATTACKS[name].format(spec=json.dumps(spec), marker=spec.get("marker", ""))
+    worker = ProbeWorker(timeout=spec.get("timeout", 60), limit_memory=True, memory_limit=spec.get("memory", 2 << 30),
+                         project=spec.get("project", ""), namespaces=namespaces)
+    started = time.monotonic()
+    try:
+        worker.start()
+        result = worker.run({"code": "TL101", "facts": {}, "device": "cpu", "slice_seconds": 0,
+                             "slice": {"variants": [code], "stop": "flag"}})
+    finally:
+        worker.stop()
+    found = re.search(r"RESULT\[(.*?)\]", result["evidence"])
+    return {**result, "result": found.group(1) if found else None, "layers": worker.layers,
+            "seconds": time.monotonic() - started}
+
+
+# -- who runs the attack -------------------------------------------------------------------
+
+def _unprivileged_command(argv: list[str]) -> list[str]:
+    """argv as uid/gid 65534. A Python installed under a directory that other users cannot
+    enter (pyenv in /root) is made reachable the way the sandbox does it: in a private
+    mount namespace, a tmpfs over that directory with the interpreter bound back in."""
+    shell = []
+    base = os.path.realpath(sys.base_prefix)
+    cur = "/"
+    for part in base.strip("/").split("/"):
+        nxt = os.path.join(cur, part)
+        if not os.stat(cur).st_mode & 0o001:
+            keep = nxt  # the first entry below the closed directory
+            stash = tempfile.mkdtemp(prefix="tl-stash-")
+            shell = [f"mount --bind {keep} {stash}", f"mount -t tmpfs -o mode=755 tmpfs {cur}",
+                     f"mkdir -p {keep}", f"mount --bind {stash} {keep}"]
+            break
+        cur = nxt
+    setpriv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+               "--bounding-set=-all"]
+    script = " && ".join(shell + ["exec " + " ".join(_quote(a) for a in setpriv + argv)])
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
+
+
+def _quote(arg: str) -> str:
+    return "'" + arg.replace("'", "'\\''") + "'"
+
+
+USERS = ["self"] + (["unprivileged"] if os.geteuid() == 0 and shutil.which("setpriv") and shutil.which("unshare")
+                    else [])
+MODES = [pytest.param(user, ns, id=f"{user}-{'namespaces' if ns else 'no-namespaces'}")
+         for user in USERS for ns in (True, False)]
+
+
+def attack(name: str, user: str, namespaces: bool, spec: dict[str, Any]) -> dict[str, Any]:
+    if user == "self":
+        return run_attack(name, namespaces, dict(spec, parent=os.getpid()))
+    argv = [sys.executable, "-I", str(Path(__file__).resolve()), json.dumps([name, namespaces, spec])]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.run(_unprivileged_command(argv), capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _processes_named(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and Path(f"/proc/{entry}/comm").read_text().strip() == marker[:15]:
+                found.append(int(entry))
+        except OSError:
+            pass
+    return found
+
+
+# -- the attacks ---------------------------------------------------------------------------
+
+@pytest.fixture
+def world(tmp_path_factory, monkeypatch):
+    """Secrets and targets the attack tries to reach, readable and writable for every uid
+    (so only the sandbox, not file modes, stands in the way), and two listeners."""
+    base = Path(tempfile.mkdtemp(prefix="tl-world-"))
+    secret = "tl-secret-" + secrets.token_hex(8)
+    monkeypatch.setenv("GITHUB_TOKEN", secret)
+    home, outside, writable, project, sock = (base / n for n in ("home", "outside", "writable", "project", "sock"))
+    for d in (home, outside, project, project / ".git", sock):
+        d.mkdir()
+        d.chmod(0o755)
+    writable.mkdir()
+    writable.chmod(0o777)
+    project.chmod(0o777)
+    for path, text in ((home / ".netrc", f"machine github.com password {secret}"), (outside / "secret.txt", secret),
+                       (project / ".git" / "config", f"extraheader = AUTHORIZATION: basic {secret}"),
+                       (project / "model.py", "import torch\n")):
+        path.write_text(text)
+        path.chmod(0o644)
+    base.chmod(0o755)
+    monkeypatch.setenv("HOME", str(home))
+    tcp = socket.socket()
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(8)
+    unix = socket.socket(socket.AF_UNIX)
+    unix.bind(str(sock / "agent.sock"))
+    os.chmod(sock / "agent.sock", 0o777)
+    unix.listen(8)
+    abstract_name = "\0tl-sandbox-" + secrets.token_hex(6)
+    abstract = socket.socket(socket.AF_UNIX)
+    abstract.bind(abstract_name)
+    abstract.listen(8)
+    received: list[str] = []
+
+    def accept(server: socket.socket, what: str) -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+                received.append(what)
+                conn.close()
+            except OSError:
+                continue
+
+    stop = threading.Event()
+    threads = [threading.Thread(target=accept, args=(s, w), daemon=True)
+               for s, w in ((tcp, "tcp"), (unix, "unix"), (abstract, "abstract"))]
+    for t in threads:
+        t.start()
+    site = sysconfig.get_paths()["purelib"]
+    spec = {"secret": secret, "home": str(home), "outside": str(outside), "writable": str(writable),
+            "project": str(project), "site": site, "port": tcp.getsockname()[1], "unix": str(sock / "agent.sock"),
+            "abstract": abstract_name}
+    yield spec, received
+    stop.set()
+    for t in threads:
+        t.join()
+    for s in (tcp, unix, abstract):
+        s.close()
+    evil = Path(site) / "tl_sandbox_evil.pth"
+    assert not evil.exists(), "the attack planted a .pth in the venv"
+    shutil.rmtree(base)
+
+
+@needs_sandbox
+@pytest.mark.parametrize("user, namespaces", MODES)
+def test_files_processes_and_network_are_out_of_reach(world, user, namespaces):
+    spec, received = world
+    out = attack("escape", user, namespaces, spec)
+    assert out["result"], out
+    got = dict(item.split(":") for item in out["result"].split())
+    # What the worker legitimately needs still works: the sandbox is not merely broken.
+    assert got["project"] == "A" and got["tmpw"] == "A" and got["python"] == "A", out
+    denied = ("environ", "ownenv", "home", "outside", "git", "outw", "treew", "venvw", "sh", "tcp", "unix", "abstract")
+    assert {k: got[k] for k in denied} == dict.fromkeys(denied, "D"), out
+    assert spec["secret"] not in json.dumps(out)
+    assert received == [], received
+    base = Path(spec["project"])
+    assert not (base / "pwned.py").exists() and not (Path(spec["writable"]) / "pwned.txt").exists()
+    assert any(layer.startswith("landlock") for layer in out["layers"]), out["layers"]
+    assert any(layer.startswith("seccomp") for layer in out["layers"]), out["layers"]
+    if os.geteuid() == 0 and user == "self":
+        assert any(layer.startswith(("uid ", "root without capabilities")) for layer in out["layers"]), out["layers"]
+
+
+@needs_sandbox
+@pytest.mark.parametrize("user, namespaces", MODES)
+def test_a_daemon_does_not_outlive_the_verdict(user, namespaces):
+    marker = "tl-d-" + secrets.token_hex(4)
+    out = attack("daemon", user, namespaces, {"marker": marker})
+    assert out["result"] == "daemon started", out
+    assert _processes_named(marker) == []
+
+
+@needs_sandbox
+@pytest.mark.parametrize("user, namespaces", MODES)
+def test_forged_output_and_frames_are_data(user, namespaces, capfd):
+    out = attack("forged", user, namespaces, {})
+    # A frame with an id we did not ask for: the answer is refused, the worker stopped.
+    assert out["verdict"] == "error" and "malformed" in out["evidence"], out
+    captured = capfd.readouterr()
+    assert "::warning" not in captured.out and "::warning" not in captured.err
+
+
+@needs_sandbox
+@pytest.mark.parametrize("user, namespaces", MODES)
+def test_fork_bomb_is_bounded_and_reaped(user, namespaces):
+    marker = "tl-f-" + secrets.token_hex(4)
+    out = attack("forkbomb", user, namespaces, {"marker": marker, "timeout": 8, "memory": 1 << 30})
+    assert out["verdict"] == "error", out
+    assert out["seconds"] < 60, out
+    time.sleep(0.2)
+    assert _processes_named(marker) == []
+
+
+@needs_sandbox
+@pytest.mark.parametrize("user, namespaces", MODES)
+def test_memory_bomb_in_a_setsid_child_is_killed(user, namespaces):
+    marker = "tl-m-" + secrets.token_hex(4)
+    out = attack("memorybomb", user, namespaces, {"marker": marker, "timeout": 50, "memory": 1 << 30})
+    assert out["verdict"] == "error" and "--verify-memory limit" in out["evidence"], out
+    assert _processes_named(marker) == []
+
+
+@needs_sandbox
+@pytest.mark.parametrize("user, namespaces", MODES[:2])
+def test_the_parent_enforces_the_timeout_when_sigalrm_is_ignored(user, namespaces):
+    marker = "tl-a-" + secrets.token_hex(4)
+    out = attack("alarm", user, namespaces, {"marker": marker, "timeout": 4})
+    assert out["verdict"] == "error" and "timed out after 4s" in out["evidence"], out
+    assert out["seconds"] < 30
+    assert _processes_named(marker) == []
+
+
+# -- fail closed, per-file isolation, the parent ----------------------------------------
+
+SOURCE = "import torch\nt = torch.FloatTensor(3)\n"
+
+
+def _finding(path: str = "x.py"):
+    from torchlint.diagnostics import Finding
+    return Finding(code="TL205", message="m", path=path, row=2, col=5, end_row=2, end_col=25,
+                   probe_params={"constructor": "torch.FloatTensor"})
+
+
+@pytest.mark.parametrize("layer", ["landlock", "seccomp"])
+def test_a_missing_layer_means_no_checked_code_runs(layer, tmp_path):
+    with pytest.raises(SandboxRefused, match=layer.capitalize() if layer == "landlock" else layer):
+        ProbeWorker(timeout=30, limit_memory=True, simulate_missing=(layer,)).start()
+    finding = _finding()
+    runner.verify_findings([finding], device="cpu", timeout=60, sources=lambda p: SOURCE, cache_dir=tmp_path,
+                           _simulate_missing=(layer,))
+    run = finding.verify["runs"][0]
+    assert finding.verify["verdict"] == "skipped" and "sandbox cannot be established" in run["evidence"], run
+    assert "--verify-unsandboxed" in run["evidence"]
+    assert not list((tmp_path / "verify").glob("*.json")) if (tmp_path / "verify").exists() else True
+    # The user's explicit choice runs it, and the verdict says so.
+    trusted = _finding()
+    runner.verify_findings([trusted], device="cpu", timeout=60, sources=lambda p: SOURCE, unsandboxed=True,
+                           _simulate_missing=(layer,))
+    assert trusted.verify["verdict"] == "confirmed", trusted.verify
+    assert any("UNSANDBOXED" in x for x in trusted.verify["runs"][0]["sandbox"])
+
+
+def test_a_platform_without_the_sandbox_skips_every_finding(monkeypatch):
+    monkeypatch.setattr(runner.sys, "platform", "darwin")
+    monkeypatch.setattr(subprocess, "Popen", None)  # nothing may even start
+    finding = _finding()
+    runner.verify_findings([finding], device="cpu", timeout=60, sources=lambda p: SOURCE)
+    run = finding.verify["runs"][0]
+    assert finding.verify["verdict"] == "skipped" and "no OS sandbox for darwin" in run["evidence"], run
+
+
+def test_a_config_file_cannot_turn_the_sandbox_off(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\nverify-unsandboxed = true\n")
+    (tmp_path / "m.py").write_text(SOURCE)
+    proc = subprocess.run([sys.executable, "-m", "torchlint", "check", "m.py", "--no-cache"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "unknown key `verify-unsandboxed`" in proc.stderr, proc.stderr
+
+
+@needs_sandbox
+def test_show_sandbox_names_the_layers():
+    proc = subprocess.run([sys.executable, "-m", "torchlint", "check", "--show-sandbox"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "landlock ABI" in proc.stdout and "seccomp" in proc.stdout, proc.stdout
+
+
+@needs_sandbox
+def test_escaped_code_in_one_file_cannot_touch_another_files_verdicts(monkeypatch, tmp_path, capfd):
+    """File a.py's worker is taken over: it rewrites the worker's probe table so that every
+    later answer says not-reproduced, plants files in its temp dir and sends frames for the
+    next ids. b.py, checked afterwards, still gets its true verdict from a fresh worker."""
+    poison = PRELUDE + """
+sys = _imp("sys")
+for name in ("probes", "slices"):
+    mod = sys.modules.get(name)
+    if mod is not None and hasattr(mod, "PROBES"):
+        for code in list(mod.PROBES):
+            mod.PROBES[code] = lambda facts, device: ("not-reproduced", "forged")
+open(os.environ["TMPDIR"] + "/state", "w").write("poisoned")
+os.write(1, b"::warning::forged\\n")
+data = b'{"kind": "answer", "id": 1, "verdict": "not-reproduced", "evidence": "::forged", "source": "probe"}'
+os.write(3, _imp("struct").pack(">I", len(data)) + data)
+time.sleep(30)
+"""
+    from torchlint.verify import plan as plan_module
+    real_plan = runner.plan
+
+    def fake_plan(finding, source):
+        if finding.path == "a.py":
+            return plan_module.ProbeRequest("TL205", (("constructor", "torch.FloatTensor"),), (poison,), "flag"), None
+        return real_plan(finding, source)
+
+    monkeypatch.setattr(runner, "plan", fake_plan)
+    a, b = _finding("a.py"), _finding("b.py")
+    texts = {"a.py": SOURCE, "b.py": SOURCE + "u = 1\n"}  # a copy of a.py would be a.py's own verdict
+    runner.verify_findings([a, b], device="cpu", timeout=60, sources=texts.get, cache_dir=tmp_path)
+    # Its own finding: the checked code decides (what --verified-only trusts), as data.
+    assert a.verify["verdict"] == "not-reproduced" and a.verify["runs"][0]["evidence"] == "\u200b::forged"
+    assert b.verify["verdict"] == "confirmed", b.verify
+    assert "::warning" not in capfd.readouterr().out
+
+
+def test_evidence_is_escaped_and_never_starts_a_workflow_command():
+    text = runner.clean_text("::error::x\n::warning::y\x1b]52;c;AAAA\x07\u202e")
+    assert not text.startswith("::") and "\n" not in text and "\x1b" not in text and "\u202e" not in text
+
+
+@needs_sandbox
+def test_the_parent_is_not_dumpable_once_a_worker_ran():
+    import ctypes
+    worker = ProbeWorker(timeout=30, limit_memory=True)
+    worker.start()
+    worker.stop()
+    assert ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 0  # PR_GET_DUMPABLE
+
+
+@needs_sandbox
+def test_without_namespaces_probes_keep_their_verdict_or_say_why_not():
+    """No network namespace: no loopback TCP for the gloo probe; no minimal root: no AF_UNIX
+    or /dev/shm for DataLoader workers. Such probes are skipped with the reason, never a
+    wrong verdict; the others keep theirs."""
+    from test_verify import DEMONSTRATE_FACTS
+
+    from torchlint.verify.plan import PROBED
+
+    worker = ProbeWorker(timeout=120, limit_memory=True, namespaces=False)
+    results = {}
+    try:
+        for code in sorted(PROBED):
+            results[code] = worker.run({"code": code, "facts": DEMONSTRATE_FACTS.get(code, {}), "device": "cpu"})
+    finally:
+        worker.stop()
+    for code, result in results.items():
+        expected = "not-reproduced" if code == "TL801" else "demonstrated"
+        if result["verdict"] == "skipped":
+            assert "sandbox" in result["evidence"], (code, result)
+        else:
+            assert result["verdict"] == expected, (code, result)
+    assert results["TL501"]["verdict"] == "skipped"  # gloo needs TCP on loopback
+
+
+if __name__ == "__main__":  # the unprivileged child of `attack`
+    name, namespaces, spec = json.loads(sys.argv[1])
+    print(json.dumps(run_attack(name, namespaces, dict(spec, parent=os.getpid()))))

@@ -1,0 +1,347 @@
+"""The sandboxed worker process of `--verify`, seen from torchlint: start it through the
+launcher, read its answers as validated frames, watch the memory of every process of the
+sandbox, enforce timeouts with SIGKILL and reap everything when a file is done.
+
+The sandbox itself is set up on the other side (_launch.py, sandbox.py); SECURITY.md
+describes the layers."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from torchlint.verify._frames import MAX_FRAME
+from torchlint.verify.sandbox import make_parent_undumpable, policy
+
+WORKER = Path(__file__).resolve().parent / "_worker.py"
+LAUNCHER = Path(__file__).resolve().parent / "_launch.py"
+_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SYSTEMROOT", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
+             "CUDA_HOME", "NVIDIA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+STARTUP_TIMEOUT = 180.0
+CPU_ADDRESS_SPACE = 16 * 1024**3
+DEFAULT_MEMORY = 2 * 1024**3
+DEFAULT_BUDGET = 900.0
+VERDICTS = ("confirmed", "not-reproduced", "demonstrated", "not-applicable", "skipped", "error")
+_WATCH_MARGIN = 64 * 2**20  # what a fast allocation can add between two 10 ms polls
+
+
+def _resident(pid: str, page: int) -> int:
+    with open(f"/proc/{pid}/statm", "rb") as fh:
+        return int(fh.read().split()[1]) * page
+
+
+def _process_table() -> dict[int, tuple[int, int]]:
+    """pid -> (ppid, uid) of every process we can see."""
+    table: dict[int, tuple[int, int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            table[int(entry)] = (ppid, os.stat(f"/proc/{entry}").st_uid)
+        except (OSError, IndexError, ValueError):
+            continue
+    return table
+
+
+def sandbox_processes(root: int, uid: Optional[int]) -> list[int]:
+    """The launcher `root`, everything below it (it is a child subreaper, so daemons and
+    setsid() children stay below it) and, when the worker runs as a uid of its own, every
+    process of that uid: the whole sandbox, however a process detached."""
+    table = _process_table()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found = {root} if root in table else set()
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    if uid is not None:
+        found.update(pid for pid, (_, owner) in table.items() if owner == uid)
+    return sorted(found)
+
+
+def _tree_memory(root: int, uid: Optional[int] = None) -> int:
+    """Resident bytes of every process of the sandbox. Shared pages count once per
+    process: an overestimate, which errs on the side of the limit."""
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    total = 0
+    for pid in sandbox_processes(root, uid):
+        try:
+            total += _resident(str(pid), page)
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def kill_sandbox(root: int, uid: Optional[int]) -> None:
+    """Stop, then kill, every process of the sandbox until none is left (a stopped process
+    cannot fork); the launcher last, so its subtree cannot escape to us meanwhile."""
+    for _ in range(200):
+        left = [p for p in sandbox_processes(root, uid) if p != root]
+        if not left:
+            break
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            for pid in left:
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+        time.sleep(0.001)
+    try:
+        os.kill(root, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in list(range(32)) + [127]}
+_CONTROL.update({c: f"\\u{c:04x}" for c in (0x85, 0x2028, 0x2029, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069)})
+
+
+def clean_text(text: str, limit: int = 1000) -> str:
+    """Evidence is data from the sandbox: no control characters (so no new lines, escape
+    sequences or bidi tricks) and never a line that starts like a workflow command."""
+    text = text[:limit].translate(_CONTROL)
+    return "\u200b" + text if text.startswith("::") else text
+
+
+class SandboxRefused(RuntimeError):
+    """The sandbox could not be established here: no checked code ran."""
+
+
+class ProbeWorker:
+    """One sandboxed worker (behind its launcher) for the findings of one file; restarted
+    after a timeout, crash or memory kill. Its answers arrive as length-prefixed frames on
+    a pipe of its own and are validated here; its stdout and stderr go to a log file."""
+
+    def __init__(self, timeout: float, limit_memory: bool, script: Path = WORKER,
+                 memory_limit: int = DEFAULT_MEMORY, project: str = "", unsandboxed: bool = False,
+                 namespaces: bool = True, simulate_missing: tuple[str, ...] = ()) -> None:
+        self.script = script
+        self.timeout = timeout
+        self.limit_memory = limit_memory  # add the address-space backstop (CPU-only runs)
+        self.memory_limit = memory_limit
+        self.project = project
+        self.unsandboxed = unsandboxed
+        self.namespaces = namespaces  # False simulates a kernel without usable namespaces
+        self.simulate_missing = simulate_missing  # tests: act as if these layers were missing
+        self.proc: Optional[subprocess.Popen] = None
+        self.info: dict[str, Any] = {}
+        self.layers: list[str] = []
+        self.uid: Optional[int] = None
+        self._buffer = b""
+        self._eof = False
+        self._channel: Optional[int] = None
+        self._tmp: Optional[tempfile.TemporaryDirectory] = None
+        self._next_id = 0
+        self._killed_for_memory = 0
+        self._watch_stop = threading.Event()
+        self._watcher: Optional[threading.Thread] = None
+
+    def _env(self, home: str) -> dict[str, str]:
+        env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
+        env.update(HOME=home, TMPDIR=home, PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1",
+                   OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
+        return env
+
+    def start(self) -> dict[str, Any]:
+        self.launch()
+        return self.handshake()
+
+    def launch(self) -> None:
+        """Start the launcher and return at once: torch imports meanwhile (see handshake)."""
+        make_parent_undumpable()
+        self._tmp = tempfile.TemporaryDirectory(prefix="torchlint-verify-")
+        work = os.path.join(self._tmp.name, "work")
+        os.mkdir(work, 0o700)
+        self._stderr = open(os.path.join(self._tmp.name, "stderr.log"), "wb")
+        limit = max(CPU_ADDRESS_SPACE, self.memory_limit * 4) if self.limit_memory else 0
+        cfg = policy(self._tmp.name, self.project, namespaces=self.namespaces, unsandboxed=self.unsandboxed,
+                     address_space=limit, cpu_seconds=int(DEFAULT_BUDGET + 60),
+                     simulate_missing=self.simulate_missing,
+                     extra_read=() if self.script == WORKER else (str(self.script),))
+        read_end, write_end = os.pipe()
+        cfg["channel"] = write_end
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", str(LAUNCHER), str(self.script), json.dumps(cfg)], stdin=subprocess.PIPE,
+                stdout=self._stderr, stderr=self._stderr, cwd=work, env=self._env(work),
+                start_new_session=(os.name == "posix"), pass_fds=(write_end,),
+            )
+        finally:
+            os.close(write_end)
+        self._channel = read_end
+        self._buffer = b""
+        self._eof = False
+        self._killed_for_memory = 0
+        self._watch_stop = threading.Event()
+        if sys.platform.startswith("linux") and self.memory_limit:
+            self._watcher = threading.Thread(target=self._watch, args=(self.proc, self._watch_stop), daemon=True)
+            self._watcher.start()
+
+    def handshake(self) -> dict[str, Any]:
+        """The launcher's trusted frame (the layers, or why it refused), then the worker's hello."""
+        first = self._read_frame(STARTUP_TIMEOUT)
+        if first is not None and first.get("kind") == "refused" and type(first.get("reason")) is str:
+            reason = clean_text(first["reason"], 500)
+            self.stop()
+            raise SandboxRefused(reason)
+        layers = first.get("layers") if first is not None and first.get("kind") == "sandbox" else None
+        if type(layers) is not list or not all(type(x) is str for x in layers):
+            reason = self._failure("starting the probe worker")
+            self.stop()
+            raise RuntimeError(reason)
+        self.layers = [clean_text(x, 200) for x in layers[:32]]
+        self.uid = next((int(x[4:]) for x in self.layers if x.startswith("uid ") and x[4:].isdigit()), None)
+        hello = self._read_frame(STARTUP_TIMEOUT)
+        if hello is None or hello.get("kind") != "hello":
+            reason = self._failure("starting the probe worker")
+            self.stop()
+            raise RuntimeError(reason)
+        self.info = {"torch": clean_text(str(hello.get("torch")), 40), "cuda": hello.get("cuda") is True}
+        return self.info
+
+    def _watch(self, proc: subprocess.Popen, done: threading.Event) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        while not done.wait(0.01):
+            used = _tree_memory(proc.pid, self.uid)
+            try:  # the limit covers torchlint too, so the whole tree stays under it
+                own = _resident("self", page)
+            except (OSError, ValueError, IndexError):
+                own = 0
+            if used + own + _WATCH_MARGIN > self.memory_limit:
+                self._killed_for_memory = used + own
+                kill_sandbox(proc.pid, self.uid)
+                return
+
+    def _read_frame(self, timeout: float) -> Optional[dict[str, Any]]:
+        """The next frame as a dict, or None (timeout, end of stream, or anything malformed:
+        the worker is then treated as broken)."""
+        assert self._channel is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            if len(self._buffer) >= 4:
+                size = int.from_bytes(self._buffer[:4], "big")
+                if size > MAX_FRAME:
+                    return None
+                if len(self._buffer) >= 4 + size:
+                    data, self._buffer = self._buffer[4:4 + size], self._buffer[4 + size:]
+                    try:
+                        frame = json.loads(data.decode("utf-8"))
+                    except (ValueError, UnicodeDecodeError, RecursionError):
+                        return None
+                    return frame if type(frame) is dict else None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self._channel], [], [], left)
+            if not ready:
+                return None
+            chunk = os.read(self._channel, 65536)
+            if not chunk:
+                self._eof = True  # the worker died
+                return None
+            self._buffer += chunk
+
+    def _failure(self, what: str, timeout: Optional[float] = None) -> str:
+        assert self.proc is not None
+        if self._eof:
+            try:  # its channel closed: it is exiting; reap it to learn how it ended
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        if self._killed_for_memory:
+            return (f"{what} was stopped: with torchlint itself its processes held "
+                    f"{self._killed_for_memory / 2**20:.0f} MiB, at the --verify-memory limit of "
+                    f"{self.memory_limit / 2**20:.0f} MiB")
+        code = self.proc.poll()
+        if code is None:
+            return f"{what} timed out after {timeout if timeout is not None else self.timeout:g}s"
+        if code < 0:
+            return f"{what}: the probe process was killed by signal {signal.Signals(-code).name}"
+        tail = ""
+        try:
+            self._stderr.flush()
+            text = Path(self._stderr.name).read_text(errors="replace").strip().splitlines()
+            tail = f": {clean_text(text[-1], 200)}" if text else ""
+        except OSError:
+            pass
+        return f"{what}: the probe process exited with status {code}{tail}"
+
+    def run(self, request: dict[str, Any], timeout: Optional[float] = None) -> dict[str, str]:
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        assert self.proc is not None and self.proc.stdin is not None
+        self._next_id += 1
+        payload = dict(request, id=self._next_id)
+        try:
+            self.proc.stdin.write((json.dumps(payload) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError:
+            pass
+        # The parent enforces the time: a worker that ignores SIGALRM is killed all the same.
+        limit = min(self.timeout, timeout) if timeout is not None else self.timeout
+        answer = self._read_frame(limit)
+        if answer is None:
+            failure = self._failure("the probe", limit)
+            self.stop()
+            return {"verdict": "error", "evidence": failure}
+        verdict, evidence = answer.get("verdict"), answer.get("evidence")
+        if set(answer) != {"kind", "id", "verdict", "evidence", "source"} or answer["kind"] != "answer" \
+                or answer["id"] != self._next_id or type(answer["id"]) is not int \
+                or type(verdict) is not str or verdict not in VERDICTS or type(evidence) is not str:
+            self.stop()  # what sent that cannot be trusted with the next request
+            return {"verdict": "error", "evidence": "the probe worker sent a malformed answer"}
+        return {"verdict": verdict, "evidence": clean_text(evidence)}
+
+    def stop(self) -> None:
+        self._watch_stop.set()
+        if self.proc is not None:
+            if os.name == "posix" and sys.platform.startswith("linux"):
+                kill_sandbox(self.proc.pid, self.uid)
+            else:
+                self.proc.kill()
+            self.proc.wait()
+            if self.proc.stdin is not None:
+                try:
+                    self.proc.stdin.close()
+                except OSError:
+                    pass
+            self.proc = None
+        if self._channel is not None:
+            os.close(self._channel)
+            self._channel = None
+        if self._tmp is not None:
+            self._stderr.close()
+            _make_removable(self._tmp.name)
+            self._tmp.cleanup()
+            self._tmp = None
+
+
+def _make_removable(top: str) -> None:
+    """The worker's uid owned the files it wrote: take them back before deleting them."""
+    if os.getuid() != 0:
+        return
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            try:
+                os.lchown(os.path.join(dirpath, name), 0, 0)
+            except OSError:
+                pass
