@@ -76,20 +76,24 @@ def read_regular_file(path: str, max_bytes: int, follow_symlinks: bool = True) -
             raise RefusedFile("not a regular file")
         if st.st_size > max_bytes:
             raise RefusedFile(too_large_message(st.st_size, max_bytes))
-        chunks = []
-        left = max_bytes + 1  # one byte more tells a file that grew past the cap
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        data = b"".join(chunks)
+        data = read_fd(fd, max_bytes + 1)  # one byte more tells a file that grew past the cap
         if len(data) > max_bytes:
             raise RefusedFile(too_large_message(len(data), max_bytes))
         return data
     finally:
         os.close(fd)
+
+
+def read_fd(fd: int, limit: int) -> bytes:
+    """At most `limit` bytes from the current offset of `fd`, in bounded reads."""
+    chunks, left = [], limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 # Temp files carry the writer's pid: a run killed between the write and the rename leaves

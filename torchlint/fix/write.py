@@ -24,7 +24,7 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
-from torchlint.safe_io import replace_atomically
+from torchlint.safe_io import read_fd, replace_atomically
 
 
 class FixSkipped(Exception):
@@ -114,14 +114,7 @@ def _can_give(owner: tuple[int, int]) -> bool:
 
 def _read_all(fd: int, limit: int) -> bytes:
     os.lseek(fd, 0, os.SEEK_SET)
-    chunks, left = [], limit
-    while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+    return read_fd(fd, limit)
 
 
 def _check_unchanged(target: str, st: os.stat_result, expected: bytes) -> None:
