@@ -80,7 +80,7 @@ class Settings:
     def __post_init__(self) -> None:
         self._root = os.path.abspath(self.root)
         self._exclude = GlobSet((*self.exclude, *self.extend_exclude))
-        self._per_file = [(GlobSet((pattern,)), codes) for pattern, codes in self.per_file_ignores]
+        self._per_file = _per_file_matchers(self.per_file_ignores, self.enabled)
 
     def relative(self, path: Path) -> str:
         """`path` relative to the settings root, as a posix string (no symlink resolution)."""
@@ -98,8 +98,8 @@ class Settings:
         rel = self.relative(path)
         ignored: set[str] = set()
         for globs, codes in self._per_file:
-            if globs.match_path(rel):
-                ignored.update(c for c in self.enabled if any(c.startswith(p) or p == "ALL" for p in codes))
+            if not codes <= ignored and globs.match_path(rel):
+                ignored.update(codes)
         return self.enabled - ignored if ignored else self.enabled
 
     def is_excluded(self, path: Path) -> bool:
@@ -109,6 +109,26 @@ class Settings:
     def is_excluded_entry(self, parent_rel: str, name: str) -> bool:
         """For an entry met while walking: its parents were already checked."""
         return self._exclude.match_entry(parent_rel, name)
+
+
+def _per_file_matchers(per_file_ignores: tuple[tuple[str, frozenset[str]], ...], enabled: frozenset[str]
+                       ) -> list[tuple["GlobSet", frozenset[str]]]:
+    """per-file-ignores as (globs, enabled codes they ignore), compiled once per config file.
+    Patterns that ignore the same codes share one combined GlobSet; when there are more such
+    groups than enabled codes, there is one GlobSet per code instead. Either way a file is
+    matched against at most min(patterns, enabled codes) regexes, not one per pattern."""
+    by_codes: dict[frozenset[str], list[str]] = {}
+    for pattern, codes in per_file_ignores:
+        hit = frozenset(c for c in enabled if any(c.startswith(p) or p == "ALL" for p in codes))
+        if hit:
+            by_codes.setdefault(hit, []).append(pattern)
+    if len(by_codes) > len(enabled):
+        by_code: dict[str, list[str]] = {}
+        for codes, patterns in by_codes.items():
+            for code in codes:
+                by_code.setdefault(code, []).extend(patterns)
+        return [(GlobSet(tuple(patterns)), frozenset((code,))) for code, patterns in sorted(by_code.items())]
+    return [(GlobSet(tuple(patterns)), codes) for codes, patterns in by_codes.items()]
 
 
 class GlobSet:

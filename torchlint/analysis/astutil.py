@@ -6,13 +6,56 @@ import ast
 from typing import Any, Optional
 
 
+_DOTTED_MAX = 60
+
+
+class _Full(Exception):
+    """The bounded unparse has written enough."""
+
+
+_BASE_UNPARSER: type = getattr(ast, "_Unparser", object)
+
+
+class _PrefixUnparser(_BASE_UNPARSER):  # type: ignore[misc,valid-type]
+    """ast.unparse that stops once its output passes `limit` characters. A message quotes at
+    most 60 characters of an expression, and unparsing all of it for every link of a long
+    chain (`x.a().b()...`) would make one chain quadratic. Output is only ever appended to
+    the top-level buffer, so its prefix is the prefix of the full unparse. Instances made
+    without a limit (ast makes some itself for f-string parts) are plain unparsers."""
+
+    def __init__(self, *args: Any, limit: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._limit = limit
+        self._main: Optional[list[str]] = None
+        self._written = 0
+
+    def write(self, *text: str) -> None:
+        super().write(*text)
+        if self._limit is not None and self._source is self._main:
+            self._written += sum(map(len, text))
+            if self._written > self._limit:
+                raise _Full
+
+    def prefix(self, node: ast.AST) -> str:
+        self._source = self._main = []
+        self._written = 0
+        try:
+            self.traverse(node)
+        except _Full:
+            pass
+        return "".join(self._main)
+
+
 def dotted(node: ast.AST) -> str:
     """Source-like text for short expressions used in messages (`self.rng`, `p.data`)."""
     try:
-        text = ast.unparse(node)
+        if _BASE_UNPARSER is object:  # pragma: no cover - a Python without ast._Unparser
+            text = ast.unparse(node)
+        else:
+            text = _PrefixUnparser(limit=_DOTTED_MAX).prefix(node)
     except Exception:  # pragma: no cover - unparse handles every node ast.parse makes
         return "<expr>"
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= _DOTTED_MAX else text[:_DOTTED_MAX - 3] + "..."
 
 
 def keyword(call: ast.Call, name: str) -> Optional[ast.keyword]:

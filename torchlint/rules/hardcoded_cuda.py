@@ -14,6 +14,16 @@ def _is_cuda_literal(node: ast.AST) -> bool:
         (node.value == "cuda" or node.value.startswith("cuda:"))
 
 
+def _is_guard(node: ast.AST) -> bool:
+    if isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Assert)):
+        for n in ast.walk(node.test):
+            name = n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else ""
+            name = name.lower()
+            if name in ("is_available", "device_count") or "cuda" in name or "gpu" in name:
+                return True
+    return False
+
+
 class HardcodedCuda(Rule):
     code = "TL207"
     name = "hardcoded-cuda"
@@ -25,16 +35,24 @@ class HardcodedCuda(Rule):
     verify_note = 'portability depends on the machine the code will run on, not on this one'
     precision = "medium"
 
+    def setup(self, ctx: FileContext) -> None:
+        # Per ancestor node: is it, or any ancestor above it, a guard? A node's ancestors
+        # are the same whichever descendant asks, so each is judged once: a 1,200-branch
+        # `elif` chain (1,200 nested Ifs) costs 1,200 judgements, not 1,200 per call.
+        self._guard_memo: dict[int, bool] = {}
+
     def _guarded(self, ctx: FileContext) -> bool:
         """Inside `if torch.cuda.is_available():`, `if args.cuda:`, `if use_gpu:` and the like."""
-        for parent in ctx.parents:
-            if isinstance(parent, (ast.If, ast.IfExp, ast.While, ast.Assert)):
-                for n in ast.walk(parent.test):
-                    name = n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else ""
-                    name = name.lower()
-                    if name in ("is_available", "device_count") or "cuda" in name or "gpu" in name:
-                        return True
-        return False
+        parents = ctx.parents
+        memo = self._guard_memo
+        start = len(parents)
+        while start > 0 and id(parents[start - 1]) not in memo:
+            start -= 1
+        guarded = memo[id(parents[start - 1])] if start > 0 else False
+        for parent in parents[start:]:
+            guarded = guarded or _is_guard(parent)
+            memo[id(parent)] = guarded
+        return guarded
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func

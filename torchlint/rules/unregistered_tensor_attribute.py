@@ -10,26 +10,33 @@ from torchlint.checker import FileContext
 from torchlint.rules.base import MODULE_BASES_OPTION, Rule
 
 
-def _handled_elsewhere(cls: ast.ClassDef, attr: str) -> bool:
-    """The class moves it itself at every use (`self.bins.to(x.device)`), or another method
-    replaces it before use (a setter): either way `.to()` on the module is not needed."""
-    reads: list[ast.Attribute] = []
-    moved = 0
+def _attribute_uses(cls: ast.ClassDef) -> dict[str, tuple[bool, int, int]]:
+    """For each `self.<attr>` of the class: (assigned in a method other than __init__,
+    reads, reads moved at the use `self.<attr>.to(...)` / `.cuda()`). One walk per class,
+    not one per attribute (a class with thousands of attributes stays linear)."""
+    uses: dict[str, list] = {}
     for method in cls.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for node in ast.walk(method):
-            if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name) \
-                    and node.value.id == "self":
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+                entry = uses.setdefault(node.attr, [False, 0, 0])
                 if isinstance(node.ctx, ast.Store) and method.name != "__init__":
-                    return True
-                if isinstance(node.ctx, ast.Load):
-                    reads.append(node)
+                    entry[0] = True
+                elif isinstance(node.ctx, ast.Load):
+                    entry[1] += 1
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda") \
-                    and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == attr \
-                    and isinstance(node.func.value.value, ast.Name) and node.func.value.value.id == "self":
-                moved += 1
-    return bool(reads) and moved == len(reads)
+                    and isinstance(node.func.value, ast.Attribute) and isinstance(node.func.value.value, ast.Name) \
+                    and node.func.value.value.id == "self":
+                uses.setdefault(node.func.value.attr, [False, 0, 0])[2] += 1
+    return {attr: (entry[0], entry[1], entry[2]) for attr, entry in uses.items()}
+
+
+def _handled_elsewhere(uses: dict[str, tuple[bool, int, int]], attr: str) -> bool:
+    """The class moves it itself at every use (`self.bins.to(x.device)`), or another method
+    replaces it before use (a setter): either way `.to()` on the module is not needed."""
+    stored_elsewhere, reads, moved = uses.get(attr, (False, 0, 0))
+    return stored_elsewhere or (reads > 0 and moved == reads)
 
 
 class UnregisteredTensorAttribute(Rule):
@@ -57,8 +64,12 @@ class UnregisteredTensorAttribute(Rule):
                 and not isinstance(args[0], (ast.List, ast.Tuple, ast.ListComp, ast.Call)):
             return  # maybe a 0-dim scalar (`torch.tensor(cfg.weight)`), which mixes with tensors on any device
         cls = ctx.classes[-1]
+        key = ("TL206-uses", id(cls))
+        uses = ctx.memo.get(key)
+        if uses is None:
+            uses = ctx.memo[key] = _attribute_uses(cls)
         for target in node.targets:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self" \
-                    and not _handled_elsewhere(cls, target.attr):
+                    and not _handled_elsewhere(uses, target.attr):  # type: ignore[arg-type]
                 self.report(target, f"Plain tensor `self.{target.attr}` is not moved by `.to()` nor saved",
                             help=f"Use `self.register_buffer('{target.attr}', ...)` or `nn.Parameter(...)`")
