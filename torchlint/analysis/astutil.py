@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from typing import Any, Optional
 
 
@@ -46,13 +47,48 @@ class _PrefixUnparser(_BASE_UNPARSER):  # type: ignore[misc,valid-type]
         return "".join(self._main)
 
 
+_CHAIN = (ast.Attribute, ast.Call, ast.Subscript)
+# Height on a chain above which the text is sure to be longer than _DOTTED_MAX: every link
+# adds at least two characters (`.a`, `()`, `[0]`) after the text of the link below it.
+_CHAIN_CUT = _DOTTED_MAX // 2
+# Per chain link: (its height above the chain's bottom link, the node its text starts with).
+_chain_cut: "weakref.WeakKeyDictionary[ast.AST, tuple[int, ast.AST]]" = weakref.WeakKeyDictionary()
+
+
+def _link_below(node: ast.AST) -> Optional[ast.AST]:
+    """The link a chain link's text starts with: `x.a()` starts with `x.a`, which starts with `x`.
+    Unparse writes an Attribute's, Call's or Subscript's left part with no parentheses."""
+    below = node.func if isinstance(node, ast.Call) else getattr(node, "value", None)
+    return below if isinstance(below, _CHAIN) else None
+
+
+def _text_start(node: ast.AST) -> ast.AST:
+    """A node whose full text begins the text of `node` and is already longer than
+    _DOTTED_MAX, or `node` itself. Each link of a chain is measured once, so asking about
+    every link of a chain of n links costs O(n), not O(n^2)."""
+    if not isinstance(node, _CHAIN):
+        return node
+    spine: list[ast.AST] = []
+    cur: Optional[ast.AST] = node
+    while cur is not None and cur not in _chain_cut:
+        spine.append(cur)
+        cur = _link_below(cur)
+    height, cut = _chain_cut[cur] if cur is not None else (-1, spine[-1])
+    for link in reversed(spine):  # upwards from just above `cur` (or from the bottom link)
+        height += 1
+        if height == _CHAIN_CUT:
+            cut = link
+        _chain_cut[link] = (height, cut if height >= _CHAIN_CUT else link)
+    return _chain_cut[node][1]
+
+
 def dotted(node: ast.AST) -> str:
     """Source-like text for short expressions used in messages (`self.rng`, `p.data`)."""
     try:
         if _BASE_UNPARSER is object:  # pragma: no cover - a Python without ast._Unparser
             text = ast.unparse(node)
         else:
-            text = _PrefixUnparser(limit=_DOTTED_MAX).prefix(node)
+            text = _PrefixUnparser(limit=_DOTTED_MAX).prefix(_text_start(node))
     except Exception:  # pragma: no cover - unparse handles every node ast.parse makes
         return "<expr>"
     return text if len(text) <= _DOTTED_MAX else text[:_DOTTED_MAX - 3] + "..."
