@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 
+from torchlint import budget
 from torchlint.analysis import inference
 from torchlint.analysis.nodes import iter_children, node_fields
 from torchlint.analysis.semantic import SemanticModel
@@ -180,6 +181,8 @@ class Walker:
             self._run(leave, node)
 
     def _children(self, node: ast.AST, fields: tuple[str, ...]) -> None:
+        if budget.fallback_clocks:
+            budget.check()  # the lint-timeout where no timer signal can stop the walk
         parents = self.ctx.parents
         parents.append(node)
         visit = self.visit

@@ -12,6 +12,7 @@ from typing import Any, Optional
 import click
 
 from torchlint import __version__
+from torchlint.budget import MIN_LINT_TIMEOUT
 from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, ConfigResolver, check_torch_version
 from torchlint.diagnostics import Finding
 from torchlint.cache import CACHE_DIR_NAME, Cache
@@ -93,6 +94,12 @@ def _finite_seconds(ctx: click.Context, param: click.Parameter, value: Optional[
     return value
 
 
+def _lint_seconds(ctx: click.Context, param: click.Parameter, value: Optional[float]) -> Optional[float]:
+    if value is not None and not (MIN_LINT_TIMEOUT <= value <= 86_400):  # also false for nan
+        raise click.BadParameter(f"give a number of seconds between {MIN_LINT_TIMEOUT:g} and 86400")
+    return value
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="torchlint", message="%(prog)s %(version)s")
 def main() -> None:
@@ -129,6 +136,9 @@ def main() -> None:
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
               help="Where --verify runs probes: auto = CPU, plus CUDA when available.")
 @click.option("--max-file-size", help="Skip (and report) files larger than this, e.g. 5MB (default: 5 MiB).")
+@click.option("--lint-timeout", type=float, callback=_lint_seconds, default=None,
+              help="CPU seconds one file may take to lint; a slower file is reported as TL000 and skipped "
+                   "(default 30; config: lint-timeout, which can only lower it).")
 @click.option("--verify-timeout", type=float, callback=_finite_seconds, default=None,
               help="Seconds one probe may run before it counts as an error (default 120; config: verify-timeout).")
 @click.option("--verify-memory", type=click.IntRange(min=256), default=None,
@@ -156,7 +166,7 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
           jobs: Optional[int], no_cache: bool, cache_dir: Optional[Path],
           verify: bool, device: str, verify_timeout: Optional[float], verify_memory: Optional[int],
           verify_budget: Optional[float], verified_only: bool, verify_unsandboxed: bool, show_sandbox: bool,
-          max_file_size: Optional[str],
+          max_file_size: Optional[str], lint_timeout: Optional[float],
           fix: Optional[bool], unsafe_fixes: Optional[bool], diff: bool, fix_only: bool, show_fixes: bool,
           add_noqa: bool, torch_version: Optional[str]) -> None:
     """Check PATHS (files or directories; default: .) for PyTorch pitfalls."""
@@ -189,7 +199,7 @@ def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional
         ignore=_selectors(ignore, "--ignore") or [],
         exclude=[p for p in exclude.split(",") if p] if exclude is not None else None,
         extend_exclude=[p for p in (extend_exclude or "").split(",") if p],
-        respect_gitignore=respect_gitignore, max_file_size=max_file_size,
+        respect_gitignore=respect_gitignore, max_file_size=max_file_size, lint_timeout=lint_timeout,
         verify_memory=verify_memory, verify_budget=verify_budget, verify_timeout=verify_timeout,
         fix=True if (fix_only or diff) else fix,
         unsafe_fixes=unsafe_fixes,
@@ -427,12 +437,14 @@ def _build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path, stdin_fi
         if force_exclude and stdin_filename and settings.is_excluded(Path(name)):
             return [], []
         return [FileTask(path="-", display=name, codes=settings.codes_for(Path(name)),
-                         options=_options(settings.options), data=_read_stdin(settings.max_file_size))], []
+                         options=_options(settings.options), data=_read_stdin(settings.max_file_size),
+                         lint_timeout=settings.lint_timeout)], []
     if "-" in paths:
         raise _fail("`-` (stdin) cannot be combined with other paths")
     discovery = Discovery(resolver, force_exclude=force_exclude, project_root=project_root(cwd))
     tasks = [FileTask(path=str(path), display=display_path(path, cwd), codes=settings.codes_for(path),
-                      options=_options(settings.options), max_bytes=settings.max_file_size)
+                      options=_options(settings.options), max_bytes=settings.max_file_size,
+                      lint_timeout=settings.lint_timeout)
              for path, settings in discovery.iter_files(paths)]
     for path, why in discovery.skipped:
         click.echo(f"warning: {display_path(path, cwd)}: skipped: {why}", err=True)
@@ -462,6 +474,8 @@ def _collect(tasks: list[FileTask], results: list[FileResult]) -> tuple[list[Fin
             parse_errors.append(error)
             if error.code not in task.codes:
                 click.echo(f"warning: {error.path}:{error.row}:{error.col}: {error.message}", err=True)
+                if result.timed_out:  # valid code left unchecked: the run must not pass silently
+                    internal_errors += 1
         findings.extend(result.findings)
     findings.sort(key=Finding.sort_key)
     return findings, parse_errors, internal_errors

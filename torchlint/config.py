@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchlint.project_torch import project_torch_floor
+from torchlint.budget import DEFAULT_LINT_TIMEOUT, MIN_LINT_TIMEOUT
 from torchlint.rules.registry import RULES_BY_CODE, RULES_BY_NAME
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, format_size, is_within, parse_size, read_regular_file
 from torchlint.selection import SelectionError, SelectionLayer, parse_list, resolve
@@ -38,7 +39,7 @@ _LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude",
 _BOOL_KEYS = ("respect-gitignore", "fix", "unsafe-fixes")
 _KNOWN_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "options", "cache-dir", "max-file-size",
                                                    "verify-memory", "verify-budget", "verify-timeout", "torch-version",
-                                                   "module-bases"}
+                                                   "module-bases", "lint-timeout"}
 # Security limits and their built-in values. A config file travels with the code it
 # configures (a pull request can edit it), so it may only lower these; raising one needs
 # the command-line flag. torchlint.verify.runner holds the same numbers (a test checks).
@@ -73,6 +74,7 @@ class Settings:
     verify_memory: Optional[int] = None  # MiB
     verify_budget: Optional[float] = None  # seconds
     verify_timeout: Optional[float] = None  # seconds, per probe
+    lint_timeout: float = DEFAULT_LINT_TIMEOUT  # CPU seconds per file
     fix: bool = False
     unsafe_fixes: bool = False
     fixable: frozenset[str] = frozenset()  # codes whose fixes may be applied
@@ -180,6 +182,7 @@ class CliOverrides:
     verify_memory: Optional[int] = None  # the command line may raise the security limits
     verify_budget: Optional[float] = None
     verify_timeout: Optional[float] = None
+    lint_timeout: Optional[float] = None  # the command line may raise the limit
     fix: Optional[bool] = None
     unsafe_fixes: Optional[bool] = None
     torch_version: Optional[str] = None
@@ -334,10 +337,26 @@ def settings_from_table(path: Optional[Path], table: dict[str, Any], cli: CliOve
             where, table, "verify-budget", float, 1.0, DEFAULT_VERIFY_BUDGET, "a number of seconds"),
         verify_timeout=cli.verify_timeout or _verify_number(
             where, table, "verify-timeout", float, 1.0, DEFAULT_VERIFY_TIMEOUT, "a number of seconds"),
+        lint_timeout=cli.lint_timeout if cli.lint_timeout is not None else _lint_timeout(where, table),
         fix=cli.fix if cli.fix is not None else table.get("fix", False),
         unsafe_fixes=cli.unsafe_fixes if cli.unsafe_fixes is not None else table.get("unsafe-fixes", False),
         fixable=fixable,
     )
+
+
+def _lint_timeout(where: Path, table: dict[str, Any]) -> float:
+    """`lint-timeout` from a config file, which travels with the code it checks: it may lower
+    the built-in per-file CPU budget, never raise it (that needs --lint-timeout)."""
+    value = table.get("lint-timeout")
+    if value is None:
+        return DEFAULT_LINT_TIMEOUT
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < MIN_LINT_TIMEOUT:
+        raise ConfigError(f"{where}: `lint-timeout` must be a number of seconds (at least {MIN_LINT_TIMEOUT:g}), "
+                          f"got {value!r}")
+    if value > DEFAULT_LINT_TIMEOUT:
+        _above_limit(where, "lint-timeout", value, f"{DEFAULT_LINT_TIMEOUT:g}")
+    return float(value)
 
 
 def _verify_number(where: Path, table: dict[str, Any], key: str, kind: type, minimum: float, maximum: float,

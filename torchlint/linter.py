@@ -11,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+from torchlint.budget import DEFAULT_LINT_TIMEOUT, LintTimeout, cpu_budget, describe_timeout
 from torchlint.cache import content_hash, settings_key
 from torchlint.checker import RuleError, check_source
 from torchlint.diagnostics import Finding, syntax_error_finding
@@ -36,6 +37,7 @@ class FileTask:
     options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
     data: Optional[bytes] = None  # stdin content
     max_bytes: int = DEFAULT_MAX_FILE_SIZE  # larger files are reported, not read
+    lint_timeout: Optional[float] = DEFAULT_LINT_TIMEOUT  # CPU seconds; a slower file becomes one TL000
 
 
 @dataclass
@@ -44,6 +46,7 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     internal_error: Optional[str] = None
     parse_error: Optional[Finding] = None  # also reported when TL000 is not selected
+    timed_out: bool = False  # ran past lint-timeout: never cached (the next run tries again)
 
 
 @lru_cache(maxsize=64)
@@ -52,6 +55,18 @@ def rule_classes_for(codes: frozenset[str]) -> list[type[Rule]]:
 
 
 def lint_bytes(task: FileTask, data: bytes) -> FileResult:
+    """Lint one file's bytes within its CPU budget; past it, the file's only finding is one
+    TL000 on line 1 saying so (never a part of its findings, which would depend on timing)."""
+    try:
+        with cpu_budget(task.lint_timeout):
+            return _lint_bytes(task, data)
+    except LintTimeout:
+        assert task.lint_timeout is not None
+        f = syntax_error_finding(task.display, describe_timeout(task.lint_timeout), 1, 1)
+        return FileResult(task.display, [f] if SYNTAX_ERROR.code in task.codes else [], parse_error=f, timed_out=True)
+
+
+def _lint_bytes(task: FileTask, data: bytes) -> FileResult:
     result = FileResult(task.display)
     try:
         classes = rule_classes_for(task.codes)
@@ -134,7 +149,7 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
                     continue
             assert data is not None
             record = (settings, digest or content_hash(data), stat)
-            task = FileTask(task.path, task.display, task.codes, task.options, data, task.max_bytes)
+            task = FileTask(task.path, task.display, task.codes, task.options, data, task.max_bytes, task.lint_timeout)
         todo.append((i, task, record))
 
     workers = min(jobs or os.cpu_count() or 1, max(1, len(todo) // MIN_FILES_PER_WORKER))
@@ -148,7 +163,7 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
         done = [lint_task(t) for _, t, _ in todo]
     for (i, task, record), result in zip(todo, done):
         results[i] = result
-        if cache is not None and record is not None and result.internal_error is None:
+        if cache is not None and record is not None and result.internal_error is None and not result.timed_out:
             cache.store(task.path, record[0], record[1], record[2], result.findings, result.parse_error)
     if cache is not None:
         cache.save()
