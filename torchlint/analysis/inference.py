@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Optional
 
 from torchlint.analysis.imports import is_module_class_name
@@ -149,10 +150,14 @@ def self_attribute_kind(attr: str, ctx: "SemanticModel") -> Optional[str]:
     if key in ctx.memo:
         return ctx.memo[key]  # type: ignore[return-value]
     ctx.memo[key] = None  # `self.a = self.a.float()` asks about itself
-    value = ctx.self_attribute_value(attr)
-    kind = kind_of(value, ctx, 3) if isinstance(value, ast.Call) else None
-    if value is None and ctx.self_attribute_constructor(attr) is not None:
-        kind = kind_of_qualname(ctx.self_attribute_constructor(attr))  # several agreeing assignments
+    ctx.memo[_BUSY] = ctx.memo.get(_BUSY, 0) + 1  # type: ignore[operator]
+    try:
+        value = ctx.self_attribute_value(attr)
+        kind = kind_of(value, ctx, 3) if isinstance(value, ast.Call) else None
+        if value is None and ctx.self_attribute_constructor(attr) is not None:
+            kind = kind_of_qualname(ctx.self_attribute_constructor(attr))  # several agreeing assignments
+    finally:
+        ctx.memo[_BUSY] = ctx.memo[_BUSY] - 1  # type: ignore[operator]
     ctx.memo[key] = kind
     return kind
 
@@ -188,12 +193,71 @@ def _same_kind_update(b: "Binding") -> bool:
 def name_kind(name: str, lineno: int, ctx: "SemanticModel", depth: int = 0) -> Optional[str]:
     """tensor / parameter / module / None for a local name (bindings above `lineno`) or a
     module-level one; None when its bindings disagree."""
-    kinds = {binding_kind(b, ctx, depth) for b in ctx.bindings_reaching(name, lineno) if not _same_kind_update(b)}
+    if ctx.memo.get(_BUSY):  # inside a self-attribute inference: answers there are provisional
+        kinds = {binding_kind(b, ctx, depth) for b in ctx.bindings_reaching(name, lineno) if not _same_kind_update(b)}
+    else:
+        kinds = _ReachingKinds.of(name, ctx, depth).at(lineno)
     if len(kinds) == 1:
-        return kinds.pop()
+        return next(iter(kinds))
     if kinds == {TENSOR, PARAMETER}:
         return TENSOR
     return None
+
+
+_BUSY = ("inference-busy",)
+_ASSIGNS = (ast.Assign, ast.AugAssign, ast.AnnAssign)
+
+
+class _ReachingKinds:
+    """The kinds that the bindings of one name reaching each line give it, as
+    `SemanticModel.bindings_reaching` defines "reaching", for one position of the walk (scope
+    and class) and inference depth. The bindings above a line are a prefix of the bindings in
+    line order, so each binding's kind is computed once, not once per read of the name: a
+    name bound and read thousands of times in one function stays linear."""
+
+    def __init__(self, name: str, ctx: "SemanticModel", depth: int) -> None:
+        self.name, self.ctx, self.depth = name, ctx, depth
+        self.info = ctx.scope_info()
+        bindings = sorted(enumerate(self.info.assignments.get(name)), key=lambda t: (t[1].lineno, t[0]))
+        self.sorted = [b for _, b in bindings]
+        self.lines = [b.lineno for b in self.sorted]
+        self.same_line: dict[int, list["Binding"]] = {}  # bindings that reach their own line
+        for _, b in sorted((i, b) for i, b in bindings):
+            if not isinstance(b.node, _ASSIGNS):
+                self.same_line.setdefault(b.lineno, []).append(b)
+        self.prefix: list[frozenset[Optional[str]]] = [frozenset()]  # kinds of the first k bindings
+        self.on_line: dict[int, frozenset[Optional[str]]] = {}
+        self.module: Optional[frozenset[Optional[str]]] = None
+
+    @classmethod
+    def of(cls, name: str, ctx: "SemanticModel", depth: int) -> "_ReachingKinds":
+        key = ("reaching-kinds", id(ctx.scope), id(ctx.classes[-1]) if ctx.classes else 0, name, depth)
+        found = ctx.memo.get(key)
+        if found is None:
+            found = ctx.memo[key] = cls(name, ctx, depth)
+        return found  # type: ignore[return-value]
+
+    def _kinds(self, bindings: "list[Binding]") -> frozenset[Optional[str]]:
+        return frozenset(binding_kind(b, self.ctx, self.depth) for b in bindings if not _same_kind_update(b))
+
+    def at(self, lineno: int) -> frozenset[Optional[str]]:
+        above = bisect_left(self.lines, lineno)
+        same = self.same_line.get(lineno)
+        if not above and not same and self.info is not self.ctx.module_scope and not self.info.binds(self.name):
+            if self.module is None:  # not local here: every binding of the module-level name
+                self.module = self._kinds(self.ctx.module_scope.assignments.get(self.name))
+            return self.module
+        prefix = self.prefix
+        while len(prefix) <= above:
+            b = self.sorted[len(prefix) - 1]
+            prefix.append(prefix[-1] if _same_kind_update(b) else prefix[-1] | {binding_kind(b, self.ctx, self.depth)})
+        kinds = prefix[above]
+        if same:
+            extra = self.on_line.get(lineno)
+            if extra is None:
+                extra = self.on_line[lineno] = self._kinds(same)
+            kinds = kinds | extra
+        return kinds
 
 
 def binding_kind(b: "Binding", ctx: "SemanticModel", depth: int = 0) -> Optional[str]:

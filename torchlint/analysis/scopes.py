@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence, Union
 
@@ -147,6 +148,7 @@ class Assignments:
     def __init__(self, scope: Scope) -> None:
         self.scope = scope
         self.by_name: dict[str, list[Binding]] = {}
+        self._latest: dict[tuple[str, bool], tuple[list[int], list[Binding]]] = {}
         self.declared_outside: set[str] = set()  # `global` / `nonlocal` names
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             args = scope.args
@@ -196,13 +198,34 @@ class Assignments:
     def get(self, name: str) -> list[Binding]:
         return self.by_name.get(name, [])
 
-    def last_before(self, name: str, lineno: int) -> Optional[Binding]:
-        """The binding of `name` that reaches line `lineno` in straight-line code."""
-        best = None
-        for b in self.get(name):
-            if b.lineno <= lineno:
-                best = b
-        return best
+    def last_before(self, name: str, lineno: int, skip_augmented: bool = False) -> Optional[Binding]:
+        """The binding of `name` that reaches line `lineno` in straight-line code: the last one
+        (in source order) on or above that line; with `skip_augmented`, `x += ...` does not
+        count. A sorted index per name makes each question O(log n), so a name bound and
+        read thousands of times stays linear."""
+        index = self._latest.get((name, skip_augmented))
+        if index is None:
+            index = self._latest[(name, skip_augmented)] = self._latest_index(name, skip_augmented)
+        lines, latest = index
+        k = bisect_right(lines, lineno)
+        return latest[k - 1] if k else None
+
+    def _latest_index(self, name: str, skip_augmented: bool) -> tuple[list[int], list[Binding]]:
+        """Line numbers in ascending order and, for each prefix, the binding that comes last in
+        source order among those lines (bindings are not quite in line order: a `with` item
+        has no line number and counts as line 0)."""
+        bindings = [(b.lineno, i, b) for i, b in enumerate(self.get(name))
+                    if not (skip_augmented and isinstance(b.node, ast.AugAssign))]
+        bindings.sort(key=lambda t: (t[0], t[1]))
+        lines: list[int] = []
+        latest: list[Binding] = []
+        best: Optional[tuple[int, Binding]] = None
+        for lineno, i, b in bindings:
+            if best is None or i > best[0]:
+                best = (i, b)
+            lines.append(lineno)
+            latest.append(best[1])
+        return lines, latest
 
     def sole_value(self, name: str) -> Optional[ast.AST]:
         """The value when `name` is bound exactly once, by a plain assignment."""

@@ -210,13 +210,7 @@ class SemanticModel:
         scope; with `module_fallback`, the module's last binding when the name is not local;
         with `through_augmented`, `x += ...` counts as the same object (not a new binding)."""
         info = self.scope_info()
-        if through_augmented:
-            found = None
-            for b in info.assignments.get(name):
-                if b.lineno <= lineno and not isinstance(b.node, ast.AugAssign):
-                    found = b
-        else:
-            found = info.assignments.last_before(name, lineno)
+        found = info.assignments.last_before(name, lineno, skip_augmented=through_augmented)
         if found is None and module_fallback and info is not self.module_scope and not info.binds(name):
             found = self.module_scope.assignments.last_before(name, 10**9)
         return found
