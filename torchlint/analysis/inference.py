@@ -193,6 +193,7 @@ def _same_kind_update(b: "Binding") -> bool:
 def name_kind(name: str, lineno: int, ctx: "SemanticModel", depth: int = 0) -> Optional[str]:
     """tensor / parameter / module / None for a local name (bindings above `lineno`) or a
     module-level one; None when its bindings disagree."""
+    kinds: "frozenset[Optional[str]] | set[Optional[str]]"
     if ctx.memo.get(_BUSY):  # inside a self-attribute inference: answers there are provisional
         kinds = {binding_kind(b, ctx, depth) for b in ctx.bindings_reaching(name, lineno) if not _same_kind_update(b)}
     else:
