@@ -8,10 +8,11 @@ The walker (`torchlint.checker`) keeps the position current by calling the `ente
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional, Union
+from typing import Callable, Iterator, Optional, Union
 
 from torchlint.analysis.frameworks import is_framework_module
 from torchlint.analysis.imports import ImportTable, is_module_class_name, qualify
+from torchlint.analysis.nodes import iter_children
 from torchlint.analysis.scopes import (FUNCTION_TYPES, Assignments, Binding, GradRegion, Scope,
                                        grad_mode_of, iter_scope, local_names)
 
@@ -97,6 +98,8 @@ class SemanticModel:
         self._saved: list[tuple[list[ast.AST], list[GradRegion]]] = []
         self._local_imports = 0  # function-level imports met so far
         self._qualnames: dict[int, Optional[str]] = {}
+        self._on_path: dict[str, dict[int, bool]] = {}
+        self._in_body: dict[str, dict[int, bool]] = {}
 
     # -- position (kept current by the walker) ---------------------------------
     def enter_function(self, node: ast.AST) -> None:
@@ -135,6 +138,37 @@ class SemanticModel:
         if self.scopes:
             self.scopes[-1].imports.add(node)
             self._local_imports += 1
+
+    def any_ancestor(self, key: str, test: Callable[[ast.AST], bool]) -> bool:
+        """Does `test` hold for any node on the path to the node being visited (`parents`)?
+        A node's ancestors are the same whichever descendant asks, so the answer for the
+        path down to each ancestor is kept (under `key`, one per kind of question) and each
+        ancestor is tested once: a call in branch k of an n-branch `elif` chain (k nested
+        Ifs) costs O(1), not O(k). `test` must depend on the node alone."""
+        memo = self._on_path.get(key)
+        if memo is None:
+            memo = self._on_path[key] = {}
+        parents = self.parents
+        start = len(parents)
+        while start and id(parents[start - 1]) not in memo:
+            start -= 1
+        found = memo[id(parents[start - 1])] if start else False
+        for parent in parents[start:]:
+            found = found or test(parent)
+            memo[id(parent)] = found
+        return found
+
+    def branches_since(self, ancestor: ast.AST, kinds: tuple[type, ...] = (ast.If, ast.IfExp)) -> bool:
+        """Is there a node of `kinds` (a conditional) between `ancestor` (on the path, such as
+        the innermost loop) and the node being visited? Scanned upwards from the node, so the
+        cost is the distance to the nearer of the two, not the depth of the whole path (a
+        loop inside a long `elif` chain)."""
+        for parent in reversed(self.parents):
+            if parent is ancestor:
+                return False
+            if isinstance(parent, kinds):
+                return True
+        return False
 
     @property
     def parent(self) -> Optional[ast.AST]:
@@ -280,6 +314,28 @@ class SemanticModel:
             self._body_calls[key] = found
         return found
 
+    def body_has(self, key: str, stmts: list[ast.stmt], test: Callable[[ast.AST], bool]) -> bool:
+        """`any(test(n) for n in iter_scope(stmts))`, with the answer kept per statement under
+        `key`: nested loops each asking about their whole body cost O(size), not O(size x
+        depth). `test` must depend on the node alone."""
+        memo = self._in_body.get(key)
+        if memo is None:
+            memo = self._in_body[key] = {}
+        return any(_subtree_has(memo, stmt, test) for stmt in stmts)
+
+    def followed_has(self, key: str, node: ast.AST, test: Callable[[ast.AST], bool]) -> bool:
+        """`any(test(n) for n in self.followed_nodes(node))`, memoized like `body_has`."""
+        if self.body_has(key, node.body, test):  # type: ignore[attr-defined]
+            return True
+        seen: set[int] = set()
+        for call in self.body_calls(node):
+            fn = self.called_function(call)
+            if fn is not None and id(fn) not in seen:
+                seen.add(id(fn))
+                if self.body_has(key, fn.body, test):
+                    return True
+        return False
+
     def followed_nodes(self, node: ast.AST) -> Iterator[ast.AST]:
         """Every node of `node`'s body and of the same-file functions it calls (one level)."""
         body = node.body  # type: ignore[attr-defined]
@@ -354,3 +410,41 @@ class SemanticModel:
                         else:
                             attrs[t.attr] = (ctor, stmt.value)
         return attrs
+
+
+_SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _subtree_has(memo: dict[int, bool], root: ast.AST, test: Callable[[ast.AST], bool]) -> bool:
+    """Does `test` hold for `root` or a node under it (iter_scope's nodes, in its order)?
+    Iterative (an `elif` chain nests statements without limit); statements' answers go to
+    `memo`, so a statement under several asking loops is searched once."""
+    known = memo.get(id(root))
+    if known is not None:
+        return known
+    if test(root):
+        memo[id(root)] = True
+        return True
+    if isinstance(root, _SCOPE_NODES):
+        memo[id(root)] = False
+        return False
+    stack: list[tuple[ast.AST, Iterator[ast.AST]]] = [(root, iter_children(root))]
+    while stack:
+        node, children = stack[-1]
+        for child in children:
+            known = memo.get(id(child))
+            if known is False:
+                continue
+            if known or test(child):
+                for open_node, _ in stack:
+                    if isinstance(open_node, ast.stmt):
+                        memo[id(open_node)] = True
+                return True
+            if not isinstance(child, _SCOPE_NODES):
+                stack.append((child, iter_children(child)))
+                break
+        else:
+            stack.pop()
+            if isinstance(node, ast.stmt):
+                memo[id(node)] = False
+    return False

@@ -20,6 +20,9 @@ class DataloaderInLoop(Rule):
     tags = ("performance", "data-loading")
     requires_text = ('DataLoader',)
 
+    def setup(self, ctx: FileContext) -> None:
+        self._varying: dict[int, set[str]] = {}
+
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if not ctx.loops or ctx.call_name(node) != DATALOADER:
             return
@@ -29,21 +32,13 @@ class DataloaderInLoop(Rule):
         loop = ctx.loops[-1]
         # A loader built from what the loop changes (k-fold splits, curriculum stages) has
         # to be rebuilt; one built from loop-invariant arguments does not.
-        varying: set[str] = set()
-        if isinstance(loop, (ast.For, ast.AsyncFor)):
-            varying.update(n for n, _ in assigned_names(loop.target))
-        for n in iter_scope(loop.body):  # type: ignore[attr-defined]
-            # Anywhere in the body: a value changed after the construction is seen next time round.
-            if isinstance(n, ast.Assign):
-                for t in n.targets:
-                    varying.update(name for name, _ in assigned_names(t))
-            elif isinstance(n, (ast.AugAssign, ast.AnnAssign)) and isinstance(n.target, ast.Name):
-                varying.add(n.target.id)
+        varying = self._varying.get(id(loop))
+        if varying is None:  # per loop, not per DataLoader built in it
+            varying = self._varying[id(loop)] = _assigned_in(loop)
         used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
         if used & varying:
             return
-        inside = ctx.parents[ctx.parents.index(loop) + 1:] if loop in ctx.parents else []
-        if any(isinstance(p, (ast.If, ast.IfExp)) for p in inside):
+        if ctx.branches_since(loop):
             return  # rebuilt on a schedule (`if epoch % k == 0:`), not every iteration
         persistent = keyword(node, "persistent_workers")
         extra = " (defeating persistent_workers)" if persistent is not None and literal(persistent.value) is True else ""
@@ -51,6 +46,21 @@ class DataloaderInLoop(Rule):
                     help="Build it once before the loop",
                     params={"num_workers": workers if type(workers) is int else None,
                             "iterations": _literal_iterations(ctx.loops)})
+
+
+def _assigned_in(loop: ast.AST) -> set[str]:
+    """Names the loop changes: its target, and what its body assigns."""
+    varying: set[str] = set()
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        varying.update(n for n, _ in assigned_names(loop.target))
+    for n in iter_scope(loop.body):  # type: ignore[attr-defined]
+        # Anywhere in the body: a value changed after the construction is seen next time round.
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                varying.update(name for name, _ in assigned_names(t))
+        elif isinstance(n, (ast.AugAssign, ast.AnnAssign)) and isinstance(n.target, ast.Name):
+            varying.add(n.target.id)
+    return varying
 
 
 def _literal_iterations(loops: Sequence[ast.AST]) -> Optional[int]:

@@ -16,6 +16,10 @@ def _tests_training(test: ast.AST) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr == "training" for n in ast.walk(test))
 
 
+def _branch_on_training(node: ast.AST) -> bool:
+    return isinstance(node, (ast.If, ast.IfExp)) and _tests_training(node.test)
+
+
 class FunctionalDropoutAlwaysOn(Rule):
     code = "TL402"
     name = "functional-dropout-always-on"
@@ -31,7 +35,7 @@ class FunctionalDropoutAlwaysOn(Rule):
             return
         if has_star_kwargs(node) or arg_or_keyword(node, 2, "training") is not None:
             return
-        if any(isinstance(p, (ast.If, ast.IfExp)) and _tests_training(p.test) for p in ctx.parents):
+        if ctx.any_ancestor("tests-training", _branch_on_training):
             return  # `if self.training:` already limits it to training
         p_node = arg_or_keyword(node, 1, "p")
         if p_node is not None and _p_gated(p_node, node, ctx):

@@ -35,24 +35,9 @@ class HardcodedCuda(Rule):
     verify_note = 'portability depends on the machine the code will run on, not on this one'
     precision = "medium"
 
-    def setup(self, ctx: FileContext) -> None:
-        # Per ancestor node: is it, or any ancestor above it, a guard? A node's ancestors
-        # are the same whichever descendant asks, so each is judged once: a 1,200-branch
-        # `elif` chain (1,200 nested Ifs) costs 1,200 judgements, not 1,200 per call.
-        self._guard_memo: dict[int, bool] = {}
-
     def _guarded(self, ctx: FileContext) -> bool:
         """Inside `if torch.cuda.is_available():`, `if args.cuda:`, `if use_gpu:` and the like."""
-        parents = ctx.parents
-        memo = self._guard_memo
-        start = len(parents)
-        while start > 0 and id(parents[start - 1]) not in memo:
-            start -= 1
-        guarded = memo[id(parents[start - 1])] if start > 0 else False
-        for parent in parents[start:]:
-            guarded = guarded or _is_guard(parent)
-            memo[id(parent)] = guarded
-        return guarded
+        return ctx.any_ancestor("cuda-guard", _is_guard)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, is_zero_grad
-from torchlint.analysis.scopes import iter_scope
 from torchlint.checker import FileContext
 from torchlint.rules.base import Rule
 
@@ -15,11 +14,14 @@ def _per_context_gradients(loop: ast.AST, backward: ast.Call, ctx: FileContext) 
     name = ctx.call_name(backward) or ""
     if name.startswith("torch.distributed.autograd."):
         return True
-    contexts = [item.context_expr for n in iter_scope(loop.body) if isinstance(n, (ast.With, ast.AsyncWith))  # type: ignore[attr-defined]
-                for item in n.items]
-    contexts += [item.context_expr for region in ctx.parents if isinstance(region, (ast.With, ast.AsyncWith))
-                 for item in region.items]
-    return any((ctx.call_name(c) or "").startswith("torch.distributed.autograd.") for c in contexts)
+
+    def distributed_context(node: ast.AST) -> bool:
+        return isinstance(node, (ast.With, ast.AsyncWith)) and any(
+            (ctx.call_name(item.context_expr) or "").startswith("torch.distributed.autograd.") for item in node.items)
+
+    body = loop.body  # type: ignore[attr-defined]
+    return ctx.body_has("dist-autograd-context", body, distributed_context) \
+        or ctx.any_ancestor("dist-autograd-context", distributed_context)
 
 
 class MissingZeroGrad(Rule):
@@ -40,7 +42,7 @@ class MissingZeroGrad(Rule):
                 stepped = True
         if backward is None or not stepped:
             return
-        if any(is_zero_grad(n) for n in ctx.followed_nodes(node)):
+        if ctx.followed_has("zero-grad", node, is_zero_grad):
             return  # reset here, or in a same-file helper it calls (`reset_grad()`)
         if _per_context_gradients(node, backward, ctx):
             return

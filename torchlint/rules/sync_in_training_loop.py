@@ -23,6 +23,9 @@ class SyncInTrainingLoop(Rule):
     verify_note = 'the cost is a throughput loss that depends on the GPU and the model; no wrong result to show'
     precision = "medium"
 
+    def setup(self, ctx: FileContext) -> None:
+        self._backwards: dict[int, list[ast.Call]] = {}  # per loop: asked once, not once per sync call
+
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if not ctx.loops:
             return
@@ -39,9 +42,11 @@ class SyncInTrainingLoop(Rule):
             return
         loop = ctx.loops[-1]
         # Inside an `if step % k == 0:` the sync is already rate-limited.
-        if any(isinstance(p, ast.If) for p in ctx.parents[ctx.parents.index(loop) + 1:] if loop in ctx.parents):
+        if ctx.branches_since(loop, (ast.If,)):
             return
-        backwards = [c for c in ctx.body_calls(loop) if is_backward(c, ctx)]
+        backwards = self._backwards.get(id(loop))
+        if backwards is None:
+            backwards = self._backwards[id(loop)] = [c for c in ctx.body_calls(loop) if is_backward(c, ctx)]
         if not backwards:
             return
         if is_print:

@@ -10,13 +10,15 @@ from torchlint.analysis.torch_versions import at_least
 from torchlint.rules.base import TORCH_VERSION_OPTION, Rule, has_star_kwargs, keyword, literal
 
 
-def _in_type_error_fallback(ctx: FileContext) -> bool:
-    for parent in ctx.parents:
-        if isinstance(parent, ast.ExceptHandler) and parent.type is not None:
-            names = [parent.type] if not isinstance(parent.type, ast.Tuple) else parent.type.elts
-            if any(isinstance(n, ast.Name) and n.id == "TypeError" for n in names):
-                return True
+def _catches_type_error(node: ast.AST) -> bool:
+    if isinstance(node, ast.ExceptHandler) and node.type is not None:
+        names = [node.type] if not isinstance(node.type, ast.Tuple) else node.type.elts
+        return any(isinstance(n, ast.Name) and n.id == "TypeError" for n in names)
     return False
+
+
+def _in_type_error_fallback(ctx: FileContext) -> bool:
+    return ctx.any_ancestor("except-type-error", _catches_type_error)
 
 
 class UnsafeTorchLoad(Rule):
