@@ -68,6 +68,20 @@ def elif_chain(n: int) -> str:
     return HEADER + body
 
 
+def big_loop(n: int) -> str:
+    """One training loop whose body holds n steps (TL802 and TL303 rescanned it per call)."""
+    return HEADER + "def f(model, opt, loader, ds, x, s, path, total):\n    for batch in loader:\n" + _lines("        ") * n
+
+
+def elif_in_loop(n: int) -> str:
+    """An n-branch elif chain inside a loop, in a module's method (parents n deep)."""
+    body = "class M(nn.Module):\n    def f(self, model, opt, loader, ds, x, s, path, total, k):\n" \
+        "        for batch in loader:\n            if k == 0:\n                pass\n"
+    for i in range(n):
+        body += f"            elif k == {i + 1}:\n                " + "; ".join(STEP) + "\n"
+    return HEADER + body
+
+
 def method_chain(n: int) -> str:
     return HEADER + "y = x" + ".float().cuda().to('cuda').double()" * n + "\nz = torch" + ".a" * n + "(x)\n"
 
@@ -101,6 +115,8 @@ SHAPES: dict[str, tuple[Callable[[int], str], int]] = {  # generator, size at 1x
     "many_functions": (many_functions, 3),
     "module_attributes": (module_attributes, 24),
     "elif_chain": (elif_chain, 10),
+    "big_loop": (big_loop, 4),
+    "elif_in_loop": (elif_in_loop, 8),
     "method_chain": (method_chain, 32),
     "long_expressions": (long_expressions, 40),
     "many_loops": (many_loops, 1),

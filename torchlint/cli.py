@@ -138,7 +138,7 @@ def main() -> None:
 @click.option("--max-file-size", help="Skip (and report) files larger than this, e.g. 5MB (default: 5 MiB).")
 @click.option("--lint-timeout", type=float, callback=_lint_seconds, default=None,
               help="CPU seconds one file may take to lint; a slower file is reported as TL000 and skipped "
-                   "(default 30; config: lint-timeout, which can only lower it).")
+                   "(default 60; config: lint-timeout, which can only lower it).")
 @click.option("--verify-timeout", type=float, callback=_finite_seconds, default=None,
               help="Seconds one probe may run before it counts as an error (default 120; config: verify-timeout).")
 @click.option("--verify-memory", type=click.IntRange(min=256), default=None,

@@ -429,22 +429,26 @@ def _subtree_has(memo: dict[int, bool], root: ast.AST, test: Callable[[ast.AST],
         memo[id(root)] = False
         return False
     stack: list[tuple[ast.AST, Iterator[ast.AST]]] = [(root, iter_children(root))]
+    stmt, scopes, get = ast.stmt, _SCOPE_NODES, memo.get
     while stack:
         node, children = stack[-1]
         for child in children:
-            known = memo.get(id(child))
-            if known is False:
-                continue
+            if isinstance(child, stmt):
+                known = get(id(child))
+                if known is False:
+                    continue
+            else:
+                known = None
             if known or test(child):
                 for open_node, _ in stack:
-                    if isinstance(open_node, ast.stmt):
+                    if isinstance(open_node, stmt):
                         memo[id(open_node)] = True
                 return True
-            if not isinstance(child, _SCOPE_NODES):
+            if not isinstance(child, scopes):
                 stack.append((child, iter_children(child)))
                 break
         else:
             stack.pop()
-            if isinstance(node, ast.stmt):
+            if isinstance(node, stmt):
                 memo[id(node)] = False
     return False
