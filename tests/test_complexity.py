@@ -8,6 +8,7 @@ count by well under 16x at 8x; a quadratic path (TL206 over 2,000 attributes, TL
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -135,11 +136,14 @@ def count_calls(fn: Callable[[], object]) -> int:
         if event in ("call", "c_call"):
             calls += 1
 
+    gc.collect()  # a collection inside the count would add the finalizers of earlier trees
+    gc.disable()
     sys.setprofile(profile)
     try:
         fn()
     finally:
         sys.setprofile(None)
+        gc.enable()
     return calls
 
 
