@@ -67,14 +67,15 @@ def _one_shot(ctx: FileContext) -> bool:
         name = getattr(fn, "name", "").lower()
         if name == "main" or any(part in name for part in _ONE_SHOT_PARTS):
             return True
-    for parent in ctx.parents:
-        if isinstance(parent, ast.If) and any(isinstance(n, ast.Name) and n.id == "__name__"
-                                              for n in ast.walk(parent.test)):
-            return True
-        if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)) and "warm" in ast.unparse(
-                parent.iter if not isinstance(parent, ast.While) else parent.test).lower():
-            return True
-    return False
+    return ctx.any_ancestor("one-shot", _runs_once)  # each enclosing if/loop judged once per file
+
+
+def _runs_once(parent: ast.AST) -> bool:
+    if isinstance(parent, ast.If) and any(isinstance(n, ast.Name) and n.id == "__name__"
+                                          for n in ast.walk(parent.test)):
+        return True
+    return isinstance(parent, (ast.For, ast.AsyncFor, ast.While)) and "warm" in ast.unparse(
+        parent.iter if not isinstance(parent, ast.While) else parent.test).lower()
 
 
 def _fix(move: ast.Call, factory_call: ast.Call, factory: str, ctx: FileContext):  # type: ignore[no-untyped-def]
