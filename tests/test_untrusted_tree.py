@@ -71,11 +71,16 @@ def test_a_verdict_cache_entry_from_the_tree_is_not_served(tmp_path, monkeypatch
     cache = tmp_path / ".torchlint_cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path.parent / f"{tmp_path.name}-attacker"))
     VerdictCache(cache).put("k" * 64, {"verdict": "not-reproduced", "evidence": "forged"})
-    assert VerdictCache(cache).get("k" * 64) == {"verdict": "not-reproduced", "evidence": "forged"}
+    assert _verdict(VerdictCache(cache).get("k" * 64)) == ("not-reproduced", "forged")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path.parent / f"{tmp_path.name}-victim"))
     assert VerdictCache(cache).get("k" * 64) is None
     VerdictCache(cache).put("k" * 64, {"verdict": "confirmed", "evidence": "ours"})  # rewritten
-    assert VerdictCache(cache).get("k" * 64) == {"verdict": "confirmed", "evidence": "ours"}
+    assert _verdict(VerdictCache(cache).get("k" * 64)) == ("confirmed", "ours")
+
+
+def _verdict(entry):
+    """(verdict, evidence) of a cache entry; entries also carry the sandbox layers."""
+    return None if entry is None else (entry["verdict"], entry["evidence"])
 
 
 # -- point 10: cache directories reached through symlinks ----------------------------------
