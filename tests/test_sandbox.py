@@ -153,7 +153,75 @@ while True:
     pass
 """
 
-ATTACKS = {"escape": ESCAPE, "daemon": DAEMON, "forged": FORGED, "forkbomb": FORK_BOMB, "memorybomb": MEMORY_BOMB,
+# chmod/utime/xattr/chown/mknod, which Landlock does not govern: as uid 0 without capabilities
+# the worker set u+s on a root-owned copy of bash (a host root escalation); as any uid, on
+# that uid's files. The victim belongs to the uid the worker runs as.
+METADATA = PRELUDE + """
+spec = {spec}
+f = spec["victim"]
+r = []
+r.append("suid:" + _try(lambda: os.chmod(f, 0o4755)))
+r.append("dir777:" + _try(lambda: os.chmod(spec["victim_dir"], 0o777)))
+r.append("utime:" + _try(lambda: os.utime(f, (0, 0))))
+r.append("xattr:" + _try(lambda: os.setxattr(f, "user.pwned", b"1")))
+r.append("rmxattr:" + _try(lambda: os.removexattr(f, "user.kept")))
+r.append("chown:" + _try(lambda: os.chown(f, os.getuid(), os.getgid())))
+r.append("mknod:" + _try(lambda: os.mkfifo(os.environ["TMPDIR"] + "/fifo")))
+_report(" ".join(r))
+"""
+
+# memfd: memory the RSS watchdog does not see, and (with execveat) an ELF that never touched
+# the disk. execveat is tried on the interpreter itself, which the worker may execute.
+MEMFD = PRELUDE + """
+sys = _imp("sys")
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {{"x86_64": (322, 447), "aarch64": (281, 447)}}[os.uname().machine]
+def _execveat():
+    fd = os.open(sys.executable, os.O_RDONLY)
+    pid = os.fork()
+    if pid == 0:
+        argv = (ctypes.c_char_p * 4)(b"python", b"-c", b"raise SystemExit(42)", None)
+        libc.syscall(nr[0], fd, b"", argv, None, 0x1000)  # AT_EMPTY_PATH
+        os._exit(3)
+    return os.WEXITSTATUS(os.waitpid(pid, 0)[1]) == 42
+r = ["memfd:" + _try(lambda: os.memfd_create("m")), "execveat:" + _try(_execveat),
+     "secret:" + _try(lambda: libc.syscall(nr[1], 0) >= 0)]
+_report(" ".join(r))
+"""
+
+# SysV IPC lives in the host's IPC namespace without namespaces: segments outlived
+# torchlint and a later file's worker read them.
+SYSV = PRELUDE + """
+libc = ctypes.CDLL(None, use_errno=True)
+key = 0x746C5500
+r = ["shm:" + _try(lambda: libc.shmget(key, 1 << 20, 0o1666) >= 0),
+     "msg:" + _try(lambda: libc.msgget(key, 0o1666) >= 0),
+     "sem:" + _try(lambda: libc.semget(key, 1, 0o1666) >= 0)]
+_report(" ".join(r))
+"""
+
+# prlimit64 on torchlint itself (RLIMIT_CPU 1 s killed it), setpriority and sched_setaffinity
+# of another process. Each call sets the parent's current value again, so nothing changes
+# when it succeeds; the same calls on the worker itself must keep working.
+SELF_ONLY = PRELUDE + """
+spec = {spec}
+resource = _imp("resource")
+P = spec["parent"]
+def _prlimit(pid):
+    resource.prlimit(pid, resource.RLIMIT_CORE, resource.prlimit(pid, resource.RLIMIT_CORE))
+def _nice(pid):
+    os.setpriority(os.PRIO_PROCESS, pid, os.getpriority(os.PRIO_PROCESS, pid))
+def _affinity(pid):
+    os.sched_setaffinity(pid, os.sched_getaffinity(pid))
+r = ["prlimit:" + _try(lambda: _prlimit(P)), "nice:" + _try(lambda: _nice(P)),
+     "affinity:" + _try(lambda: _affinity(P)), "niceuser:" + _try(lambda: os.setpriority(os.PRIO_USER, 0, 0)),
+     "ownprlimit:" + _try(lambda: _prlimit(0)), "ownnice:" + _try(lambda: _nice(0)),
+     "ownaffinity:" + _try(lambda: _affinity(0)),
+     "setrlimit:" + _try(lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))]
+_report(" ".join(r))
+"""
+
+ATTACKS = {"escape": ESCAPE, "metadata": METADATA, "memfd": MEMFD, "sysv": SYSV, "selfonly": SELF_ONLY, "daemon": DAEMON, "forged": FORGED, "forkbomb": FORK_BOMB, "memorybomb": MEMORY_BOMB,
            "alarm": IGNORE_ALARM}
 
 
@@ -363,6 +431,83 @@ def test_the_parent_enforces_the_timeout_when_sigalrm_is_ignored(user, namespace
     assert out["verdict"] == "error" and "timed out after 4s" in out["evidence"], out
     assert out["seconds"] < 30
     assert _processes_named(marker) == []
+
+
+def _results(out: dict[str, Any]) -> dict[str, str]:
+    assert out["result"], out
+    return dict(item.split(":", 1) for item in out["result"].split())
+
+
+@pytest.fixture
+def victims():
+    """A file and a directory of the uid the worker runs as (uid 0 without capabilities,
+    when root without namespaces; 65534 for the unprivileged runs)."""
+    base = Path(tempfile.mkdtemp(prefix="tl-victim-"))
+    base.chmod(0o755)
+    (base / "dir").mkdir(mode=0o755)
+    victim = base / "bash"
+    victim.write_bytes(b"#!/bin/sh\n")
+    victim.chmod(0o755)
+    try:
+        os.setxattr(victim, "user.kept", b"1")
+    except OSError:
+        pass
+    yield base
+
+    shutil.rmtree(base)
+
+
+def _own(base: Path, user: str) -> None:
+    if user == "unprivileged":
+        for path in (base, base / "dir", base / "bash"):
+            os.chown(path, 65534, 65534)
+
+
+@needs_sandbox
+@pytest.mark.parametrize("user, namespaces", MODES)
+def test_file_metadata_cannot_be_changed(victims, user, namespaces):
+    _own(victims, user)
+    before = [(p.stat().st_mode, p.stat().st_mtime, p.stat().st_uid) for p in (victims / "bash", victims / "dir")]
+    out = attack("metadata", user, namespaces, {"victim": str(victims / "bash"), "victim_dir": str(victims / "dir")})
+    assert set(_results(out).values()) == {"D"}, out
+    assert [(p.stat().st_mode, p.stat().st_mtime, p.stat().st_uid)
+            for p in (victims / "bash", victims / "dir")] == before
+
+
+@needs_sandbox
+@pytest.mark.parametrize("user, namespaces", MODES)
+def test_no_memfd_and_no_execveat(user, namespaces):
+    out = attack("memfd", user, namespaces, {})
+    assert _results(out) == {"memfd": "D", "execveat": "D", "secret": "D"}, out
+
+
+def _sysv_keys() -> set[str]:
+    keys = set()
+    for name in ("shm", "msg", "sem"):
+        try:
+            keys.update(line.split()[0] for line in Path(f"/proc/sysvipc/{name}").read_text().splitlines()[1:])
+        except OSError:
+            pass
+    return keys
+
+
+@needs_sandbox
+@pytest.mark.parametrize("user, namespaces", MODES)
+def test_no_sysv_ipc_outlives_the_worker(user, namespaces):
+    out = attack("sysv", user, namespaces, {})
+    assert _results(out) == {"shm": "D", "msg": "D", "sem": "D"}, out
+    assert str(0x746C5500) not in _sysv_keys()
+
+
+@needs_sandbox
+@pytest.mark.parametrize("user, namespaces", MODES)
+def test_rlimits_and_priorities_only_of_the_worker_itself(user, namespaces):
+    out = attack("selfonly", user, namespaces, {})
+    got = _results(out)
+    assert {k: got[k] for k in ("prlimit", "nice", "affinity", "niceuser")} == dict.fromkeys(
+        ("prlimit", "nice", "affinity", "niceuser"), "D"), out
+    assert {k: got[k] for k in ("ownprlimit", "ownnice", "ownaffinity", "setrlimit")} == dict.fromkeys(
+        ("ownprlimit", "ownnice", "ownaffinity", "setrlimit"), "A"), out
 
 
 # -- fail closed, per-file isolation, the parent ----------------------------------------

@@ -1,7 +1,10 @@
 """A raw seccomp-bpf filter, installed with prctl through ctypes (stdlib only, no libseccomp).
 
 It denies (EPERM) the system calls that reach other processes' memory, the kernel's key,
-module, mount and namespace machinery, and io_uring (whose requests a filter cannot see);
+module, mount and namespace machinery, io_uring (whose requests a filter cannot see), file
+metadata changes (chmod, chown, utime, xattrs, mknod: Landlock does not govern them),
+memfd and execveat, and SysV IPC; prlimit64, setpriority, ioprio_set and the sched_set*
+calls only on the caller itself;
 `clone` only without namespace flags, `clone3` (whose flags sit behind a pointer) answers
 ENOSYS so libc falls back to `clone`. `socket()` is allowed per address family: AF_UNIX
 only when the caller says host sockets are out of reach, AF_INET/AF_INET6/AF_NETLINK only
@@ -28,6 +31,17 @@ _DENIED = {
         "acct": 163, "syslog": 103, "iopl": 172, "ioperm": 173, "quotactl": 179, "open_tree": 428,
         "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
         "uselib": 134, "vhangup": 153,
+        # File metadata, which Landlock does not govern: as uid 0 without capabilities (or the
+        # caller's uid) the worker could set u+s on, or chmod 777, a file of its owner.
+        "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "chown": 92, "fchown": 93,
+        "lchown": 94, "fchownat": 260, "utime": 132, "utimes": 235, "utimensat": 280, "futimesat": 261,
+        "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
+        "fremovexattr": 199, "setxattrat": 463, "removexattrat": 466, "mknod": 133, "mknodat": 259,
+        # Memory the watchdog cannot see, and a way to exec an ELF that never touched the disk.
+        "memfd_create": 319, "memfd_secret": 447, "execveat": 322,
+        # SysV IPC outlives the sandbox without an IPC namespace and carries state across files.
+        "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67, "msgget": 68, "msgsnd": 69, "msgrcv": 70,
+        "msgctl": 71, "semget": 64, "semop": 65, "semctl": 66, "semtimedop": 220,
     },
     "aarch64": {
         "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "mount": 40,
@@ -38,7 +52,25 @@ _DENIED = {
         "open_by_handle_at": 265, "name_to_handle_at": 264, "swapon": 224, "swapoff": 225, "reboot": 142,
         "acct": 89, "syslog": 116, "quotactl": 60, "open_tree": 428, "move_mount": 429, "fsopen": 430,
         "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442, "vhangup": 58,
+        "fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "fchown": 55, "fchownat": 54, "utimensat": 88,
+        "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15,
+        "fremovexattr": 16, "setxattrat": 463, "removexattrat": 466, "mknodat": 33,
+        "memfd_create": 279, "memfd_secret": 447, "execveat": 281,
+        "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197, "msgget": 186, "msgctl": 187, "msgrcv": 188,
+        "msgsnd": 189, "semget": 190, "semctl": 191, "semtimedop": 192, "semop": 193,
     },
+}
+# Calls allowed only on the calling process itself: without a PID namespace, Landlock's
+# scoping does not stop prlimit64 (RLIMIT_CPU 1 s killed torchlint) or a renice of another
+# process. Each maps to (argument index, required value) pairs: pid/who 0 is the caller,
+# and setpriority/ioprio_set must name a process (PRIO_PROCESS 0, IOPRIO_WHO_PROCESS 1),
+# since who 0 with PRIO_USER means every process of the uid.
+_SELF = ((0, 0),)
+_SELF_ONLY = {
+    "x86_64": {302: _SELF, 142: _SELF, 144: _SELF, 203: _SELF, 314: _SELF, 141: ((0, 0), (1, 0)),
+               251: ((0, 1), (1, 0))},  # prlimit64, sched_set{param,scheduler,affinity,attr}, setpriority, ioprio_set
+    "aarch64": {261: _SELF, 118: _SELF, 119: _SELF, 122: _SELF, 274: _SELF, 140: ((0, 0), (1, 0)),
+                30: ((0, 1), (1, 0))},
 }
 _SOCKET = {"x86_64": 41, "aarch64": 198}
 _CLONE = {"x86_64": 56, "aarch64": 220}
@@ -89,6 +121,8 @@ def build(allow_unix: bool, allow_inet: bool, machine: str) -> bytes:
         p.op(_JGE, _X32_BIT, "deny", 0)
     for nr in sorted(_DENIED[machine].values()):
         p.op(_JEQ, nr, "deny", 0)
+    for nr in sorted(_SELF_ONLY[machine]):
+        p.op(_JEQ, nr, f"self{nr}", 0)
     p.op(_JEQ, _CLONE3, "nosys", 0)
     p.op(_JEQ, _SOCKET[machine], "socket", 0)
     p.op(_JEQ, _CLONE[machine], "clone", 0)
@@ -102,6 +136,11 @@ def build(allow_unix: bool, allow_inet: bool, machine: str) -> bytes:
     p.label("clone")
     p.op(_LD_W_ABS, _OFF_ARG0)
     p.op(_JSET, _NS_FLAGS, "deny", "ok")
+    for nr, checks in sorted(_SELF_ONLY[machine].items()):
+        p.label(f"self{nr}")
+        for i, (arg, value) in enumerate(checks):
+            p.op(_LD_W_ABS, _OFF_ARG0 + 8 * arg)  # the low word: the kernel reads these as int
+            p.op(_JEQ, value, "ok" if i == len(checks) - 1 else 0, "deny")
     p.label("nosys")
     p.op(_RET, _RET_ERRNO | errno.ENOSYS)
     p.label("deny")
