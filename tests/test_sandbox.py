@@ -221,7 +221,16 @@ r = ["prlimit:" + _try(lambda: _prlimit(P)), "nice:" + _try(lambda: _nice(P)),
 _report(" ".join(r))
 """
 
-ATTACKS = {"escape": ESCAPE, "metadata": METADATA, "memfd": MEMFD, "sysv": SYSV, "selfonly": SELF_ONLY, "daemon": DAEMON, "forged": FORGED, "forkbomb": FORK_BOMB, "memorybomb": MEMORY_BOMB,
+# RLIMIT_FSIZE bounds one file, not their number: the attacker filled 3 GiB into the temp dir.
+DISK_FILL = PRELUDE + """
+chunk = b"x" * (16 << 20)
+for i in range(64):
+    with open(os.environ["TMPDIR"] + "/fill%d" % i, "wb") as fh:
+        fh.write(chunk)
+_report("wrote 1 GiB")
+"""
+
+ATTACKS = {"escape": ESCAPE, "diskfill": DISK_FILL, "metadata": METADATA, "memfd": MEMFD, "sysv": SYSV, "selfonly": SELF_ONLY, "daemon": DAEMON, "forged": FORGED, "forkbomb": FORK_BOMB, "memorybomb": MEMORY_BOMB,
            "alarm": IGNORE_ALARM}
 
 
@@ -230,6 +239,7 @@ def run_attack(name: str, namespaces: bool, spec: dict[str, Any]) -> dict[str, A
     code = ATTACKS[name].format(spec=json.dumps(spec), marker=spec.get("marker", ""))
     worker = ProbeWorker(timeout=spec.get("timeout", 60), limit_memory=True, memory_limit=spec.get("memory", 2 << 30),
                          project=spec.get("project", ""), namespaces=namespaces)
+    worker.disk_limit = spec.get("disk", worker.disk_limit)
     started = time.monotonic()
     try:
         worker.start()
@@ -431,6 +441,14 @@ def test_the_parent_enforces_the_timeout_when_sigalrm_is_ignored(user, namespace
     assert out["verdict"] == "error" and "timed out after 4s" in out["evidence"], out
     assert out["seconds"] < 30
     assert _processes_named(marker) == []
+
+
+@needs_sandbox
+@pytest.mark.parametrize("user, namespaces", MODES)
+def test_filling_the_temp_dir_is_stopped(user, namespaces):
+    out = attack("diskfill", user, namespaces, {"disk": 128 << 20})
+    assert out["verdict"] == "error" and "temp dir held" in out["evidence"], out
+    assert out["result"] is None, out
 
 
 def _results(out: dict[str, Any]) -> dict[str, str]:

@@ -32,6 +32,9 @@ DEFAULT_MEMORY = 2 * 1024**3
 DEFAULT_BUDGET = 900.0
 VERDICTS = ("confirmed", "not-reproduced", "demonstrated", "not-applicable", "skipped", "error")
 _WATCH_MARGIN = 64 * 2**20  # what a fast allocation can add between two 10 ms polls
+# RLIMIT_FSIZE bounds one file, not how many: the watchdog bounds the temp dir's disk use.
+DISK_LIMIT = 1024**3
+_DISK_EVERY = 25  # memory polls between two disk checks (about 0.25 s)
 
 
 def _resident(pid: str, page: int) -> int:
@@ -89,6 +92,35 @@ def _tree_memory(root: int, uid: Optional[int] = None) -> int:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def _disk_used(top: str) -> int:
+    """Bytes allocated under `top`; a directory that cannot be read counts as over any limit
+    (the worker may create one that hides what it holds)."""
+    def fail(exc: OSError) -> None:
+        raise exc
+
+    total = 0
+    for dirpath, dirnames, filenames in os.walk(top, onerror=fail):
+        for name in filenames + dirnames:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
+
+
+def _over_disk(top: str, start_free: int, limit: int) -> int:
+    """0, or how much the temp dir holds once it is over `limit`. The free-space drop of its
+    file system is the cheap test (others may write there too); the walk confirms it."""
+    try:
+        st = os.statvfs(top)
+        if start_free - st.f_bavail * st.f_frsize <= limit:
+            return 0
+        used = _disk_used(top)
+    except OSError:
+        return limit + 1
+    return used if used > limit else 0
 
 
 def kill_sandbox(root: int, uid: Optional[int]) -> None:
@@ -152,6 +184,8 @@ class ProbeWorker:
         self._tmp: Optional[tempfile.TemporaryDirectory] = None
         self._next_id = 0
         self._killed_for_memory = 0
+        self._killed_for_disk = 0
+        self.disk_limit = DISK_LIMIT
         self._watch_stop = threading.Event()
         self._watcher: Optional[threading.Thread] = None
 
@@ -191,6 +225,7 @@ class ProbeWorker:
         self._buffer = b""
         self._eof = False
         self._killed_for_memory = 0
+        self._killed_for_disk = 0
         self._watch_stop = threading.Event()
         if sys.platform.startswith("linux") and self.memory_limit:
             self._watcher = threading.Thread(target=self._watch, args=(self.proc, self._watch_stop), daemon=True)
@@ -220,7 +255,18 @@ class ProbeWorker:
 
     def _watch(self, proc: subprocess.Popen, done: threading.Event) -> None:
         page = os.sysconf("SC_PAGE_SIZE")
+        assert self._tmp is not None
+        tmp = self._tmp.name
+        st = os.statvfs(tmp)
+        start_free, polls = st.f_bavail * st.f_frsize, 0
         while not done.wait(0.01):
+            polls += 1
+            if polls % _DISK_EVERY == 0:
+                disk = _over_disk(tmp, start_free, self.disk_limit)
+                if disk:
+                    self._killed_for_disk = disk
+                    kill_sandbox(proc.pid, self.uid)
+                    return
             used = _tree_memory(proc.pid, self.uid)
             try:  # the limit covers torchlint too, so the whole tree stays under it
                 own = _resident("self", page)
@@ -271,6 +317,9 @@ class ProbeWorker:
             return (f"{what} was stopped: with torchlint itself its processes held "
                     f"{self._killed_for_memory / 2**20:.0f} MiB, at the --verify-memory limit of "
                     f"{self.memory_limit / 2**20:.0f} MiB")
+        if self._killed_for_disk:
+            return (f"{what} was stopped: its temp dir held {self._killed_for_disk / 2**20:.0f} MiB, over the "
+                    f"limit of {self.disk_limit / 2**20:.0f} MiB")
         code = self.proc.poll()
         if code is None:
             return f"{what} timed out after {timeout if timeout is not None else self.timeout:g}s"

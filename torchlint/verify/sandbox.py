@@ -238,7 +238,7 @@ def minimal_root(cfg: dict[str, Any], pid_ns: bool) -> None:
     for path in cfg["write"]:
         _mirror(new, path, writable=True)
     os.makedirs(new + "/dev/shm", exist_ok=True)
-    _mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=512m")
+    _mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m")
     os.makedirs(new + "/tmp", exist_ok=True)
     os.makedirs(new + "/proc", exist_ok=True)
     try:
