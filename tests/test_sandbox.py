@@ -618,6 +618,38 @@ time.sleep(30)
     assert "::warning" not in capfd.readouterr().out
 
 
+NOFILE_CHILD = """
+import os, resource, sys, tempfile
+from torchlint.diagnostics import Finding
+from torchlint.verify import runner
+S = "import torch\\nt = torch.FloatTensor(3)\\n"
+def f(p):
+    return Finding(code="TL205", message="m", path=p, row=2, col=5, end_row=2, end_col=25,
+                   probe_params={"constructor": "torch.FloatTensor"})
+for soft in range(4, 16):
+    a, b = f("a.py"), f("b.py")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    runner.verify_findings([a, b], device="cpu", timeout=60, sources={"a.py": S, "b.py": S + "u = 1\\n"}.get)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    print(soft, a.verify["verdict"], b.verify["verdict"], a.verify["runs"][0]["evidence"][:60])
+"""
+
+
+@needs_sandbox
+def test_running_out_of_file_descriptors_is_an_error_verdict_not_a_crash(tmp_path):
+    """An escaped worker lowered torchlint's RLIMIT_NOFILE (prlimit64, now denied): the
+    worker that cannot start is an `error` verdict, with no traceback and no temp dir left."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.run([sys.executable, "-c", NOFILE_CHILD], capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, TMPDIR=str(tmp)))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert any("could not be started: Too many open files" in line for line in lines), lines
+    assert all(line.split()[1] in ("error", "confirmed") for line in lines), lines
+    assert list(tmp.iterdir()) == []
+
+
 def test_evidence_is_escaped_and_never_starts_a_workflow_command():
     text = runner.clean_text("::error::x\n::warning::y\x1b]52;c;AAAA\x07\u202e")
     assert not text.startswith("::") and "\n" not in text and "\x1b" not in text and "\u202e" not in text

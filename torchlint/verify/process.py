@@ -182,6 +182,7 @@ class ProbeWorker:
         self._eof = False
         self._channel: Optional[int] = None
         self._tmp: Optional[tempfile.TemporaryDirectory] = None
+        self._stderr: Optional[Any] = None
         self._next_id = 0
         self._killed_for_memory = 0
         self._killed_for_disk = 0
@@ -199,9 +200,7 @@ class ProbeWorker:
         self.launch()
         return self.handshake()
 
-    def launch(self) -> None:
-        """Start the launcher and return at once: torch imports meanwhile (see handshake)."""
-        make_parent_undumpable()
+    def _spawn(self) -> int:
         self._tmp = tempfile.TemporaryDirectory(prefix="torchlint-verify-")
         work = os.path.join(self._tmp.name, "work")
         os.mkdir(work, 0o700)
@@ -219,8 +218,23 @@ class ProbeWorker:
                 stdout=self._stderr, stderr=self._stderr, cwd=work, env=self._env(work),
                 start_new_session=(os.name == "posix"), pass_fds=(write_end,),
             )
+        except OSError:
+            os.close(read_end)
+            raise
         finally:
             os.close(write_end)
+        return read_end
+
+    def launch(self) -> None:
+        """Start the launcher and return at once: torch imports meanwhile (see handshake).
+        Raises RuntimeError, with nothing left behind, when that fails (no file descriptors
+        left, a full disk)."""
+        make_parent_undumpable()
+        try:
+            read_end = self._spawn()
+        except OSError as exc:
+            self.stop()
+            raise RuntimeError(f"the probe worker could not be started: {exc.strerror or exc}") from None
         self._channel = read_end
         self._buffer = b""
         self._eof = False
@@ -327,6 +341,7 @@ class ProbeWorker:
             return f"{what}: the probe process was killed by signal {signal.Signals(-code).name}"
         tail = ""
         try:
+            assert self._stderr is not None
             self._stderr.flush()
             text = Path(self._stderr.name).read_text(errors="replace").strip().splitlines()
             tail = f": {clean_text(text[-1], 200)}" if text else ""
@@ -377,11 +392,32 @@ class ProbeWorker:
         if self._channel is not None:
             os.close(self._channel)
             self._channel = None
-        if self._tmp is not None:
+        if self._stderr is not None:
             self._stderr.close()
-            _make_removable(self._tmp.name)
-            self._tmp.cleanup()
+            self._stderr = None
+        if self._tmp is not None:
+            _remove(self._tmp)
             self._tmp = None
+
+
+def _remove(tmp: tempfile.TemporaryDirectory) -> None:
+    """Delete the temp dir even when torchlint has run out of file descriptors (removing a
+    tree needs some): raise the soft limit to the hard one and try again; if even that
+    fails, say so instead of a traceback."""
+    for attempt in range(2):
+        try:
+            _make_removable(tmp.name)
+            tmp.cleanup()
+            return
+        except OSError as exc:
+            if attempt == 0 and os.name == "posix":
+                import resource
+                try:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (resource.getrlimit(resource.RLIMIT_NOFILE)[1],) * 2)
+                except (OSError, ValueError):
+                    pass
+                continue
+            sys.stderr.write(f"torchlint: could not remove the --verify temp dir {tmp.name}: {exc.strerror or exc}\n")
 
 
 def _make_removable(top: str) -> None:

@@ -183,7 +183,10 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                 spare = ProbeWorker(timeout, limit_memory=(device == "cpu" or "+cpu" in torch),
                                     memory_limit=memory_limit, project=project, unsandboxed=unsandboxed,
                                     namespaces=_namespaces, simulate_missing=_simulate_missing)
-                spare.launch()
+                try:
+                    spare.launch()
+                except RuntimeError:
+                    spare = None  # the next file starts its own, and reports why it could not
             return worker
 
         def cuda_available() -> bool:
