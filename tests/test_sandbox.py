@@ -230,7 +230,23 @@ for i in range(64):
 _report("wrote 1 GiB")
 """
 
-ATTACKS = {"escape": ESCAPE, "diskfill": DISK_FILL, "metadata": METADATA, "memfd": MEMFD, "sysv": SYSV, "selfonly": SELF_ONLY, "daemon": DAEMON, "forged": FORGED, "forkbomb": FORK_BOMB, "memorybomb": MEMORY_BOMB,
+# RLIMIT_NPROC is not enforced for uid 0 (root without capabilities): 1000 threads ran, and
+# they share one RSS, so the memory watchdog did not stop them either.
+THREAD_BOMB = PRELUDE + """
+threading = _imp("threading")
+threading.stack_size(64 << 10)
+ev = threading.Event()
+n = 0
+try:
+    for n in range(1, 401):
+        threading.Thread(target=ev.wait, daemon=True).start()
+except Exception:
+    n -= 1
+time.sleep(2)
+_report("started %d" % n)
+"""
+
+ATTACKS = {"escape": ESCAPE, "diskfill": DISK_FILL, "threadbomb": THREAD_BOMB, "metadata": METADATA, "memfd": MEMFD, "sysv": SYSV, "selfonly": SELF_ONLY, "daemon": DAEMON, "forged": FORGED, "forkbomb": FORK_BOMB, "memorybomb": MEMORY_BOMB,
            "alarm": IGNORE_ALARM}
 
 
@@ -449,6 +465,19 @@ def test_filling_the_temp_dir_is_stopped(user, namespaces):
     out = attack("diskfill", user, namespaces, {"disk": 128 << 20})
     assert out["verdict"] == "error" and "temp dir held" in out["evidence"], out
     assert out["result"] is None, out
+
+
+@needs_sandbox
+@pytest.mark.parametrize("user, namespaces", MODES)
+def test_a_thread_bomb_is_bounded(user, namespaces):
+    from torchlint.verify.process import TASK_LIMIT
+    out = attack("threadbomb", user, namespaces, {})
+    if out["result"] is None:
+        assert out["verdict"] == "error" and "threads, over the limit" in out["evidence"], out
+    else:  # RLIMIT_NPROC stopped it (a fresh uid)
+        assert int(out["result"].split()[1]) < TASK_LIMIT, out
+    if user == "self" and not namespaces and os.geteuid() == 0:
+        assert out["result"] is None, out  # uid 0: only the watchdog stands in the way
 
 
 def _results(out: dict[str, Any]) -> dict[str, str]:

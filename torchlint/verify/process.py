@@ -34,6 +34,8 @@ VERDICTS = ("confirmed", "not-reproduced", "demonstrated", "not-applicable", "sk
 _WATCH_MARGIN = 64 * 2**20  # what a fast allocation can add between two 10 ms polls
 # RLIMIT_FSIZE bounds one file, not how many: the watchdog bounds the temp dir's disk use.
 DISK_LIMIT = 1024**3
+# Tasks (threads) of the sandbox: the launcher and RLIMIT_NPROC's 64 of a fresh uid.
+TASK_LIMIT = 65
 _DISK_EVERY = 25  # memory polls between two disk checks (about 0.25 s)
 
 
@@ -42,9 +44,9 @@ def _resident(pid: str, page: int) -> int:
         return int(fh.read().split()[1]) * page
 
 
-def _process_table() -> dict[int, tuple[int, int]]:
-    """pid -> (ppid, uid) of every process we can see."""
-    table: dict[int, tuple[int, int]] = {}
+def _process_table() -> dict[int, tuple[int, int, int]]:
+    """pid -> (ppid, uid, threads) of every process we can see."""
+    table: dict[int, tuple[int, int, int]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -54,20 +56,21 @@ def _process_table() -> dict[int, tuple[int, int]]:
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as fh:
-                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
-            table[int(entry)] = (ppid, os.stat(f"/proc/{entry}").st_uid)
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            table[int(entry)] = (int(fields[1]), os.stat(f"/proc/{entry}").st_uid, int(fields[17]))
         except (OSError, IndexError, ValueError):
             continue
     return table
 
 
-def sandbox_processes(root: int, uid: Optional[int]) -> list[int]:
+def sandbox_processes(root: int, uid: Optional[int],
+                      table: Optional[dict[int, tuple[int, int, int]]] = None) -> list[int]:
     """The launcher `root`, everything below it (it is a child subreaper, so daemons and
     setsid() children stay below it) and, when the worker runs as a uid of its own, every
     process of that uid: the whole sandbox, however a process detached."""
-    table = _process_table()
+    table = _process_table() if table is None else table
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
+    for pid, (ppid, _, _) in table.items():
         children.setdefault(ppid, []).append(pid)
     found = {root} if root in table else set()
     todo = [root]
@@ -77,21 +80,23 @@ def sandbox_processes(root: int, uid: Optional[int]) -> list[int]:
                 found.add(child)
                 todo.append(child)
     if uid is not None:
-        found.update(pid for pid, (_, owner) in table.items() if owner == uid)
+        found.update(pid for pid, (_, owner, _) in table.items() if owner == uid)
     return sorted(found)
 
 
-def _tree_memory(root: int, uid: Optional[int] = None) -> int:
-    """Resident bytes of every process of the sandbox. Shared pages count once per
-    process: an overestimate, which errs on the side of the limit."""
+def _tree_usage(root: int, uid: Optional[int] = None) -> tuple[int, int]:
+    """Resident bytes and tasks (threads) of every process of the sandbox. Shared pages
+    count once per process: an overestimate, which errs on the side of the limit."""
     page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-    total = 0
-    for pid in sandbox_processes(root, uid):
+    table = _process_table()
+    total = tasks = 0
+    for pid in sandbox_processes(root, uid, table):
+        tasks += table[pid][2] if pid in table else 1
         try:
             total += _resident(str(pid), page)
         except (OSError, IndexError, ValueError):
             continue
-    return total
+    return total, tasks
 
 
 def _disk_used(top: str) -> int:
@@ -186,6 +191,7 @@ class ProbeWorker:
         self._next_id = 0
         self._killed_for_memory = 0
         self._killed_for_disk = 0
+        self._killed_for_tasks = 0
         self.disk_limit = DISK_LIMIT
         self._watch_stop = threading.Event()
         self._watcher: Optional[threading.Thread] = None
@@ -240,6 +246,7 @@ class ProbeWorker:
         self._eof = False
         self._killed_for_memory = 0
         self._killed_for_disk = 0
+        self._killed_for_tasks = 0
         self._watch_stop = threading.Event()
         if sys.platform.startswith("linux") and self.memory_limit:
             self._watcher = threading.Thread(target=self._watch, args=(self.proc, self._watch_stop), daemon=True)
@@ -281,7 +288,11 @@ class ProbeWorker:
                     self._killed_for_disk = disk
                     kill_sandbox(proc.pid, self.uid)
                     return
-            used = _tree_memory(proc.pid, self.uid)
+            used, tasks = _tree_usage(proc.pid, self.uid)
+            if tasks > TASK_LIMIT:  # RLIMIT_NPROC does not bind uid 0 (root without capabilities)
+                self._killed_for_tasks = tasks
+                kill_sandbox(proc.pid, self.uid)
+                return
             try:  # the limit covers torchlint too, so the whole tree stays under it
                 own = _resident("self", page)
             except (OSError, ValueError, IndexError):
@@ -331,6 +342,9 @@ class ProbeWorker:
             return (f"{what} was stopped: with torchlint itself its processes held "
                     f"{self._killed_for_memory / 2**20:.0f} MiB, at the --verify-memory limit of "
                     f"{self.memory_limit / 2**20:.0f} MiB")
+        if self._killed_for_tasks:
+            return (f"{what} was stopped: its processes ran {self._killed_for_tasks} threads, over the limit of "
+                    f"{TASK_LIMIT}")
         if self._killed_for_disk:
             return (f"{what} was stopped: its temp dir held {self._killed_for_disk / 2**20:.0f} MiB, over the "
                     f"limit of {self.disk_limit / 2**20:.0f} MiB")
