@@ -679,6 +679,44 @@ def test_running_out_of_file_descriptors_is_an_error_verdict_not_a_crash(tmp_pat
     assert list(tmp.iterdir()) == []
 
 
+@needs_sandbox
+def test_a_forged_answer_never_reaches_another_files_identical_request(monkeypatch, tmp_path):
+    """The attacker's reproduction: a.py's first finding escapes and patches its worker's
+    slices and probes; a.py's second finding has the very request of b.py's finding. The
+    forgery must not reach b.py, in this run (the memo) or a later one (the disk cache)."""
+    poison = PRELUDE + """
+sys = _imp("sys")
+sl, pr = sys.modules["slices"], sys.modules["probes"]
+sl.run_slice = lambda *a, **k: (("not-reproduced", "forged by a.py"), "")
+for c in list(pr.PROBES):
+    pr.PROBES[c] = lambda facts, device: ("not-reproduced", "forged by a.py")
+"""
+    from torchlint.diagnostics import Finding
+    from torchlint.verify import plan as plan_module
+    real_plan = runner.plan
+
+    def fake_plan(finding, source):
+        if finding.path == "a.py" and finding.row == 2:
+            return plan_module.ProbeRequest("TL205", (("constructor", "torch.FloatTensor"),), (poison,), "flag"), None
+        return real_plan(finding, source)
+
+    def at(path: str, row: int) -> Finding:
+        return Finding(code="TL205", message="m", path=path, row=row, col=5, end_row=row, end_col=25,
+                       probe_params={"constructor": "torch.FloatTensor"})
+
+    texts = {"a.py": "import torch\nx = 1\nt = torch.FloatTensor(3)\n",
+             "b.py": "import torch\n\n\n\n# b.py, a different file\nt = torch.FloatTensor(3)\n"}
+    monkeypatch.setattr(runner, "plan", fake_plan)
+    a2, b = at("a.py", 3), at("b.py", 6)
+    runner.verify_findings([at("a.py", 2), a2, b], device="cpu", timeout=60, sources=texts.get, cache_dir=tmp_path)
+    assert "forged" in a2.verify["runs"][0]["evidence"], a2.verify  # the escape did take a.py's worker
+    assert b.verify["verdict"] == "confirmed", b.verify
+    monkeypatch.setattr(runner, "plan", real_plan)
+    later = at("b.py", 6)
+    runner.verify_findings([later], device="cpu", timeout=60, sources=texts.get, cache_dir=tmp_path)
+    assert later.verify["verdict"] == "confirmed", later.verify
+
+
 def test_evidence_is_escaped_and_never_starts_a_workflow_command():
     text = runner.clean_text("::error::x\n::warning::y\x1b]52;c;AAAA\x07\u202e")
     assert not text.startswith("::") and "\n" not in text and "\x1b" not in text and "\u202e" not in text

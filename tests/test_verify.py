@@ -450,11 +450,15 @@ def test_verdict_cache_is_strict_and_keyed_by_everything(tmp_path):
 
     cache = runner.VerdictCache(tmp_path)
     request = ProbeRequest("TL205", (("constructor", "torch.Tensor"),))
-    key = cache.key(request, "cpu", "2.13.0", "hash", (60.0, 2**31))
-    assert key != cache.key(request, "cpu", "2.13.0", "other-probe-code", (60.0, 2**31))
+    f = ("m.py", "digest")
+    key = cache.key(request, "cpu", "2.13.0", "hash", (60.0, 2**31), *f)
+    assert key != cache.key(request, "cpu", "2.13.0", "other-probe-code", (60.0, 2**31), *f)
     assert key != cache.key(ProbeRequest("TL205", (("constructor", "torch.FloatTensor"),)), "cpu", "2.13.0", "hash",
-                            (60.0, 2**31))
-    assert key != cache.key(ProbeRequest("TL205", (), ("t = 1",)), "cpu", "2.13.0", "hash", (60.0, 2**31))
+                            (60.0, 2**31), *f)
+    assert key != cache.key(ProbeRequest("TL205", (), ("t = 1",)), "cpu", "2.13.0", "hash", (60.0, 2**31), *f)
+    # Per file: another file's worker never answers this request (issue 16 point 9).
+    assert key != cache.key(request, "cpu", "2.13.0", "hash", (60.0, 2**31), "other.py", "digest")
+    assert key != cache.key(request, "cpu", "2.13.0", "hash", (60.0, 2**31), "m.py", "other-text")
     at = _finding("TL205", 2, 5, 2, 25, {"constructor": "torch.Tensor"})
     located = cache.located_key(at, "digest", "cpu", "2.13.0", "hash", (60.0, 2**31))
     assert located != cache.located_key(at, "other-file-text", "cpu", "2.13.0", "hash", (60.0, 2**31))

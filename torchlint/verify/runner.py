@@ -7,9 +7,10 @@ pre-filter only. When the sandbox cannot be established, nothing runs and the fi
 are `skipped`. Each probe has a timeout and the whole run an overall `--verify-budget`.
 
 Speed: torch is imported once per file's worker, and the next file's worker starts while
-this one runs; identical requests run once, and verdicts,
+this one runs; identical requests of one file run once, and verdicts,
 errors and timeouts are cached on disk, keyed by torchlint version, the hash of the
-verdict code, torch version, device and the exact request."""
+verdict code, torch version, device, the exact request and the file (path and text
+digest: no file's worker can answer for another file)."""
 
 from __future__ import annotations
 
@@ -64,9 +65,12 @@ class VerdictCache:
         self.root = root / "verify" if root is not None else None
 
     @staticmethod
-    def key(request: ProbeRequest, device: str, torch: str, code_hash: str, limits: tuple) -> str:
-        blob = json.dumps([__version__, code_hash, request.identity(), device, torch, list(limits), _FORMAT],
-                          sort_keys=True)
+    def key(request: ProbeRequest, device: str, torch: str, code_hash: str, limits: tuple, path: str,
+            digest: Optional[str]) -> str:
+        """Per file (its path and text): a worker's answers only ever apply to the file it was
+        started for, so code escaping in a.py cannot answer b.py's identical request."""
+        blob = json.dumps([__version__, code_hash, request.identity(), device, torch, list(limits), _FORMAT, path,
+                           digest], sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     @staticmethod
@@ -74,7 +78,8 @@ class VerdictCache:
         """The same verdict, found by where the finding is in which text of the file."""
         where = [finding.code, finding.row, finding.col, finding.end_row, finding.end_col]
         facts = sorted((k, v) for k, v in clean_facts(finding.probe_params))
-        blob = json.dumps([__version__, code_hash, digest, where, facts, device, torch, list(limits), _FORMAT, "at"])
+        blob = json.dumps([__version__, code_hash, finding.path, digest, where, facts, device, torch, list(limits),
+                           _FORMAT, "at"])
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def get(self, key: str) -> Optional[dict[str, str]]:
@@ -230,7 +235,7 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                     if not runs:
                         runs.append({"device": dev, "verdict": "skipped", "evidence": reason, "torch": torch})
                     continue
-                key = cache.key(request, dev, torch, code_hash, limits)
+                key = cache.key(request, dev, torch, code_hash, limits, finding.path, digest)
                 result = memo.get(key) or cache.get(key)
                 if result is None:
                     left = deadline - time.monotonic()
