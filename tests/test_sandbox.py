@@ -246,7 +246,17 @@ time.sleep(2)
 _report("started %d" % n)
 """
 
-ATTACKS = {"escape": ESCAPE, "diskfill": DISK_FILL, "threadbomb": THREAD_BOMB, "metadata": METADATA, "memfd": MEMFD, "sysv": SYSV, "selfonly": SELF_ONLY, "daemon": DAEMON, "forged": FORGED, "forkbomb": FORK_BOMB, "memorybomb": MEMORY_BOMB,
+# The worker fills its log and exits: torchlint used to read and split the whole log (2.6 GiB
+# of its own memory for 512 MiB of "a\\n").
+LOG_BOMB = PRELUDE + """
+block = b"a\\n" * (1 << 19)
+for _ in range(256):
+    os.write(2, block)
+os.write(2, b"last line\\n")
+os._exit(1)
+"""
+
+ATTACKS = {"escape": ESCAPE, "diskfill": DISK_FILL, "logbomb": LOG_BOMB, "threadbomb": THREAD_BOMB, "metadata": METADATA, "memfd": MEMFD, "sysv": SYSV, "selfonly": SELF_ONLY, "daemon": DAEMON, "forged": FORGED, "forkbomb": FORK_BOMB, "memorybomb": MEMORY_BOMB,
            "alarm": IGNORE_ALARM}
 
 
@@ -478,6 +488,17 @@ def test_a_thread_bomb_is_bounded(user, namespaces):
         assert int(out["result"].split()[1]) < TASK_LIMIT, out
     if user == "self" and not namespaces and os.geteuid() == 0:
         assert out["result"] is None, out  # uid 0: only the watchdog stands in the way
+
+
+@needs_sandbox
+def test_torchlint_reads_only_the_tail_of_the_workers_log():
+    argv = [sys.executable, "-I", str(Path(__file__).resolve()), json.dumps(["logbomb", False, {"disk": 1 << 40}])]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["verdict"] == "error" and out["evidence"].endswith("status 1: last line"), out
+    assert out["maxrss_mib"] < 300, out  # 512 MiB of log once cost 2.6 GiB
 
 
 def _results(out: dict[str, Any]) -> dict[str, str]:
@@ -758,4 +779,6 @@ def test_without_namespaces_probes_keep_their_verdict_or_say_why_not():
 
 if __name__ == "__main__":  # the unprivileged child of `attack`
     name, namespaces, spec = json.loads(sys.argv[1])
-    print(json.dumps(run_attack(name, namespaces, dict(spec, parent=os.getpid()))))
+    import resource
+    result = run_attack(name, namespaces, dict(spec, parent=os.getpid()))
+    print(json.dumps(dict(result, maxrss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)))

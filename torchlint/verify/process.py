@@ -34,6 +34,7 @@ VERDICTS = ("confirmed", "not-reproduced", "demonstrated", "not-applicable", "sk
 _WATCH_MARGIN = 64 * 2**20  # what a fast allocation can add between two 10 ms polls
 # RLIMIT_FSIZE bounds one file, not how many: the watchdog bounds the temp dir's disk use.
 DISK_LIMIT = 1024**3
+LOG_TAIL = 4096  # what torchlint reads of the worker's log, which may be 1 GiB
 # Tasks (threads) of the sandbox: the launcher and RLIMIT_NPROC's 64 of a fresh uid.
 TASK_LIMIT = 65
 _DISK_EVERY = 25  # memory polls between two disk checks (about 0.25 s)
@@ -357,7 +358,9 @@ class ProbeWorker:
         try:
             assert self._stderr is not None
             self._stderr.flush()
-            text = Path(self._stderr.name).read_text(errors="replace").strip().splitlines()
+            with open(self._stderr.name, "rb") as fh:  # only its tail: the worker chose the size
+                fh.seek(max(0, os.fstat(fh.fileno()).st_size - LOG_TAIL))
+                text = fh.read(LOG_TAIL).decode("utf-8", "replace").strip().splitlines()
             tail = f": {clean_text(text[-1], 200)}" if text else ""
         except OSError:
             pass
