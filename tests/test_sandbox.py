@@ -256,7 +256,23 @@ os.write(2, b"last line\\n")
 os._exit(1)
 """
 
-ATTACKS = {"escape": ESCAPE, "diskfill": DISK_FILL, "logbomb": LOG_BOMB, "threadbomb": THREAD_BOMB, "metadata": METADATA, "memfd": MEMFD, "sysv": SYSV, "selfonly": SELF_ONLY, "daemon": DAEMON, "forged": FORGED, "forkbomb": FORK_BOMB, "memorybomb": MEMORY_BOMB,
+# Top-level symlinks committed in the project (runner API project=): each grant followed
+# its link, so `g -> .git` exposed .git/config, `h -> ../home` the .netrc, `rootfs -> /` all.
+PROJECT_LINKS = PRELUDE + """
+spec = {spec}
+def _read(p):
+    with open(p, "rb") as fh:
+        return fh.read(4096)
+P = spec["project"]
+r = ["g:" + _try(lambda: _read(P + "/g/config")), "git:" + _try(lambda: _read(P + "/.git/config")),
+     "h:" + _try(lambda: _read(P + "/h/.netrc")), "rootfs:" + _try(lambda: _read(P + "/rootfs" + spec["outside"] +
+                                                                                   "/secret.txt")),
+     "passwd:" + _try(lambda: _read(P + "/rootfs/etc/hostname")),
+     "inside:" + _try(lambda: _read(P + "/pkg/model.py")), "model:" + _try(lambda: _read(P + "/model.py"))]
+_report(" ".join(r))
+"""
+
+ATTACKS = {"escape": ESCAPE, "projectlinks": PROJECT_LINKS, "diskfill": DISK_FILL, "logbomb": LOG_BOMB, "threadbomb": THREAD_BOMB, "metadata": METADATA, "memfd": MEMFD, "sysv": SYSV, "selfonly": SELF_ONLY, "daemon": DAEMON, "forged": FORGED, "forkbomb": FORK_BOMB, "memorybomb": MEMORY_BOMB,
            "alarm": IGNORE_ALARM}
 
 
@@ -499,6 +515,26 @@ def test_torchlint_reads_only_the_tail_of_the_workers_log():
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["verdict"] == "error" and out["evidence"].endswith("status 1: last line"), out
     assert out["maxrss_mib"] < 300, out  # 512 MiB of log once cost 2.6 GiB
+
+
+@needs_sandbox
+@pytest.mark.parametrize("user, namespaces", MODES)
+def test_symlinks_in_the_project_grant_nothing_outside_it(world, user, namespaces):
+    spec, _ = world
+    project = Path(spec["project"])
+    (project / "g").symlink_to(".git")
+    (project / "h").symlink_to(os.path.relpath(spec["home"], project))
+    (project / "rootfs").symlink_to("/")
+    (project / "src").mkdir(mode=0o755)
+    (project / "src" / "model.py").write_text("import torch\n")
+    (project / "src" / "model.py").chmod(0o644)
+    (project / "pkg").symlink_to("src")  # inside the project: still granted
+    out = attack("projectlinks", user, namespaces, spec)
+    got = _results(out)
+    assert {k: got[k] for k in ("g", "git", "h", "rootfs", "passwd")} == dict.fromkeys(
+        ("g", "git", "h", "rootfs", "passwd"), "D"), out
+    assert got["model"] == "A" and got["inside"] == "A", out
+    assert spec["secret"] not in json.dumps(out)
 
 
 def _results(out: dict[str, Any]) -> dict[str, str]:

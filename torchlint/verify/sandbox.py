@@ -105,12 +105,25 @@ def _elf_interpreter(path: str) -> str:
 
 
 def _project_entries(project: str) -> list[str]:
-    """The project's top-level entries, read-only, except .git (a checkout's token)."""
+    """The project's top-level entries, read-only, except .git (a checkout's token). A
+    granted path is resolved, so a committed symlink (`g -> .git`, `h -> ../home`,
+    `rootfs -> /`) is granted only when it stays inside the project, outside .git."""
     try:
         names = sorted(os.listdir(project))
     except OSError:
         return []
-    return [os.path.join(project, n) for n in names if n != ".git"][:256]  # each is a bind mount
+    git = os.path.join(project, ".git")
+    entries = []
+    for name in names:
+        path = os.path.join(project, name)
+        if name == ".git":
+            continue
+        if os.path.islink(path):
+            real = os.path.realpath(path)
+            if real == project or not _under(real, project) or _under(real, git):
+                continue
+        entries.append(path)
+    return entries[:256]  # each is a bind mount
 
 
 def policy(tmp: str, project: str = "", namespaces: bool = True, unsandboxed: bool = False,
