@@ -272,7 +272,14 @@ r = ["g:" + _try(lambda: _read(P + "/g/config")), "git:" + _try(lambda: _read(P 
 _report(" ".join(r))
 """
 
-ATTACKS = {"escape": ESCAPE, "projectlinks": PROJECT_LINKS, "diskfill": DISK_FILL, "logbomb": LOG_BOMB, "threadbomb": THREAD_BOMB, "metadata": METADATA, "memfd": MEMFD, "sysv": SYSV, "selfonly": SELF_ONLY, "daemon": DAEMON, "forged": FORGED, "forkbomb": FORK_BOMB, "memorybomb": MEMORY_BOMB,
+# A frame nested too deeply for json (RecursionError) was reported as "timed out after 20s".
+DEEP_FRAME = PRELUDE + """
+data = b"[" * 30000 + b"]" * 30000
+os.write(3, _imp("struct").pack(">I", len(data)) + data)
+time.sleep(30)
+"""
+
+ATTACKS = {"escape": ESCAPE, "deepframe": DEEP_FRAME, "projectlinks": PROJECT_LINKS, "diskfill": DISK_FILL, "logbomb": LOG_BOMB, "threadbomb": THREAD_BOMB, "metadata": METADATA, "memfd": MEMFD, "sysv": SYSV, "selfonly": SELF_ONLY, "daemon": DAEMON, "forged": FORGED, "forkbomb": FORK_BOMB, "memorybomb": MEMORY_BOMB,
            "alarm": IGNORE_ALARM}
 
 
@@ -535,6 +542,13 @@ def test_symlinks_in_the_project_grant_nothing_outside_it(world, user, namespace
         ("g", "git", "h", "rootfs", "passwd"), "D"), out
     assert got["model"] == "A" and got["inside"] == "A", out
     assert spec["secret"] not in json.dumps(out)
+
+
+@needs_sandbox
+def test_a_deeply_nested_frame_is_reported_as_malformed():
+    out = attack("deepframe", "self", True, {"timeout": 20})
+    assert out["verdict"] == "error" and "malformed frame" in out["evidence"], out
+    assert "timed out" not in out["evidence"] and out["seconds"] < 15, out
 
 
 def _results(out: dict[str, Any]) -> dict[str, str]:

@@ -193,6 +193,7 @@ class ProbeWorker:
         self._killed_for_memory = 0
         self._killed_for_disk = 0
         self._killed_for_tasks = 0
+        self._malformed = False
         self.disk_limit = DISK_LIMIT
         self._watch_stop = threading.Event()
         self._watcher: Optional[threading.Thread] = None
@@ -248,6 +249,7 @@ class ProbeWorker:
         self._killed_for_memory = 0
         self._killed_for_disk = 0
         self._killed_for_tasks = 0
+        self._malformed = False
         self._watch_stop = threading.Event()
         if sys.platform.startswith("linux") and self.memory_limit:
             self._watcher = threading.Thread(target=self._watch, args=(self.proc, self._watch_stop), daemon=True)
@@ -312,13 +314,16 @@ class ProbeWorker:
             if len(self._buffer) >= 4:
                 size = int.from_bytes(self._buffer[:4], "big")
                 if size > MAX_FRAME:
+                    self._malformed = True
                     return None
                 if len(self._buffer) >= 4 + size:
                     data, self._buffer = self._buffer[4:4 + size], self._buffer[4 + size:]
                     try:
                         frame = json.loads(data.decode("utf-8"))
                     except (ValueError, UnicodeDecodeError, RecursionError):
+                        self._malformed = True
                         return None
+                    self._malformed = type(frame) is not dict
                     return frame if type(frame) is dict else None
             left = deadline - time.monotonic()
             if left <= 0:
@@ -343,6 +348,8 @@ class ProbeWorker:
             return (f"{what} was stopped: with torchlint itself its processes held "
                     f"{self._killed_for_memory / 2**20:.0f} MiB, at the --verify-memory limit of "
                     f"{self.memory_limit / 2**20:.0f} MiB")
+        if self._malformed:
+            return f"{what}: the probe worker sent a malformed frame"
         if self._killed_for_tasks:
             return (f"{what} was stopped: its processes ran {self._killed_for_tasks} threads, over the limit of "
                     f"{TASK_LIMIT}")
