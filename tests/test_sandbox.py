@@ -304,21 +304,29 @@ def run_attack(name: str, namespaces: bool, spec: dict[str, Any]) -> dict[str, A
 # -- who runs the attack -------------------------------------------------------------------
 
 def _unprivileged_command(argv: list[str]) -> list[str]:
-    """argv as uid/gid 65534. A Python installed under a directory that other users cannot
-    enter (pyenv in /root) is made reachable the way the sandbox does it: in a private
-    mount namespace, a tmpfs over that directory with the interpreter bound back in."""
+    """argv as uid/gid 65534. An interpreter, venv or checkout under a directory that other
+    users cannot enter (pyenv in /root, a venv in a 0700 `mktemp -d`) is made reachable the
+    way the sandbox does it: in a private mount namespace, a tmpfs over each closed directory
+    with the entries we need bound back in."""
+    needed = [os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, Path(__file__).resolve().parents[1])]
+    keep: dict[str, set[str]] = {}  # closed directory -> the entries below it to bind back
+    for path in needed:
+        cur = "/"
+        for part in path.strip("/").split("/"):
+            nxt = os.path.join(cur, part)
+            if not os.stat(cur).st_mode & 0o001:
+                keep.setdefault(cur, set()).add(nxt)
+                break
+            cur = nxt
     shell = []
-    base = os.path.realpath(sys.base_prefix)
-    cur = "/"
-    for part in base.strip("/").split("/"):
-        nxt = os.path.join(cur, part)
-        if not os.stat(cur).st_mode & 0o001:
-            keep = nxt  # the first entry below the closed directory
-            stash = tempfile.mkdtemp(prefix="tl-stash-")
-            shell = [f"mount --bind {keep} {stash}", f"mount -t tmpfs -o mode=755 tmpfs {cur}",
-                     f"mkdir -p {keep}", f"mount --bind {stash} {keep}"]
-            break
-        cur = nxt
+    for closed in sorted(keep, key=len):
+        entries = sorted(keep[closed])
+        stashes = [tempfile.mkdtemp(prefix="tl-stash-") for _ in entries]
+        shell += [f"mount --bind {_quote(e)} {s}" for e, s in zip(entries, stashes)]
+        shell.append(f"mount -t tmpfs -o mode=755 tmpfs {_quote(closed)}")
+        for entry, stash in zip(entries, stashes):
+            make = "mkdir -p" if os.path.isdir(stash) else "touch"
+            shell += [f"{make} {_quote(entry)}", f"mount --bind {stash} {_quote(entry)}"]
     setpriv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
                "--bounding-set=-all"]
     script = " && ".join(shell + ["exec " + " ".join(_quote(a) for a in setpriv + argv)])
