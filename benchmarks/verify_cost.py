@@ -3,23 +3,29 @@ plain lint vs --verify with a cold verdict cache vs --verify with a warm one. Pr
 seconds and the overhead beyond linting (worker starts included).
 
 The file defines its inputs, so most findings run as program slices of the file's own code;
-the rest use fact probes. Each file gets a fresh sandboxed worker (one start per file), so
-the 5-file case shows what per-file isolation costs. With a warm cache no worker starts.
-Run it against another checkout with PYTHONPATH=/path/to/checkout for a baseline.
+the rest use fact probes. Each file gets a sandboxed process of its own, forked from one
+worker that imports torch once, so the 5-file case shows what per-file isolation costs.
+With a warm cache no worker starts.
+--baseline runs the same against another checkout (`git worktree add /tmp/base02 00f712e`
+for 0.2) and prints the ratios; CPU seconds are the figure to trust on a loaded machine.
 
-    python benchmarks/verify_cost.py [--device cpu|auto]
+    python benchmarks/verify_cost.py [--device cpu|auto] [--baseline /path/to/0.2-checkout] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Optional
 
 # 10 distinct hazards, repeated 5 times with small variations: 50 findings, several probes
 # identical (same rule, same values), which --verify runs once.
@@ -57,46 +63,76 @@ device = "cpu"
 """
 
 
-def timed(cmd: list[str]) -> float:
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds of the command and every process it waited for (the
+    sandbox's processes are reaped by their parents, so their CPU is counted too): the CPU
+    figure is the one that holds on a loaded machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def measure(paths: list[Path], cache: Path, device: str) -> None:
+def _env(checkout: str) -> dict[str, str]:
+    env = dict(os.environ)
+    if checkout:
+        env["PYTHONPATH"] = checkout
+    return env
+
+
+def measure(paths: list[Path], cache: Path, device: str, checkout: str, repeat: int) -> dict[str, tuple[float, float]]:
+    """Median (wall, cpu) of lint only, --verify with a cold cache and with a warm one."""
+    env = _env(checkout)
     base = [sys.executable, "-m", "torchlint", "check", *map(str, paths), "--isolated", "--exit-zero", "-q",
-            "--output-format", "json", "--cache-dir", str(cache)]
-    out = subprocess.run(base + ["--no-cache"], capture_output=True, text=True).stdout
-    findings = json.loads(out)
-    print(f"{len(findings)} findings in {len(paths)} file(s)")
-    out = subprocess.run(base + ["--no-cache", "--verify", "--device", device], capture_output=True,
-                         text=True).stdout
+            "--output-format", "json"]
+    findings = json.loads(subprocess.run(base + ["--no-cache"], capture_output=True, text=True, env=env).stdout)
+    out = subprocess.run(base + ["--no-cache", "--verify", "--device", device], capture_output=True, text=True,
+                         env=env).stdout
     kinds = Counter(f["verify"]["verdict"] for f in json.loads(out))
-    print("  verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
-    lint = timed(base + ["--no-cache"])
-    cold = timed(base + ["--verify", "--device", device])
-    warm = timed(base + ["--verify", "--device", device])
-    print(f"  lint only              {lint:7.2f} s")
-    print(f"  --verify, cold cache   {cold:7.2f} s   overhead {cold - lint:6.2f} s "
-          f"({(cold - lint) / len(findings):.3f} s per finding)")
-    print(f"  --verify, warm cache   {warm:7.2f} s   overhead {warm - lint:6.2f} s")
+    print(f"  {checkout or 'this checkout'}: {len(findings)} findings in {len(paths)} file(s); verdicts: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+    runs: dict[str, list[tuple[float, float]]] = {"lint": [], "cold": [], "warm": []}
+    for rep in range(repeat):
+        where = ["--cache-dir", str(cache / f"{len(paths)}-{rep}")]
+        runs["lint"].append(timed(base + ["--no-cache"], env))
+        runs["cold"].append(timed(base + where + ["--verify", "--device", device], env))
+        runs["warm"].append(timed(base + where + ["--verify", "--device", device], env))
+    return {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in runs.items()}
 
+
+def show(name: str, got: dict[str, tuple[float, float]], base: Optional[dict[str, tuple[float, float]]]) -> None:
+    for kind, label in (("lint", "lint only"), ("cold", "--verify, cold cache"), ("warm", "--verify, warm cache")):
+        wall, cpu = got[kind]
+        line = f"  {name:9} {label:22} {wall:7.2f} s wall {cpu:7.2f} s CPU"
+        if base is not None:
+            line += f"   {wall / base[kind][0]:5.2f}x wall {cpu / base[kind][1]:5.2f}x CPU of the baseline"
+        print(line)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--device", default="cpu", choices=["cpu", "auto", "cuda"])
+    parser.add_argument("--baseline", default="", help="another checkout (e.g. a worktree of 0.2) to compare with")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; medians are shown")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         one = Path(tmp) / "fifty.py"
         one.write_text(HEADER + "".join(BLOCK.format(i=i, n=3 + i % 2) for i in range(5)))
-        measure([one], Path(tmp) / "cache1", args.device)
         many = []
         for i in range(5):  # the same hazards, but each file's requests differ (other values)
             path = Path(tmp) / f"part{i}.py"
             path.write_text(HEADER + BLOCK.format(i=i + 10, n=5 + i))
             many.append(path)
-        measure(many, Path(tmp) / "cache5", args.device)
+        for title, paths in (("1 file, 50 findings", [one]), ("5 files, 10 findings each", many)):
+            print(title)
+            base = measure(paths, Path(tmp) / "base", args.device, args.baseline, args.repeat) \
+                if args.baseline else None
+            got = measure(paths, Path(tmp) / "cache", args.device, "", args.repeat)
+            if base is not None:
+                show("baseline", base, None)
+            show("this", got, base)
 
 
 if __name__ == "__main__":

@@ -354,12 +354,15 @@ def attack(name: str, user: str, namespaces: bool, spec: dict[str, Any]) -> dict
 
 
 def _processes_named(marker: str) -> list[int]:
+    """Live processes with that name; a zombie (killed, not yet reaped by whoever inherited
+    it) runs nothing."""
     found = []
     for entry in os.listdir("/proc"):
         try:
-            if entry.isdigit() and Path(f"/proc/{entry}/comm").read_text().strip() == marker[:15]:
+            if entry.isdigit() and Path(f"/proc/{entry}/comm").read_text().strip() == marker[:15] \
+                    and Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
                 found.append(int(entry))
-        except OSError:
+        except (OSError, IndexError):
             pass
     return found
 
@@ -841,3 +844,122 @@ if __name__ == "__main__":  # the unprivileged child of `attack`
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # torch is imported by now
     result = run_attack(name, namespaces, dict(spec, parent=os.getpid()))
     print(json.dumps(dict(result, grown_mib=(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)))
+
+
+# -- one process per file, forked from one server -------------------------------------------
+
+LEAVE_TRACES = PRELUDE + """
+libc = ctypes.CDLL(None, use_errno=True)
+tmp = os.environ["TMPDIR"]
+open(tmp + "/state", "w").write("from a.py")
+def _plant():
+    open("/dev/shm/tl-state", "w").write("from a.py")
+shm = _try(_plant) == "A"  # only in a minimal root, where /dev/shm is a private tmpfs
+def _mq():
+    fd = libc.syscall({{"x86_64": 240, "aarch64": 180}}[os.uname().machine], b"tl-q", 0o102, 0o600, None)
+    return fd >= 0
+r = ["dir0300:" + _try(lambda: os.mkdir(tmp + "/hidden", 0o300)),
+     "umask:" + _try(lambda: os.umask(0o777) is not None and os.umask(0o022) is not None),
+     "mq:" + _try(_mq),
+     "signal:" + _try(lambda: os.kill(os.getppid(), 0) is None),
+     "shm:" + ("A" if shm else "D")]
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        _name({marker!r})
+        end = time.time() + 60
+        while time.time() < end:
+            for where in ((tmp, "/dev/shm") if shm else (tmp,)):
+                try:
+                    open(where + "/tl-beat", "w").close()
+                except OSError:
+                    pass
+            time.sleep(0.01)
+    os._exit(0)
+time.sleep(0.3)
+_report(" ".join(r))
+"""
+
+FIND_TRACES = PRELUDE + """
+mine = os.environ["TMPDIR"]
+theirs = os.path.join(os.path.dirname(mine), "file1")
+time.sleep(0.3)
+def _shm_empty():
+    try:
+        return os.listdir("/dev/shm") == []
+    except OSError:
+        return True  # not granted at all (no minimal root)
+r = ["state:" + _try(lambda: open(theirs + "/state").read()),
+     "shmclean:" + ("A" if _shm_empty() else "D"),
+     "fresh:" + ("A" if mine != theirs and os.listdir(mine) == [] else "D")]
+_report(" ".join(r))
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "no-namespaces"])
+def test_nothing_of_one_files_process_reaches_the_next(monkeypatch, tmp_path, namespaces):
+    """a.py's process (forked from the same server as b.py's) leaves files in its temp dir and
+    /dev/shm, tries what the server could not clean up (a directory it cannot list, a umask
+    that hides the owner's bits, a POSIX message queue), signals the server and leaves a
+    daemon. b.py's process finds none of it, and the server survived to answer it."""
+    from torchlint.verify import plan as plan_module
+
+    marker = "tl-t-" + secrets.token_hex(4)
+    alive_at_b: list[int] = []
+
+    def fake_plan(finding, source):
+        if finding.path == "b.py":  # a.py's process is closed by now
+            time.sleep(0.2)
+            alive_at_b.extend(_processes_named(marker))
+        code = (LEAVE_TRACES if finding.path == "a.py" else FIND_TRACES).format(marker=marker)
+        return plan_module.ProbeRequest("TL205", (("constructor", "torch.FloatTensor"),), (code,), "flag"), None
+
+    monkeypatch.setattr(runner, "plan", fake_plan)
+    a, b = _finding("a.py"), _finding("b.py")
+    texts = {"a.py": SOURCE, "b.py": SOURCE + "u = 1\n"}
+    runner.verify_findings([a, b], device="cpu", timeout=60, sources=texts.get, cache_dir=tmp_path,
+                           _namespaces=namespaces)
+
+    def results(finding):
+        found = re.search(r"RESULT\[(.*?)\]", finding.verify["runs"][0]["evidence"])
+        assert found, finding.verify
+        return dict(item.split(":") for item in found.group(1).split())
+
+    left, seen = results(a), results(b)
+    assert {k: left[k] for k in ("dir0300", "umask", "mq", "signal")} == dict.fromkeys(
+        ("dir0300", "umask", "mq", "signal"), "D"), left
+    assert seen == {"state": "D", "shmclean": "A", "fresh": "A"}, (left, seen)
+    assert alive_at_b == [], "a.py's daemon outlived its file"
+    assert any("per file" in layer for layer in b.verify["runs"][0]["sandbox"]), b.verify
+
+
+@needs_sandbox
+def test_one_server_answers_every_file():
+    """The point of the fork server: torch is imported once per run, not once per file."""
+    worker = ProbeWorker(timeout=60, limit_memory=True)
+    try:
+        worker.start()
+        server = worker.proc.pid
+        for name in ("a", "b", "c"):
+            out = worker.run({"code": "TL205", "facts": {"constructor": "torch.FloatTensor"}, "device": "cpu",
+                              "slice": None})
+            assert out["verdict"] == "demonstrated", out
+            worker.next_file()
+            assert worker.proc is not None and worker.proc.pid == server
+    finally:
+        worker.stop()
+
+
+def test_the_fork_server_shares_no_writable_memory_with_its_children():
+    """A file's process is a copy-on-write fork of the server: a shared writable mapping
+    made while importing torch and our probe code would carry one file's writes into the
+    next file's process. The server imports exactly this."""
+    verify = Path(runner.__file__).resolve().parent
+    code = ("import sys; sys.path.insert(0, %r); import torch, probes, slices, _forkserver\n"
+            "print([l for l in open('/proc/self/maps') if l.split()[1][1] == 'w' and l.split()[1][3] == 's'])"
+            % str(verify))
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", out.stdout

@@ -237,13 +237,19 @@ SEND = """
     def send(obj):
         data = json.dumps(obj).encode()
         os.write(3, struct.pack(">I", len(data)) + data)
+    def requests():  # the fork server's protocol, answered in this one process
+        for line in sys.stdin:
+            msg = json.loads(line)
+            if msg.get("kind") in ("open", "close"):
+                send({"kind": "ready", "layers": []} if msg["kind"] == "open" else {"kind": "closed"})
+                continue
+            yield msg
 """
 CRASHY_WORKER = textwrap.dedent("""
     import json, os, signal, sys, time
 """ + SEND + """
     send({"kind": "hello", "torch": "fake", "cuda": False})
-    for line in sys.stdin:
-        req = json.loads(line)
+    for req in requests():
         if req["code"] == "CRASH":
             os.kill(os.getpid(), signal.SIGSEGV)
         if req["code"] == "HANG":
@@ -279,8 +285,7 @@ SECRET_PROBE_WORKER = textwrap.dedent("""
              "net_isolated": os.environ.get("TORCHLINT_NET_ISOLATED"),
              "interfaces": sorted(name for _, name in socket.if_nameindex())}
     send({"kind": "hello", "torch": "fake", "cuda": False})
-    for line in sys.stdin:
-        req = json.loads(line)
+    for req in requests():
         send({"kind": "answer", "id": req["id"], "verdict": "confirmed", "evidence": json.dumps(found),
               "source": "probe"})
 """)
@@ -306,8 +311,7 @@ MEMORY_HOG_WORKER = textwrap.dedent("""
     import json, os, sys, time
 """ + SEND + """
     send({"kind": "hello", "torch": "fake", "cuda": False})
-    for line in sys.stdin:
-        req = json.loads(line)
+    for req in requests():
         hog = [bytearray(64 * 2**20) for _ in range(32)]  # 2 GiB, touched
         time.sleep(30)
         send({"kind": "answer", "id": req["id"], "verdict": "confirmed", "evidence": "ok", "source": "probe"})

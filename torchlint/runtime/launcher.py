@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchlint.runtime.monitor import ENV_DIR, ENV_MAX_STEPS
+from torchlint.verify._reap import stat_table
 
 BOOT_DIR = Path(__file__).resolve().parent / "boot"
 GRACE_SECONDS = 5.0  # after SIGINT, before SIGKILL
@@ -185,21 +186,11 @@ def _reap(pids: set[int]) -> None:
 def _proc_table() -> dict[int, tuple[int, int, str]]:
     """pid -> (ppid, pgid, state) for every process we can see (Linux /proc)."""
     table: dict[int, tuple[int, int, str]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return table
-    for entry in entries:
-        if not entry.isdigit():
-            continue
+    for pid, fields in stat_table().items():
         try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
-                stat = handle.read()
-        except OSError:
+            table[pid] = (int(fields[1]), int(fields[2]), fields[0].decode("ascii", "replace"))
+        except ValueError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 3:
-            table[int(entry)] = (int(fields[1]), int(fields[2]), fields[0])
     return table
 
 

@@ -14,6 +14,7 @@ other children, there before the program, are not the program's and are left alo
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import select
 import signal
@@ -23,20 +24,28 @@ import time
 CENSUS_SECONDS = 0.5
 
 
+def _load_reap():  # type: ignore[no-untyped-def]
+    """torchlint/verify/_reap.py, by path: this script runs as `python -I`, without torchlint."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("_tl_reap", os.path.join(os.path.dirname(here), "verify", "_reap.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_reap = _load_reap()
+
+
 def _stat_table() -> dict[int, tuple[int, int, str]]:
-    """pid -> (ppid, session, start time) of every visible process."""
+    """pid -> (ppid, session, start time) of every visible, live process."""
     table: dict[int, tuple[int, int, str]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 19 and fields[0] not in ("Z", "X"):
-            table[int(entry)] = (int(fields[1]), int(fields[3]), fields[19])
+    for pid, fields in _reap.stat_table().items():
+        if len(fields) > 19 and fields[0] not in (b"Z", b"X"):
+            try:
+                table[pid] = (int(fields[1]), int(fields[3]), fields[19].decode("ascii", "replace"))
+            except ValueError:
+                continue
     return table
 
 

@@ -23,44 +23,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _frames  # noqa: E402
+import _reap  # noqa: E402
 import sandbox  # noqa: E402
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as fh:
-                    ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def sweep() -> None:
-    """Stop, then kill, every descendant until none is left: a stopped process cannot fork."""
-    for _ in range(1000):
-        left = _descendants(os.getpid())
-        if not left:
-            return
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for pid in left:
-                try:
-                    os.kill(pid, sig)
-                except OSError:
-                    pass
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0] > 0:
-                pass
-        except ChildProcessError:
-            pass
 
 
 def init(libc: ctypes.CDLL, argv: list[str], env: dict[str, str]) -> None:
@@ -109,7 +73,8 @@ def main() -> None:
             _frames.send(channel, {"kind": "refused", "reason": str(exc)[:500]})
             os._exit(3)
         env = dict(os.environ, TORCHLINT_SANDBOX=json.dumps(layers), HOME=cfg["write"][0], TMPDIR=cfg["write"][0],
-                   TORCHLINT_NET_ISOLATED="1" if "net" in namespaces else "0")
+                   TORCHLINT_NET_ISOLATED="1" if "net" in namespaces else "0",
+                   TORCHLINT_FILE_POLICY=json.dumps(sandbox.file_policy(cfg, namespaces)))
         _frames.send(channel, {"kind": "sandbox", "layers": layers})
         if "pid" in namespaces:
             init(libc, [cfg["python"], "-I", worker], env)
@@ -119,7 +84,7 @@ def main() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda s, f: os.kill(pid, signal.SIGKILL))
     _, status = os.waitpid(pid, 0)
-    sweep()
+    _reap.sweep(os.getpid())
     killed = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
     if "pid" in namespaces and os.WIFEXITED(status) and os.WEXITSTATUS(status) > 128:
         killed = os.WEXITSTATUS(status) - 128  # the worker's signal, as init reported it

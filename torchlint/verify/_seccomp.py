@@ -159,7 +159,10 @@ def install(allow_unix: bool, allow_inet: bool) -> None:
     machine = platform.machine()
     if machine not in _ARCH:
         raise OSError(f"seccomp: no filter for architecture {machine}")
-    code = build(allow_unix, allow_inet, machine)
+    _load(build(allow_unix, allow_inet, machine))
+
+
+def _load(code: bytes) -> None:
     buf = ctypes.create_string_buffer(code, len(code))
     prog = _SockFprog(len(code) // 8, ctypes.cast(buf, ctypes.c_void_p))
     libc = ctypes.CDLL(None, use_errno=True)
@@ -168,3 +171,51 @@ def install(allow_unix: bool, allow_inet: bool) -> None:
     if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"seccomp filter could not be installed: {errno.errorcode.get(err, err)}")
+
+
+# -- the second filter, stacked on the first in each per-file process ----------------------
+# The fork server removes what a file's process wrote before the next file's process starts.
+# It runs as the same uid without capabilities, so a directory it cannot list or enter
+# (mkdir with mode 0300, or a umask that clears the owner's bits) would survive into the
+# next file; so would a POSIX message queue, which lives in the IPC namespace they share.
+_MKDIR_MODE_ARG = {"x86_64": {83: 1, 258: 2}, "aarch64": {34: 2}}  # mkdir, mkdirat -> index of mode
+_UMASK = {"x86_64": 95, "aarch64": 166}
+_MQUEUE = {"x86_64": range(240, 246), "aarch64": range(180, 186)}  # mq_open ... mq_getsetattr
+_ALU_AND_K = 0x54
+_OWNER = 0o700
+
+
+def build_per_file(machine: str) -> bytes:
+    p = _Program()
+    p.op(_LD_W_ABS, _OFF_ARCH)
+    p.op(_JEQ, _ARCH[machine], 1, 0)
+    p.op(_RET, _RET_KILL_PROCESS)
+    p.op(_LD_W_ABS, _OFF_NR)
+    for nr in _MQUEUE[machine]:
+        p.op(_JEQ, nr, "deny", 0)
+    for nr in sorted(_MKDIR_MODE_ARG[machine]):
+        p.op(_JEQ, nr, f"mkdir{nr}", 0)
+    p.op(_JEQ, _UMASK[machine], "umask", 0)
+    p.op(_RET, _RET_ALLOW)
+    for nr, arg in sorted(_MKDIR_MODE_ARG[machine].items()):
+        p.label(f"mkdir{nr}")
+        p.op(_LD_W_ABS, _OFF_ARG0 + 8 * arg)
+        p.op(_ALU_AND_K, _OWNER)
+        p.op(_JEQ, _OWNER, "ok", "deny")
+    p.label("umask")
+    p.op(_LD_W_ABS, _OFF_ARG0)
+    p.op(_ALU_AND_K, _OWNER)
+    p.op(_JEQ, 0, "ok", "deny")
+    p.label("deny")
+    p.op(_RET, _RET_ERRNO | errno.EPERM)
+    p.label("ok")
+    p.op(_RET, _RET_ALLOW)
+    return p.assemble()
+
+
+def install_per_file() -> None:
+    """Raises OSError when the filter cannot be installed (the caller fails closed)."""
+    machine = platform.machine()
+    if machine not in _ARCH:
+        raise OSError(f"seccomp: no filter for architecture {machine}")
+    _load(build_per_file(machine))

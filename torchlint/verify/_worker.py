@@ -1,9 +1,11 @@
 """Probe worker: started by torchlint (through _launch.py, already inside the sandbox) as
-`python -I _worker.py` in a private temporary directory with a scrubbed environment, for
-the findings of one file. Imports torch, then answers one JSON request per stdin line with
-one length-prefixed frame on fd 3 (_frames.py); its stdout and stderr go to a log that
-torchlint never passes through raw. Imports nothing from torchlint (it may not be
-importable under -I); `probes`, `slices` and `safety` are found next to this file.
+`python -I _worker.py` in a private temporary directory with a scrubbed environment. Imports
+torch once, then serves files through the fork server (_forkserver.py): each checked file's
+findings are answered by a process of its own, forked from this one and confined further.
+Each request is one JSON line; each answer one length-prefixed frame (_frames.py). Its
+stdout and stderr go to a log that torchlint never passes through raw. Imports nothing from
+torchlint (it may not be importable under -I); `probes`, `slices` and `safety` are found
+next to this file.
 
 A request is {"id", "code", "facts", "device", "slice": null | {"variants": [...], "stop"}}:
 the slice (the user's own code, allow-listed by the parent) runs first; when it cannot
@@ -48,32 +50,42 @@ def denied_by_sandbox(exc: BaseException) -> bool:
                                    "Permission denied"))
 
 
-def main() -> None:
+def answer_line(line: str, channel: int) -> None:
     import _frames
-    import torch  # noqa: F401 - imported once for all probes
+
+    request = json.loads(line)
+    try:
+        verdict, evidence, source = answer(request)
+    except Exception as exc:  # noqa: BLE001 - a failing probe is an `error` verdict
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        verdict, source = "error", "probe"
+        evidence = (f"probe failed: {type(exc).__name__}: {str(exc)[:200]} "
+                    f"({os.path.basename(frame.filename)}:{frame.lineno})")
+        if denied_by_sandbox(exc):
+            verdict = "skipped"
+            evidence = (f"the --verify sandbox here does not allow what this probe needs ({evidence}); "
+                        f"active layers: {', '.join(json.loads(os.environ.get('TORCHLINT_SANDBOX', '[]')))}")
+    _frames.send(channel, {"kind": "answer", "id": request["id"], "verdict": verdict,
+                           "evidence": evidence[:1000], "source": source})
+
+
+def main() -> None:
+    import _forkserver
+    import _frames
+    import torch  # noqa: F401 - imported once for all probes and all files
 
     import probes  # noqa: F401
     import slices  # noqa: F401
 
     channel = _frames.CHANNEL_FD
     _frames.send(channel, {"kind": "hello", "torch": torch.__version__, "cuda": bool(torch.cuda.is_available())})
-    for line in sys.stdin:
-        request = json.loads(line)
-        try:
-            verdict, evidence, source = answer(request)
-        except Exception as exc:  # noqa: BLE001 - a failing probe is an `error` verdict
-            frame = traceback.extract_tb(exc.__traceback__)[-1]
-            verdict, source = "error", "probe"
-            evidence = (f"probe failed: {type(exc).__name__}: {str(exc)[:200]} "
-                        f"({os.path.basename(frame.filename)}:{frame.lineno})")
-            if denied_by_sandbox(exc):
-                verdict = "skipped"
-                evidence = (f"the --verify sandbox here does not allow what this probe needs ({evidence}); "
-                            f"active layers: {', '.join(json.loads(os.environ.get('TORCHLINT_SANDBOX', '[]')))}")
-        _frames.send(channel, {"kind": "answer", "id": request["id"], "verdict": verdict,
-                               "evidence": evidence[:1000], "source": source})
+    if sys.platform.startswith("linux") and hasattr(os, "fork"):
+        _forkserver.serve_forked(answer_line, json.loads(os.environ.get("TORCHLINT_FILE_POLICY") or "{}"), channel)
+    else:
+        _forkserver.serve_inline(answer_line, channel)
 
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")  # is_available() must not initialise CUDA before fork
     main()

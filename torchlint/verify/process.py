@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchlint.verify._frames import MAX_FRAME
+from torchlint.verify._reap import stat_table
 from torchlint.verify.sandbox import make_parent_undumpable, policy
 
 WORKER = Path(__file__).resolve().parent / "_worker.py"
@@ -48,17 +49,9 @@ def _resident(pid: str, page: int) -> int:
 def _process_table() -> dict[int, tuple[int, int, int]]:
     """pid -> (ppid, uid, threads) of every process we can see."""
     table: dict[int, tuple[int, int, int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return table
-    for entry in entries:
-        if not entry.isdigit():
-            continue
+    for pid, fields in stat_table().items():
         try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            table[int(entry)] = (int(fields[1]), os.stat(f"/proc/{entry}").st_uid, int(fields[17]))
+            table[pid] = (int(fields[1]), os.stat(f"/proc/{pid}").st_uid, int(fields[17]))
         except (OSError, IndexError, ValueError):
             continue
     return table
@@ -165,9 +158,10 @@ class SandboxRefused(RuntimeError):
 
 
 class ProbeWorker:
-    """One sandboxed worker (behind its launcher) for the findings of one file; restarted
-    after a timeout, crash or memory kill. Its answers arrive as length-prefixed frames on
-    a pipe of its own and are validated here; its stdout and stderr go to a log file."""
+    """One sandboxed worker (behind its launcher): a fork server that imports torch once and
+    answers each file's requests from a process of its own (`next_file` ends one). Restarted
+    after a timeout or memory kill. Its answers arrive as length-prefixed frames on a pipe
+    of its own and are validated here; its stdout and stderr go to a log file."""
 
     def __init__(self, timeout: float, limit_memory: bool, script: Path = WORKER,
                  memory_limit: int = DEFAULT_MEMORY, project: str = "", unsandboxed: bool = False,
@@ -183,6 +177,8 @@ class ProbeWorker:
         self.proc: Optional[subprocess.Popen] = None
         self.info: dict[str, Any] = {}
         self.layers: list[str] = []
+        self.file_layers: list[str] = []
+        self._file_open = False
         self.uid: Optional[int] = None
         self._buffer = b""
         self._eof = False
@@ -200,8 +196,10 @@ class ProbeWorker:
 
     def _env(self, home: str) -> dict[str, str]:
         env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
+        # OpenBLAS would start a thread when numpy is imported: the fork server forks, so
+        # it must have none.
         env.update(HOME=home, TMPDIR=home, PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1",
-                   OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
+                   OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"), OPENBLAS_NUM_THREADS="1")
         return env
 
     def start(self) -> dict[str, Any]:
@@ -361,29 +359,69 @@ class ProbeWorker:
             return f"{what} timed out after {timeout if timeout is not None else self.timeout:g}s"
         if code < 0:
             return f"{what}: the probe process was killed by signal {signal.Signals(-code).name}"
-        tail = ""
+        return f"{what}: the probe process exited with status {code}{self._log_tail()}"
+
+    def _log_tail(self) -> str:
         try:
             assert self._stderr is not None
             self._stderr.flush()
             with open(self._stderr.name, "rb") as fh:  # only its tail: the worker chose the size
                 fh.seek(max(0, os.fstat(fh.fileno()).st_size - LOG_TAIL))
                 text = fh.read(LOG_TAIL).decode("utf-8", "replace").strip().splitlines()
-            tail = f": {clean_text(text[-1], 200)}" if text else ""
+            return f": {clean_text(text[-1], 200)}" if text else ""
         except OSError:
-            pass
-        return f"{what}: the probe process exited with status {code}{tail}"
+            return ""
 
-    def run(self, request: dict[str, Any], timeout: Optional[float] = None) -> dict[str, str]:
-        if self.proc is None or self.proc.poll() is not None:
-            self.start()
+    def _send(self, message: dict[str, Any]) -> None:
         assert self.proc is not None and self.proc.stdin is not None
-        self._next_id += 1
-        payload = dict(request, id=self._next_id)
         try:
-            self.proc.stdin.write((json.dumps(payload) + "\n").encode())
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
             self.proc.stdin.flush()
         except OSError:
-            pass
+            pass  # it died: the read that follows says how
+
+    def open_file(self) -> None:
+        """Ask the fork server for the current file's own process; its first frame names the
+        layers it added (sent before any of the file's code ran there) or why it refused."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        self._send({"kind": "open"})
+        ready = self._read_frame(STARTUP_TIMEOUT)
+        if ready is not None and ready.get("kind") == "refused" and type(ready.get("reason")) is str:
+            reason = clean_text(ready["reason"], 500)
+            self.stop()
+            raise SandboxRefused(reason)
+        layers = ready.get("layers") if ready is not None and ready.get("kind") == "ready" else None
+        if type(layers) is not list or not all(type(x) is str for x in layers):
+            reason = self._failure("starting the file's probe process")
+            self.stop()
+            raise RuntimeError(reason)
+        self.file_layers = [clean_text(x, 200) for x in layers[:8]]
+        self._file_open = True
+
+    def next_file(self) -> None:
+        """End the current file: the server kills every process it left and removes what it
+        wrote, so nothing of it reaches the next file's process. A server that does not
+        confirm that is stopped."""
+        if not self._file_open or self.proc is None:
+            return
+        self._file_open = False
+        self._send({"kind": "close"})
+        closed = self._read_frame(60.0)
+        if closed is None or closed.get("kind") != "closed":
+            self.stop()
+        elif closed.get("exiting") is True:  # no fork here: the worker ends with its file
+            self.stop()
+
+    @property
+    def all_layers(self) -> list[str]:
+        return self.layers + self.file_layers
+
+    def run(self, request: dict[str, Any], timeout: Optional[float] = None) -> dict[str, str]:
+        if not self._file_open:
+            self.open_file()
+        self._next_id += 1
+        self._send(dict(request, id=self._next_id))
         # The parent enforces the time: a worker that ignores SIGALRM is killed all the same.
         limit = min(self.timeout, timeout) if timeout is not None else self.timeout
         answer = self._read_frame(limit)
@@ -391,16 +429,46 @@ class ProbeWorker:
             failure = self._failure("the probe", limit)
             self.stop()
             return {"verdict": "error", "evidence": failure}
+        if answer.get("kind") in ("died", "malformed"):
+            self._file_open = False  # the server has reaped it; the next request gets a fresh one
+            return {"verdict": "error", "evidence": self._file_failure(answer)}
         verdict, evidence = answer.get("verdict"), answer.get("evidence")
         if set(answer) != {"kind", "id", "verdict", "evidence", "source"} or answer["kind"] != "answer" \
                 or answer["id"] != self._next_id or type(answer["id"]) is not int \
                 or type(verdict) is not str or verdict not in VERDICTS or type(evidence) is not str:
-            self.stop()  # what sent that cannot be trusted with the next request
+            self.next_file()  # what sent that cannot be trusted with the next request
             return {"verdict": "error", "evidence": "the probe worker sent a malformed answer"}
         return {"verdict": verdict, "evidence": clean_text(evidence)}
 
+    def _file_failure(self, frame: dict[str, Any]) -> str:
+        if frame.get("kind") == "malformed":
+            self.next_file()
+            return "the probe: the probe worker sent a malformed frame"
+        sig, status = frame.get("signal"), frame.get("status")
+        if type(sig) is int and sig > 0:
+            try:
+                name = signal.Signals(sig).name
+            except ValueError:
+                name = str(sig)
+            return f"the probe: the probe process was killed by signal {name}"
+        return f"the probe: the probe process exited with status {status if type(status) is int else '?'}" \
+               f"{self._log_tail()}"
+
+    def finish(self) -> None:
+        """The run is over: end the file, let the server and its launcher exit on their own
+        (so every process of the sandbox is reaped by its parent), then stop what is left."""
+        self.next_file()
+        if self.proc is not None and self.proc.poll() is None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.stop()
+
     def stop(self) -> None:
         self._watch_stop.set()
+        self._file_open = False
         if self.proc is not None:
             if os.name == "posix" and sys.platform.startswith("linux"):
                 kill_sandbox(self.proc.pid, self.uid)

@@ -1,13 +1,13 @@
 """Runs slices and probes in sandboxed worker processes and attaches verdicts to findings.
 
-Safety (see SECURITY.md): each file's findings go to a fresh worker under the OS sandbox
+Safety (see SECURITY.md): each file's findings go to a fresh process under the OS sandbox
 (process.py starts and watches it; sandbox.py sets it up). The allow-list (safety.py,
 applied while slicing, in this process, from the source, never from a cache) is a
 pre-filter only. When the sandbox cannot be established, nothing runs and the findings
 are `skipped`. Each probe has a timeout and the whole run an overall `--verify-budget`.
 
-Speed: torch is imported once per file's worker, and the next file's worker starts while
-this one runs; identical requests of one file run once, and verdicts,
+Speed: torch is imported once per run, in a fork server that gives each file a process of
+its own (process.py, _forkserver.py); identical requests of one file run once, and verdicts,
 errors and timeouts are cached on disk, keyed by torchlint version, the hash of the
 verdict code, torch version, device, the exact request and the file (path and text
 digest: no file's worker can answer for another file)."""
@@ -127,7 +127,7 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                     _simulate_missing: tuple[str, ...] = ()) -> None:
     """Attach a `verify` dict to every finding: {"runs": [{device, verdict, evidence, torch,
     sandbox}], "verdict": ...}. `sources(path)` gives the current text of a finding's file.
-    Each file gets a fresh sandboxed worker: what runs for one file cannot touch another's.
+    Each file gets a fresh sandboxed process: what runs for one file cannot touch another's.
     `unsandboxed` (the CLI's --verify-unsandboxed only) runs without the layers that cannot
     be established; the underscored arguments simulate other kernels in tests."""
     torch = torch_version()
@@ -151,8 +151,6 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
     limits = (timeout, memory_limit)
     worker: Optional[ProbeWorker] = None
     worker_path: Optional[str] = None
-    spare: Optional[ProbeWorker] = None  # the next file's worker, importing torch meanwhile
-    paths = sorted({f.path for f in findings})
     refused: Optional[str] = None if unsandboxed or sys.platform.startswith("linux") else \
         f"there is no OS sandbox for {sys.platform}"
     cuda: Optional[bool] = None
@@ -160,16 +158,9 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
     deadline = time.monotonic() + budget
     try:
         def get_worker() -> ProbeWorker:
-            nonlocal worker, refused, spare
+            nonlocal worker, refused
             if refused is not None:
                 raise SandboxRefused(refused)
-            if worker is None and spare is not None:
-                worker, spare = spare, None
-                try:
-                    worker.handshake()
-                except SandboxRefused as exc:
-                    refused, worker = str(exc), None
-                    raise
             if worker is None:
                 # CUDA initialisation reserves far more address space than any limit we
                 # could set, so the address-space backstop applies only when CUDA cannot
@@ -182,16 +173,6 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                 except SandboxRefused as exc:
                     refused, worker = str(exc), None
                     raise
-            if spare is None and worker_path != paths[-1]:
-                # A fresh worker for the next file starts now, so its torch import overlaps
-                # this file's probes. It shares nothing with this one.
-                spare = ProbeWorker(timeout, limit_memory=(device == "cpu" or "+cpu" in torch),
-                                    memory_limit=memory_limit, project=project, unsandboxed=unsandboxed,
-                                    namespaces=_namespaces, simulate_missing=_simulate_missing)
-                try:
-                    spare.launch()
-                except RuntimeError:
-                    spare = None  # the next file starts its own, and reports why it could not
             return worker
 
         def cuda_available() -> bool:
@@ -208,8 +189,7 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
         devices = ["cpu"] if device == "cpu" else ["cuda"] if device == "cuda" else ["cpu", "cuda"]
         for finding in sorted(findings, key=lambda f: f.path):
             if finding.path != worker_path and worker is not None:
-                worker.stop()  # no state, no process, no file survives into the next file's worker
-                worker = None
+                worker.next_file()  # no state, no process, no file survives into the next file's process
             worker_path = finding.path
             runs = []
             planned: Optional[tuple[Optional[ProbeRequest], Optional[str]]] = None
@@ -247,8 +227,10 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                             # fact probe time to answer.
                             payload = dict(request.as_json(), device=dev, slice_seconds=min(timeout, left) / 3)
                             active = get_worker()
-                            result = dict(active.run(payload, timeout=left), sandbox=active.layers)
+                            result = active.run(payload, timeout=left)
+                            result = dict(result, sandbox=active.all_layers)
                         except SandboxRefused as exc:
+                            refused = refused or str(exc)
                             result = {"verdict": "skipped", "evidence": (
                                 f"not run: the --verify sandbox cannot be established here ({exc}), so no "
                                 "checked code ran; --verify-unsandboxed runs it anyway, for code you trust")}
@@ -265,9 +247,8 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                 runs.append({"device": dev, "torch": _runtime_version(worker, torch), **result})
             finding.verify = {"runs": runs, "verdict": summarize(runs)}
     finally:
-        for left in (worker, spare):
-            if left is not None:
-                left.stop()
+        if worker is not None:
+            worker.finish()
 
 
 def describe_sandbox(unsandboxed: bool = False) -> tuple[bool, str]:
@@ -277,13 +258,14 @@ def describe_sandbox(unsandboxed: bool = False) -> tuple[bool, str]:
     worker = ProbeWorker(60.0, limit_memory=True, unsandboxed=unsandboxed)
     try:
         worker.start()
+        worker.open_file()
     except SandboxRefused as exc:
         return False, f"--verify sandbox: cannot be established here ({exc}); --verify skips every finding"
     except RuntimeError as exc:
         return False, f"--verify sandbox: the worker did not start ({exc})"
     finally:
         worker.stop()
-    return True, "--verify sandbox layers:\n" + "\n".join(f"  {layer}" for layer in worker.layers)
+    return True, "--verify sandbox layers:\n" + "\n".join(f"  {layer}" for layer in worker.all_layers)
 
 
 def _runtime_version(worker: Optional[ProbeWorker], fallback: str) -> str:

@@ -387,8 +387,10 @@ def confine(cfg: dict[str, Any], namespaces: list[str], keep_fds: tuple[int, ...
     try:
         if "landlock" in missing:
             raise OSError("Landlock is not available (simulated)")
-        abi = _landlock.restrict(cfg["read"], cfg["execute"], cfg["write"], deny_tcp="net" not in namespaces,
-                                 scope=True)
+        # /proc only for the fork server, which sweeps its per-file processes' trees; their
+        # nested domains (confine_file) leave it out, and Landlock grants the intersection.
+        abi = _landlock.restrict(cfg["read"] + ["/proc"], cfg["execute"], cfg["write"],
+                                 deny_tcp="net" not in namespaces, scope=True)
         layers.append(f"landlock ABI {abi}" + (" (TCP denied)" if abi >= 4 and "net" not in namespaces else "")
                       + (" (signals and abstract unix sockets scoped)" if abi >= 6 else ""))
     except OSError as exc:
@@ -407,4 +409,43 @@ def confine(cfg: dict[str, Any], namespaces: list[str], keep_fds: tuple[int, ...
         raise Refused("; ".join(failures))
     if failures:
         layers.append("UNSANDBOXED (--verify-unsandboxed): " + "; ".join(failures))
+    return layers
+
+
+# -- per-file side (in the fork server's child, before the file's code runs) ----------------
+
+PER_FILE_LAYER = "a process of its own per file (nested Landlock domain, writes only its own temp dir)"
+
+
+def file_policy(cfg: dict[str, Any], namespaces: list[str]) -> dict[str, Any]:
+    """What confine_file needs, handed to the fork server in its environment."""
+    return {"read": cfg["read"], "execute": cfg["execute"], "shm": "/dev/shm" in cfg["write"],
+            "deny_tcp": "net" not in namespaces, "required": not cfg["unsandboxed"],
+            "simulate_missing": cfg["simulate_missing"]}
+
+
+def confine_file(spec: dict[str, Any], work: str) -> list[str]:
+    """A second Landlock domain inside the worker's (reads as before, minus /proc; writes
+    only `work` and the private /dev/shm) and a second seccomp filter (_seccomp.build_per_file).
+    Raises Refused when either fails, unless --verify-unsandboxed."""
+    failures, layers = [], []
+    try:
+        if "landlock" in spec["simulate_missing"]:
+            raise OSError("Landlock is not available (simulated)")
+        _landlock.restrict(spec["read"], spec["execute"], [work] + (["/dev/shm"] if spec["shm"] else []),
+                           deny_tcp=spec["deny_tcp"], scope=True)
+        layers.append(PER_FILE_LAYER)
+    except OSError as exc:
+        failures.append(str(exc.strerror or exc))
+    try:
+        if "seccomp" in spec["simulate_missing"]:
+            raise OSError("seccomp is not available (simulated)")
+        _seccomp.install_per_file()
+        layers.append("seccomp per file (directories the server can remove, no message queues)")
+    except OSError as exc:
+        failures.append(str(exc.strerror or exc))
+    if failures and spec["required"]:
+        raise Refused("; ".join(failures))
+    if failures:
+        layers.append("UNSANDBOXED per file (--verify-unsandboxed): " + "; ".join(failures))
     return layers
