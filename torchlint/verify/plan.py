@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -101,3 +101,29 @@ def plan(finding: Finding, source: Optional[str]) -> tuple[Optional[ProbeRequest
         reason = rule.verify_note or "no probe"
         return None, f"{reason}; the flagged code could not run in isolation ({why_not})" if why_not else reason
     return ProbeRequest(code, facts, (), "flag", why_not), None
+
+
+def notebook_view(finding: Finding, text: str) -> Optional[tuple[Finding, str]]:
+    """A notebook finding as a finding on its program: the code cells up to the finding's,
+    IPython syntax blanked as the linter blanks it, and a cell that does not parse blanked
+    (the kernel would have stopped there; the linter reports it as TL000)."""
+    from torchlint.notebook import NotebookError, parse_notebook, python_lines
+
+    try:
+        notebook = parse_notebook(finding.path, text.encode("utf-8", "surrogatepass"))
+    except NotebookError:
+        return None
+    lines: list[str] = []
+    for cell in notebook.cells:
+        body = python_lines(cell.lines)
+        try:
+            ast.parse("\n".join(body) + "\n")
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            body = [""] * len(body)
+        if cell.number == finding.cell:
+            shift = len(lines)
+            lines.extend(body)
+            return (replace(finding, row=finding.row + shift, end_row=finding.end_row + shift, cell=None),
+                    "".join(line + "\n" for line in lines))
+        lines.extend(body)
+    return None

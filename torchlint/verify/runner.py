@@ -28,7 +28,7 @@ from torchlint import __version__, integrity
 from torchlint.cache import cache_subdir
 from torchlint.diagnostics import Finding
 from torchlint.safe_io import RefusedFile, read_regular_file, replace_atomically
-from torchlint.verify.plan import ProbeRequest, clean_facts, plan, verdict_code_hash
+from torchlint.verify.plan import ProbeRequest, clean_facts, notebook_view, plan, verdict_code_hash
 from torchlint.verify.process import (  # noqa: F401 - ProbeWorker and the limits are used through here
     CPU_ADDRESS_SPACE, DEFAULT_BUDGET, DEFAULT_MEMORY, LAUNCHER, STARTUP_TIMEOUT, VERDICTS, WORKER, ProbeWorker,
     SandboxRefused, clean_text)
@@ -192,7 +192,7 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                 worker.next_file()  # no state, no process, no file survives into the next file's process
             worker_path = finding.path
             runs = []
-            planned: Optional[tuple[Optional[ProbeRequest], Optional[str]]] = None
+            planned: Optional[tuple[Optional[ProbeRequest], Optional[str], bool]] = None
             for dev in devices:
                 if dev == "cuda" and not cuda_available():
                     if device == "cuda":
@@ -209,11 +209,12 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                     runs.append({"device": dev, "torch": _runtime_version(worker, torch), **known})
                     continue
                 if planned is None:
-                    planned = plan(finding, source_of(finding.path))
-                request, reason = planned
+                    planned = _plan_safely(finding, source_of(finding.path))
+                request, reason, failed = planned
                 if request is None:
                     if not runs:
-                        runs.append({"device": dev, "verdict": "skipped", "evidence": reason, "torch": torch})
+                        runs.append({"device": dev, "verdict": "error" if failed else "skipped", "evidence": reason,
+                                     "torch": torch})
                     continue
                 key = cache.key(request, dev, torch, code_hash, limits, finding.path, digest)
                 result = memo.get(key) or cache.get(key)
@@ -249,6 +250,20 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
     finally:
         if worker is not None:
             worker.finish()
+
+
+def _plan_safely(finding: Finding, source: Optional[str]) -> tuple[Optional[ProbeRequest], str, bool]:
+    """plan() on the finding's program: a notebook's code cells up to the finding's (as the
+    kernel ran them), else the file. Never raises: a slicing bug is this finding's `error`
+    verdict (the flag), and every other finding is still verified."""
+    try:
+        if finding.cell is not None and source is not None:
+            view = notebook_view(finding, source)
+            finding, source = view if view is not None else (finding, None)
+        request, reason = plan(finding, source)
+        return request, reason or "", False
+    except Exception as exc:  # noqa: BLE001 - one finding's failure must not end the run
+        return None, clean_text(f"torchlint could not prepare this verdict: {type(exc).__name__}: {exc}", 300), True
 
 
 def describe_sandbox(unsandboxed: bool = False) -> tuple[bool, str]:

@@ -320,12 +320,15 @@ class _FileAnalysis:
         self.lines = split_lines(text)
         self.parents = parent_map(self.tree)
         self.positions = position_index(self.tree)
-        self._units: dict[int, _Units] = {}
+        self._units: dict[tuple[int, tuple[int, ...]], _Units] = {}
 
     def units(self, key: ast.AST, body: list[ast.stmt]) -> _Units:
-        found = self._units.get(id(key))
+        # Keyed by the statements too: the module is seen with and without a function
+        # (the call-site search leaves the callee out), and each view is its own order.
+        cache_key = (id(key), tuple(map(id, body)))
+        found = self._units.get(cache_key)
         if found is None:
-            found = self._units[id(key)] = _Units(body)
+            found = self._units[cache_key] = _Units(body)
         return found
 
 
@@ -388,8 +391,9 @@ def build(text: str, row: int, col: int, end_row: int, end_col: int,
     for s in seed_stmts:
         if statement_scope(s, parents) is not function:
             raise NotSelfContained("the code the finding depends on lies in another function")
-    if extra_seed is not None:
-        seed_stmts.extend(extra_seed(function.body if function else tree.body))
+    if extra_seed is not None:  # only statements of this scope (not those of functions in it)
+        seed_stmts.extend(s for s in extra_seed(function.body if function else tree.body)
+                          if statement_scope(s, parents) is function)
 
     module_body = [s for s in tree.body if s is not function]
     needed: set[str] = set()
