@@ -830,8 +830,8 @@ def test_without_namespaces_probes_keep_their_verdict_or_say_why_not():
     finally:
         worker.stop()
     for code, result in results.items():
-        expected = "not-reproduced" if code == "TL801" else "demonstrated"
-        if result["verdict"] == "skipped":
+        expected = "skipped" if code == "TL801" else "demonstrated"  # TL801: needs CUDA
+        if result["verdict"] == "skipped" and code != "TL801":
             assert "sandbox" in result["evidence"], (code, result)
         else:
             assert result["verdict"] == expected, (code, result)

@@ -721,9 +721,9 @@ def create_then_move(params: dict, device: str) -> Result:
     # The rule never flags a move to "cpu" (nothing is copied); `target` names the device the
     # code spells, when it does.
     target = params.get("target")
-    if device == "cpu":
-        return "not-reproduced", (f"this run has no accelerator, so the move to {target or 'the device'!r} copies "
-                                  f"nothing here; the cost appears only when the target is a GPU")
+    if device == "cpu":  # absent hardware is no evidence either way
+        return "skipped", (f"needs CUDA: the move to {target or 'the device'!r} costs a host-to-device copy only "
+                           f"when the target is a GPU, and this run has none")
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         torch.zeros(1024, 1024).to(device)
