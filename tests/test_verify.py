@@ -810,3 +810,28 @@ def test_without_findings_verify_still_checks_torch(tmp_path, run_cli):
     write(tmp_path, "ok.py", "import torch\n")
     assert run_cli("check", "ok.py", "--verify")[0] == 0
     assert os.path.exists(tmp_path / "ok.py")
+
+
+def test_a_skip_the_worker_decided_is_cached_so_a_warm_run_starts_no_worker(tmp_path, monkeypatch):
+    """TL801 on a machine without a GPU is `skipped: needs CUDA`, a fact about this torch and
+    device: the warm run must not start a worker (2 CPU-s of torch import) to hear it again.
+    A skip of the run itself (the budget ran out) is still not cached."""
+    from torchlint.verify import runner as runner_module
+
+    text = "import torch\nm = torch.zeros(3).to('cuda')\n"
+    first = _lint("TL801", text, "x.py")
+    runner_module.verify_findings([first], device="cpu", timeout=60, sources={"x.py": text}.get, cache_dir=tmp_path)
+    assert first.verify["verdict"] == "skipped" and "needs CUDA" in first.verify["runs"][0]["evidence"]
+
+    def no_worker(self):
+        raise AssertionError("a worker was started on a warm cache")
+
+    monkeypatch.setattr(runner_module.ProbeWorker, "start", no_worker)
+    again = _lint("TL801", text, "x.py")
+    runner_module.verify_findings([again], device="cpu", timeout=60, sources={"x.py": text}.get, cache_dir=tmp_path)
+    assert again.verify == first.verify
+    late = _lint("TL801", text + "# another text\n", "x.py")
+    runner_module.verify_findings([late], device="cpu", timeout=60, budget=0.5,
+                                  sources={"x.py": text + "# another text\n"}.get, cache_dir=tmp_path)
+    assert "budget" in late.verify["runs"][0]["evidence"]
+    assert not any("budget" in p.read_text() for p in (tmp_path / "verify").iterdir())

@@ -100,13 +100,13 @@ class VerdictCache:
         if type(layers) is not list or len(layers) > 32 or not all(type(x) is str and len(x) <= 200 for x in layers):
             return None
         if data["key"] != key or type(data["verdict"]) is not str or data["verdict"] not in VERDICTS \
-                or data["verdict"] == "skipped" or type(data["evidence"]) is not str or len(data["evidence"]) > 1000:
+                or type(data["evidence"]) is not str or len(data["evidence"]) > 1000:
             return None
         return {"verdict": data["verdict"], "evidence": clean_text(data["evidence"]), "sandbox": layers}
 
-    def put(self, key: str, result: dict[str, str]) -> None:
-        if self.root is None or result["verdict"] == "skipped":
-            return  # a skip (budget ran out) is not a fact about torch
+    def put(self, key: str, result: dict[str, str], skip_is_a_fact: bool = False) -> None:
+        if self.root is None or result["verdict"] == "skipped" and not skip_is_a_fact:
+            return  # a skip of this run (budget ran out, no sandbox) is not a fact about torch
         try:
             entry = integrity.seal({"key": key, "verdict": result["verdict"], "evidence": result["evidence"],
                                     "sandbox": list(result.get("sandbox") or [])}, self._untrusted())
@@ -219,6 +219,7 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                 key = cache.key(request, dev, torch, code_hash, limits, finding.path, digest)
                 result = memo.get(key) or cache.get(key)
                 if result is None:
+                    decided = False  # by the worker, from torch and the request alone (needs CUDA)
                     left = deadline - time.monotonic()
                     if left <= 1:
                         result = {"verdict": "skipped", "evidence": f"the --verify time budget of {budget:g}s ran out"}
@@ -229,6 +230,7 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                             payload = dict(request.as_json(), device=dev, slice_seconds=min(timeout, left) / 3)
                             active = get_worker()
                             result = active.run(payload, timeout=left)
+                            decided = not result["evidence"].startswith("the --verify sandbox here")
                             result = dict(result, sandbox=active.all_layers)
                         except SandboxRefused as exc:
                             refused = refused or str(exc)
@@ -240,10 +242,13 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                         if result["verdict"] == "error" and "timed out" in result["evidence"] and left < timeout:
                             result = {"verdict": "skipped",
                                       "evidence": f"the --verify time budget of {budget:g}s ran out"}
-                        cache.put(key, result)
+                        cache.put(key, result, decided)
+                        if located is not None:
+                            cache.put(located, result, decided)
+                elif located is not None:
+                    cache.put(located, result)
                 memo[key] = result
                 if located is not None:
-                    cache.put(located, result)
                     memo[located] = result
                 runs.append({"device": dev, "torch": _runtime_version(worker, torch), **result})
             finding.verify = {"runs": runs, "verdict": summarize(runs)}
