@@ -6,7 +6,7 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.utils.data import DataLoader, Dataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, get_worker_info
 
 
 class NoisyTokens(Dataset):
@@ -35,9 +35,12 @@ def main() -> None:
             p.uniform_(-0.1, 0.1)
     criterion = nn.CrossEntropyLoss(ignore_index=-100, reduction="sum")
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = DataLoader(NoisyTokens(1000), batch_size=32, num_workers=2, worker_init_fn=seed_worker)
+    dataset = NoisyTokens(1000)
+    sampler = DistributedSampler(dataset)  # each rank trains on its own shard, not on all of it
+    loader = DataLoader(dataset, batch_size=32, sampler=sampler, num_workers=2, worker_init_fn=seed_worker)
 
     for epoch in range(3):
+        sampler.set_epoch(epoch)  # a new shuffle each epoch
         for x, y in loader:
             opt.zero_grad()
             count = (y != -100).sum()
