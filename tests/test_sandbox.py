@@ -963,3 +963,49 @@ def test_the_fork_server_shares_no_writable_memory_with_its_children():
                          env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]", out.stdout
+
+
+DEEP_TREE = PRELUDE + """
+def _plant(top):
+    here = os.open(".", os.O_RDONLY)
+    os.chdir(top)
+    os.mkdir("deep")
+    os.chdir("deep")
+    for _ in range(1500):  # deeper than Python's recursion limit and, in bytes, than PATH_MAX
+        os.mkdir("dd")
+        os.chdir("dd")
+    open("secret", "w").write("from a.py")
+    os.fchdir(here)
+_plant(os.environ["TMPDIR"])
+try:
+    _plant("/dev/shm")
+except OSError:
+    pass  # no private /dev/shm here
+_report("planted")
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "no-namespaces"])
+def test_a_tree_deeper_than_the_recursion_limit_is_removed_between_files(monkeypatch, tmp_path, capfd, namespaces):
+    """shutil.rmtree and os.walk recurse per level (Python 3.11): a 1500-level tree in a.py's
+    temp dir raised RecursionError in the fork server and in torchlint's own cleanup."""
+    from torchlint.verify import plan as plan_module
+
+    def fake_plan(finding, source):
+        code = DEEP_TREE if finding.path == "a.py" else FIND_TRACES
+        return plan_module.ProbeRequest("TL205", (("constructor", "torch.FloatTensor"),), (code,), "flag"), None
+
+    monkeypatch.setattr(runner, "plan", fake_plan)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    tempfile.tempdir = None
+    try:
+        a, b = _finding("a.py"), _finding("b.py")
+        runner.verify_findings([a, b], device="cpu", timeout=60, sources={"a.py": SOURCE, "b.py": SOURCE + "u = 1\n"}.get,
+                               _namespaces=namespaces)
+    finally:
+        tempfile.tempdir = None
+    assert "RESULT[planted]" in a.verify["runs"][0]["evidence"], a.verify
+    assert "RESULT[state:D shmclean:A fresh:A]" in b.verify["runs"][0]["evidence"], b.verify
+    assert "Traceback" not in capfd.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == []

@@ -25,7 +25,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from typing import Callable, Optional
 
 import _frames
 import _reap
+import _tree
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
 SHM = "/dev/shm"
@@ -125,19 +125,18 @@ def _status(proc: FileProcess) -> dict:
 
 
 def _wipe(path: str) -> None:
+    """Empty `path` (however deep what is in it), keeping `path` itself."""
     try:
-        names = os.listdir(path)
+        _tree.visit(path, lambda fd, name, _: os.unlink(name, dir_fd=fd), lambda fd, name: os.rmdir(name, dir_fd=fd))
     except OSError:
-        return
-    for name in names:
-        full = os.path.join(path, name)
-        if os.path.isdir(full) and not os.path.islink(full):
-            shutil.rmtree(full, ignore_errors=True)
-        else:
-            try:
-                os.unlink(full)
-            except OSError:
-                pass
+        pass
+
+
+def _remove(path: str) -> None:
+    try:
+        _tree.remove(path)
+    except OSError:
+        pass
 
 
 def _close(proc: Optional[FileProcess], spec: dict) -> None:
@@ -149,7 +148,7 @@ def _close(proc: Optional[FileProcess], spec: dict) -> None:
                 pass
     _reap.sweep(os.getpid())
     if proc is not None:
-        shutil.rmtree(proc.work, ignore_errors=True)
+        _remove(proc.work)
     if spec.get("shm"):
         _wipe(SHM)
 

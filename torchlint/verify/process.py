@@ -21,6 +21,8 @@ from typing import Any, Optional
 
 from torchlint.verify._frames import MAX_FRAME
 from torchlint.verify._reap import stat_table
+from torchlint.verify._tree import allocated_bytes, chown_all
+from torchlint.verify._tree import remove as remove_tree
 from torchlint.verify.sandbox import make_parent_undumpable, policy
 
 WORKER = Path(__file__).resolve().parent / "_worker.py"
@@ -94,19 +96,9 @@ def _tree_usage(root: int, uid: Optional[int] = None) -> tuple[int, int]:
 
 
 def _disk_used(top: str) -> int:
-    """Bytes allocated under `top`; a directory that cannot be read counts as over any limit
-    (the worker may create one that hides what it holds)."""
-    def fail(exc: OSError) -> None:
-        raise exc
-
-    total = 0
-    for dirpath, dirnames, filenames in os.walk(top, onerror=fail):
-        for name in filenames + dirnames:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-            except OSError:
-                continue
-    return total
+    """Bytes allocated under `top`, however deep; a directory that cannot be read counts as
+    over any limit (the worker may create one that hides what it holds)."""
+    return allocated_bytes(top)
 
 
 def _over_disk(top: str, start_free: int, limit: int) -> int:
@@ -493,13 +485,17 @@ class ProbeWorker:
 
 
 def _remove(tmp: tempfile.TemporaryDirectory) -> None:
-    """Delete the temp dir even when torchlint has run out of file descriptors (removing a
-    tree needs some): raise the soft limit to the hard one and try again; if even that
+    """Delete the temp dir, however deep the worker made it, even when torchlint has run out
+    of file descriptors (raise the soft limit to the hard one and try again); if even that
     fails, say so instead of a traceback."""
     for attempt in range(2):
         try:
-            _make_removable(tmp.name)
-            tmp.cleanup()
+            if os.getuid() == 0:  # the worker's uid owned the files it wrote: take them back
+                chown_all(tmp.name, 0, 0)
+            remove_tree(tmp.name)
+            finalizer = getattr(tmp, "_finalizer", None)
+            if finalizer is not None:
+                finalizer.detach()  # removed already: nothing for its cleanup at exit
             return
         except OSError as exc:
             if attempt == 0 and os.name == "posix":
@@ -510,15 +506,3 @@ def _remove(tmp: tempfile.TemporaryDirectory) -> None:
                     pass
                 continue
             sys.stderr.write(f"torchlint: could not remove the --verify temp dir {tmp.name}: {exc.strerror or exc}\n")
-
-
-def _make_removable(top: str) -> None:
-    """The worker's uid owned the files it wrote: take them back before deleting them."""
-    if os.getuid() != 0:
-        return
-    for dirpath, dirnames, filenames in os.walk(top):
-        for name in dirnames + filenames:
-            try:
-                os.lchown(os.path.join(dirpath, name), 0, 0)
-            except OSError:
-                pass
