@@ -1009,3 +1009,85 @@ def test_a_tree_deeper_than_the_recursion_limit_is_removed_between_files(monkeyp
     assert "RESULT[state:D shmclean:A fresh:A]" in b.verify["runs"][0]["evidence"], b.verify
     assert "Traceback" not in capfd.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == []
+
+
+INODE_BOMB = PRELUDE + """
+tmp = os.environ["TMPDIR"]
+for i in range(150000):  # empty files use no blocks, but each costs the kernel memory
+    os.close(os.open("%s/%d" % (tmp, i), os.O_CREAT | os.O_WRONLY, 0o600))
+_report("made 150000")
+"""
+
+SHM_INODES = PRELUDE + """
+made = 0
+try:
+    for made in range(100000):
+        os.close(os.open("/dev/shm/%d" % made, os.O_CREAT | os.O_WRONLY, 0o600))
+except OSError as exc:
+    _report("stopped at %d: %s" % (made, exc.strerror))
+_report("made all")
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "no-namespaces"])
+def test_an_inode_bomb_in_the_temp_dir_is_stopped(namespaces):
+    out = run_attack_code(INODE_BOMB, namespaces)
+    assert out["verdict"] == "error" and "files and directories, over the limit" in out["evidence"], out
+
+
+@needs_sandbox
+def test_the_private_dev_shm_holds_a_bounded_number_of_files():
+    out = run_attack_code(SHM_INODES, True)
+    assert out["result"] is not None and out["result"].startswith("stopped at"), out
+    assert int(out["result"].split()[2].rstrip(":")) <= 65536, out
+
+
+# A file's process put a lease on the log it shared with the server and exited: reading the
+# log's tail blocked torchlint for the kernel's 45 s lease-break time. Its file offset was
+# shared too: a channel to the next file's process.
+LOG_LEASE = PRELUDE + """
+fcntl = _imp("fcntl")
+os.write(2, b"a line\\n")
+try:
+    fcntl.fcntl(2, 1024, fcntl.F_WRLCK)  # F_SETLEASE
+except OSError:
+    pass
+os.lseek(2, 123456, os.SEEK_SET)
+os._exit(5)
+"""
+
+LOG_OFFSET = PRELUDE + """
+_report("offset %d" % os.lseek(2, 0, os.SEEK_CUR))
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "no-namespaces"])
+def test_each_files_process_has_a_log_of_its_own(monkeypatch, tmp_path, namespaces):
+    from torchlint.verify import plan as plan_module
+
+    def fake_plan(finding, source):
+        code = LOG_LEASE if finding.path == "a.py" else LOG_OFFSET
+        return plan_module.ProbeRequest("TL205", (("constructor", "torch.FloatTensor"),), (code,), "flag"), None
+
+    monkeypatch.setattr(runner, "plan", fake_plan)
+    a, b = _finding("a.py"), _finding("b.py")
+    started = time.monotonic()
+    runner.verify_findings([a, b], device="cpu", timeout=30, sources={"a.py": SOURCE, "b.py": SOURCE + "u = 1\n"}.get,
+                           cache_dir=tmp_path, _namespaces=namespaces)
+    assert time.monotonic() - started < 25, "torchlint waited on the lease"
+    assert a.verify["verdict"] == "error" and "exited with status 5: a line" in a.verify["runs"][0]["evidence"], a.verify
+    assert "RESULT[offset 0]" in b.verify["runs"][0]["evidence"], b.verify
+
+
+def run_attack_code(code: str, namespaces: bool) -> dict[str, Any]:
+    worker = ProbeWorker(timeout=120, limit_memory=True, namespaces=namespaces)
+    try:
+        worker.start()
+        result = worker.run({"code": "TL101", "facts": {}, "device": "cpu", "slice_seconds": 0,
+                             "slice": {"variants": [code], "stop": "flag"}})
+    finally:
+        worker.stop()
+    found = re.search(r"RESULT\[(.*?)\]", result["evidence"])
+    return {**result, "result": found.group(1) if found else None}

@@ -40,9 +40,12 @@ SHM = "/dev/shm"
 Serve = Callable[[str, int], None]  # answers one request line with one frame on the channel fd
 
 
+LOG_TAIL = 4096
+
+
 class FileProcess:
-    def __init__(self, pid: int, requests: int, answers: int, work: str) -> None:
-        self.pid, self.requests, self.answers, self.work = pid, requests, answers, work
+    def __init__(self, pid: int, requests: int, answers: int, work: str, log: str) -> None:
+        self.pid, self.requests, self.answers, self.work, self.log = pid, requests, answers, work, log
 
 
 def _read_exact(fd: int, size: int) -> Optional[bytes]:
@@ -73,13 +76,15 @@ def _relay(proc: FileProcess, channel: int) -> bool:
     return True
 
 
-def _child(serve: Serve, spec: dict, work: str, requests: int, answers: int) -> None:
+def _child(serve: Serve, spec: dict, work: str, requests: int, answers: int, log: int) -> None:
     import sandbox
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     os.dup2(requests, 0)
     os.dup2(answers, _frames.CHANNEL_FD)
+    for fd in (1, 2):  # a log of its own: the shared one carried an offset, and a lease, across files
+        os.dup2(log, fd)
     os.closerange(_frames.CHANNEL_FD + 1, 65536)  # the server's pipes to torchlint among them
     os.chdir(work)
     os.environ.update(HOME=work, TMPDIR=work)
@@ -101,27 +106,47 @@ def _child(serve: Serve, spec: dict, work: str, requests: int, answers: int) -> 
 def _spawn(serve: Serve, spec: dict, number: int) -> FileProcess:
     work = os.path.join(os.getcwd(), f"file{number}")
     os.mkdir(work, 0o700)
+    log_path = work + ".log"  # beside its directory, where it cannot open it by name
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o600)
     req_r, req_w = os.pipe()
     ans_r, ans_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
-            _child(serve, spec, work, req_r, ans_w)
+            _child(serve, spec, work, req_r, ans_w, log)
         finally:
             os._exit(3)
-    os.close(req_r)
-    os.close(ans_w)
-    return FileProcess(pid, req_w, ans_r, work)
+    for fd in (req_r, ans_w, log):
+        os.close(fd)
+    return FileProcess(pid, req_w, ans_r, work, log_path)
+
+
+def _tail(proc: FileProcess) -> str:
+    """The last line of the file's log, for the report of how it ended. Non-blocking: the
+    process may have put a lease on it."""
+    try:
+        fd = os.open(proc.log, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    try:
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, LOG_TAIL, max(0, size - LOG_TAIL))
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    lines = data.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1][:200] if lines else ""
 
 
 def _status(proc: FileProcess) -> dict:
     try:
         pid, status = os.waitpid(proc.pid, 0)
     except ChildProcessError:
-        return {"kind": "died", "status": -1, "signal": 0}
+        return {"kind": "died", "status": -1, "signal": 0, "tail": _tail(proc)}
     if os.WIFSIGNALED(status):
-        return {"kind": "died", "status": -1, "signal": os.WTERMSIG(status)}
-    return {"kind": "died", "status": os.WEXITSTATUS(status), "signal": 0}
+        return {"kind": "died", "status": -1, "signal": os.WTERMSIG(status), "tail": _tail(proc)}
+    return {"kind": "died", "status": os.WEXITSTATUS(status), "signal": 0, "tail": _tail(proc)}
 
 
 def _wipe(path: str) -> None:
@@ -149,6 +174,10 @@ def _close(proc: Optional[FileProcess], spec: dict) -> None:
     _reap.sweep(os.getpid())
     if proc is not None:
         _remove(proc.work)
+        try:
+            os.unlink(proc.log)
+        except OSError:
+            pass
     if spec.get("shm"):
         _wipe(SHM)
 

@@ -67,15 +67,21 @@ def remove(top: str) -> None:
     os.rmdir(top)
 
 
-def allocated_bytes(top: str) -> int:
-    total = 0
+def allocated_bytes(top: str) -> tuple[int, int]:
+    """(bytes allocated, entries) below `top`."""
+    total = entries = 0
 
     def add(_fd: int, _name: str, st: os.stat_result) -> None:
-        nonlocal total
+        nonlocal total, entries
         total += st.st_blocks * 512
+        entries += 1
 
-    visit(top, add)
-    return total
+    def count(_fd: int, _name: str) -> None:
+        nonlocal entries
+        entries += 1
+
+    visit(top, add, count)
+    return total, entries
 
 
 def chown_all(top: str, uid: int, gid: int) -> None:

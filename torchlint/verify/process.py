@@ -37,6 +37,7 @@ VERDICTS = ("confirmed", "not-reproduced", "demonstrated", "not-applicable", "sk
 _WATCH_MARGIN = 64 * 2**20  # what a fast allocation can add between two 10 ms polls
 # RLIMIT_FSIZE bounds one file, not how many: the watchdog bounds the temp dir's disk use.
 DISK_LIMIT = 1024**3
+INODE_LIMIT = 100_000  # files and directories in the temp dir (the private /dev/shm caps its own)
 LOG_TAIL = 4096  # what torchlint reads of the worker's log, which may be 1 GiB
 # Tasks (threads) of the sandbox: the launcher and RLIMIT_NPROC's 64 of a fresh uid.
 TASK_LIMIT = 65
@@ -95,23 +96,28 @@ def _tree_usage(root: int, uid: Optional[int] = None) -> tuple[int, int]:
     return total, tasks
 
 
-def _disk_used(top: str) -> int:
-    """Bytes allocated under `top`, however deep; a directory that cannot be read counts as
-    over any limit (the worker may create one that hides what it holds)."""
+def _disk_used(top: str) -> tuple[int, int]:
+    """Bytes allocated under `top` and its number of entries, however deep; a directory that
+    cannot be read counts as over any limit (the worker may create one that hides what it
+    holds)."""
     return allocated_bytes(top)
 
 
-def _over_disk(top: str, start_free: int, limit: int) -> int:
-    """0, or how much the temp dir holds once it is over `limit`. The free-space drop of its
-    file system is the cheap test (others may write there too); the walk confirms it."""
+def _over_disk(top: str, start: os.statvfs_result, limit: int) -> tuple[int, int]:
+    """(0, 0), or what the temp dir holds (bytes, entries) once it is over `limit` bytes or
+    INODE_LIMIT entries: empty files use no blocks but cost the kernel memory. The drop in
+    free space and free inodes of its file system is the cheap test (others may write there
+    too); the walk confirms it."""
     try:
         st = os.statvfs(top)
-        if start_free - st.f_bavail * st.f_frsize <= limit:
-            return 0
-        used = _disk_used(top)
+        grown = (start.f_bavail - st.f_bavail) * st.f_frsize
+        made = start.f_favail - st.f_favail
+        if grown <= limit and made <= INODE_LIMIT:
+            return 0, 0
+        used, entries = _disk_used(top)
     except OSError:
-        return limit + 1
-    return used if used > limit else 0
+        return limit + 1, 0
+    return (used, entries) if used > limit or entries > INODE_LIMIT else (0, 0)
 
 
 def kill_sandbox(root: int, uid: Optional[int]) -> None:
@@ -181,6 +187,8 @@ class ProbeWorker:
         self._killed_for_memory = 0
         self._killed_for_disk = 0
         self._killed_for_tasks = 0
+        self._killed_for_inodes = 0
+        self._killed_for_watchdog = False
         self._malformed = False
         self.disk_limit = DISK_LIMIT
         self._watch_stop = threading.Event()
@@ -239,6 +247,8 @@ class ProbeWorker:
         self._killed_for_memory = 0
         self._killed_for_disk = 0
         self._killed_for_tasks = 0
+        self._killed_for_inodes = 0
+        self._killed_for_watchdog = False
         self._malformed = False
         self._watch_stop = threading.Event()
         if sys.platform.startswith("linux") and self.memory_limit:
@@ -268,17 +278,26 @@ class ProbeWorker:
         return self.info
 
     def _watch(self, proc: subprocess.Popen, done: threading.Event) -> None:
+        """The bounds, polled. Whatever goes wrong in here stops the sandbox: a watchdog that
+        died would leave the worker unbounded."""
+        try:
+            self._poll_bounds(proc, done)
+        except BaseException:  # noqa: BLE001 - fail closed
+            self._killed_for_watchdog = True
+            kill_sandbox(proc.pid, self.uid)
+
+    def _poll_bounds(self, proc: subprocess.Popen, done: threading.Event) -> None:
         page = os.sysconf("SC_PAGE_SIZE")
         assert self._tmp is not None
         tmp = self._tmp.name
-        st = os.statvfs(tmp)
-        start_free, polls = st.f_bavail * st.f_frsize, 0
+        start, polls = os.statvfs(tmp), 0
         while not done.wait(0.01):
             polls += 1
             if polls % _DISK_EVERY == 0:
-                disk = _over_disk(tmp, start_free, self.disk_limit)
-                if disk:
-                    self._killed_for_disk = disk
+                disk, entries = _over_disk(tmp, start, self.disk_limit)
+                if disk or entries:
+                    self._killed_for_disk = disk or 1
+                    self._killed_for_inodes = entries
                     kill_sandbox(proc.pid, self.uid)
                     return
             used, tasks = _tree_usage(proc.pid, self.uid)
@@ -343,9 +362,14 @@ class ProbeWorker:
         if self._killed_for_tasks:
             return (f"{what} was stopped: its processes ran {self._killed_for_tasks} threads, over the limit of "
                     f"{TASK_LIMIT}")
+        if self._killed_for_inodes:
+            return (f"{what} was stopped: its temp dir held {self._killed_for_inodes} files and directories, over "
+                    f"the limit of {INODE_LIMIT}")
         if self._killed_for_disk:
             return (f"{what} was stopped: its temp dir held {self._killed_for_disk / 2**20:.0f} MiB, over the "
                     f"limit of {self.disk_limit / 2**20:.0f} MiB")
+        if self._killed_for_watchdog:
+            return f"{what} was stopped: the watchdog of its bounds failed, so the sandbox was stopped with it"
         code = self.proc.poll()
         if code is None:
             return f"{what} timed out after {timeout if timeout is not None else self.timeout:g}s"
@@ -357,7 +381,9 @@ class ProbeWorker:
         try:
             assert self._stderr is not None
             self._stderr.flush()
-            with open(self._stderr.name, "rb") as fh:  # only its tail: the worker chose the size
+            # Only its tail (the worker chose the size), and without blocking on a lease.
+            fd = os.open(self._stderr.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as fh:
                 fh.seek(max(0, os.fstat(fh.fileno()).st_size - LOG_TAIL))
                 text = fh.read(LOG_TAIL).decode("utf-8", "replace").strip().splitlines()
             return f": {clean_text(text[-1], 200)}" if text else ""
@@ -443,8 +469,9 @@ class ProbeWorker:
             except ValueError:
                 name = str(sig)
             return f"the probe: the probe process was killed by signal {name}"
-        return f"the probe: the probe process exited with status {status if type(status) is int else '?'}" \
-               f"{self._log_tail()}"
+        tail = frame.get("tail")
+        tail = f": {clean_text(tail, 200)}" if type(tail) is str and tail else ""
+        return f"the probe: the probe process exited with status {status if type(status) is int else '?'}{tail}"
 
     def finish(self) -> None:
         """The run is over: end the file, let the server and its launcher exit on their own

@@ -237,7 +237,7 @@ def minimal_root(cfg: dict[str, Any], pid_ns: bool) -> None:
     new = os.path.join(cfg["tmp"], "root")
     os.makedirs(new, exist_ok=True)
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m")
+    _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m,nr_inodes=4096")
     for path in sorted(set(cfg["read"] + cfg["execute"]) - set(DEVICES) - {"/proc/cpuinfo", "/proc/meminfo",
                                                                             "/proc/stat"}):
         if not path.startswith("/proc/"):
@@ -251,7 +251,7 @@ def minimal_root(cfg: dict[str, Any], pid_ns: bool) -> None:
     for path in cfg["write"]:
         _mirror(new, path, writable=True)
     os.makedirs(new + "/dev/shm", exist_ok=True)
-    _mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m")
+    _mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m,nr_inodes=65536")
     os.makedirs(new + "/tmp", exist_ok=True)
     os.makedirs(new + "/proc", exist_ok=True)
     try:
