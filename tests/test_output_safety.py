@@ -372,3 +372,16 @@ def test_noqa_on_the_flagged_line_still_suppresses_with_cr_line_endings(tmp_path
     (tmp_path / "cr.py").write_bytes(text)
     code, out, _ = run_cli("check", "--no-cache", "--output-format", "concise", "cr.py")
     assert code == 0, out
+
+
+def test_the_github_format_escapes_legacy_and_azure_commands_inside_its_lines():
+    """`##[...]` and `##vso[...]` act anywhere in a line (the legacy runner, an Azure agent
+    reading this output); inside a `::warning` line they stay text."""
+    from torchlint.diagnostics import Finding
+    from torchlint.output.github import render
+
+    finding = Finding(code="TL205", message="m ##vso[task.setvariable variable=x]1 ##[group]g", path="a.py",
+                      row=1, col=1, end_row=1, end_col=2)
+    out = render([finding])
+    assert "##vso[" not in out and "##[" not in out, out
+    assert "#\\u0023vso[task.setvariable" in out

@@ -27,7 +27,8 @@ from typing import IO, Any, Iterator, Optional
 # How the runner splits its input into lines (.NET ReadLine: \r\n, \r or \n).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)")
 _COMMAND_START = re.compile(r"^(\s*):(?=:)")  # .NET TrimStart() drops Unicode whitespace
-_LEGACY = re.compile(r"(?<=#)#(?=(?:vso)?\[)", re.IGNORECASE)  # the second `#` of `##[` / `##vso[`
+LEGACY_COMMAND = re.compile(r"(?<=#)#(?=(?:vso)?\[)", re.IGNORECASE)  # the second `#` of `##[` / `##vso[`
+_LEGACY = LEGACY_COMMAND
 COMMAND_FORMATS = ("github", "azure")  # formats whose lines are CI commands by design
 MARKUP_FORMATS = ("junit",)  # XML: escaped with character references
 

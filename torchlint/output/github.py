@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
+from torchlint.output.ci_safe import LEGACY_COMMAND
 from torchlint.output.text import verify_line
 from torchlint.safe_io import printable
 from torchlint.project_root import relative_to_root
@@ -18,6 +19,9 @@ _LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 def _escape_data(text: str) -> str:
     text = printable(text)  # no control characters reach the runner's log (they end a command)
+    # `##[...]` / `##vso[...]` anywhere in a line is a command to the legacy runner and to an
+    # Azure agent that reads this output: its second `#` is written escaped, as ci_safe does.
+    text = LEGACY_COMMAND.sub(lambda m: "\\u0023", text)
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
