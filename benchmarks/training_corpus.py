@@ -1,11 +1,18 @@
-"""A corpus of training-heavy PyTorch code (the 24 repositories named in issue 9: tutorials,
-training loops, notebooks, distributed launchers) and per-rule finding counts on it.
+"""Corpora of training-heavy PyTorch code and per-rule finding counts on them. Two sets:
+`issue9` (the default: the 24 repositories named in issue 9: tutorials, training loops,
+notebooks, distributed launchers) and `heldout-2026-12` (45 projects the rules were never tuned
+on, pinned in heldout_corpus.py, for the triage of issue 18).
 
 Model zoos (corpus.py) have few training loops, so the loop, data-loading and DDP rules need
 this corpus to meet real code. Nothing here is committed: `prepare` assembles it under --root.
 
     python benchmarks/training_corpus.py prepare --root /work/corpus --mirrors /work/.mirror
     python benchmarks/training_corpus.py report  --root /work/corpus [--per-project] [--json-dir DIR]
+    python benchmarks/training_corpus.py prepare --set heldout-2026-12 --root /work/corpus2 --mirrors /work/.mirror
+    python benchmarks/training_corpus.py report  --set heldout-2026-12 --root /work/corpus2 --json-dir DIR
+
+`--json-dir` also writes report.json (the set, each project's pin and category, files linted,
+lint wall and CPU time, TL000/TL020 findings): benchmarks/triage_packets.py reads it.
 
 Sources, pinned in PROJECTS below:
 - PyPI: pip downloads the sdist (the wheel where an sdist is absent or cannot be prepared),
@@ -21,8 +28,8 @@ Layout under --root: `<project>/` holds exactly the linted subtree plus `.corpus
 (code cells concatenated, IPython magics and shell escapes commented out) so the linter,
 which reads only .py, sees them. `report` runs the torchlint CLI found on sys.path (run it with
 PYTHONPATH=<worktree> to measure a branch) twice: default rules and --select ALL, one job, on
-one copy of each notebook (`--notebooks converted`, the default, or `native` for a torchlint
-that reads .ipynb).
+one copy of each notebook (`--notebooks converted`, the default for `issue9`, or `native`, the
+default for `heldout-2026-12`: torchlint reads .ipynb itself since issue 12).
 """
 
 from __future__ import annotations
@@ -32,17 +39,23 @@ import ast
 import hashlib
 import json
 import re
+import resource
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import zipfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from heldout_corpus import HELDOUT
+from heldout_corpus import NAME as HELDOUT_NAME
+
 SOURCE_MARKER = ".corpus-source.json"
+SKIPPED_MARKER = ".corpus-skipped.json"  # files `prepare` could not bring: blobs absent, broken notebooks
 NOTEBOOK_DIR = "_nb"
 SOURCE_SUFFIXES = (".py", ".ipynb")  # all the corpus keeps: the linter reads nothing else
 
@@ -71,6 +84,7 @@ class Project:
     name: str
     source: PyPISource | GitHubSource
     subdirs: tuple[str, ...] = ()  # paths inside the archive to keep; () keeps everything
+    category: str = ""  # vision, llm, tutorial, rl, ... (the held-out set records it)
 
 
 def _gh(name: str, repo: str, commit: str, *subdirs: str) -> Project:
@@ -116,7 +130,13 @@ PROJECTS: tuple[Project, ...] = (
         "34f1b18426bf3844714534162f065ab733e049597476daa35fffb4d06a92b524"),
         ("fairseq-0.12.2/fairseq", "fairseq-0.12.2/fairseq_cli")),
 )
-PROJECTS_BY_NAME = {p.name: p for p in PROJECTS}
+HELDOUT_PROJECTS = tuple(Project(name, GitHubSource(repo, commit), subdirs, category)
+                         for name, repo, commit, category, subdirs in HELDOUT)
+# set name -> (projects, how `report` lints notebooks by default)
+SETS: dict[str, tuple[tuple[Project, ...], str]] = {
+    "issue9": (PROJECTS, "converted"),
+    HELDOUT_NAME: (HELDOUT_PROJECTS, "native"),
+}
 
 
 # --------------------------------------------------------------------------- notebooks
@@ -274,8 +294,9 @@ def _unpack_github(source: GitHubSource, subdirs: tuple[str, ...], mirrors: Path
         if not entry:
             continue
         meta, path = entry.decode("utf-8", "surrogateescape").split("\t", 1)
-        _, kind, oid = meta.split()
-        if kind == "blob" and path.endswith(SOURCE_SUFFIXES):
+        mode, kind, oid = meta.split()
+        # A symlink (mode 120000) is a blob holding its target's path, not source: skip it.
+        if kind == "blob" and mode != "120000" and path.endswith(SOURCE_SUFFIXES):
             wanted[path] = oid
     batch = _git(mirror, "cat-file", "--batch", stdin="".join(f"{oid}\n" for oid in wanted.values()).encode(),
                  check=True).stdout
@@ -293,8 +314,8 @@ def _unpack_github(source: GitHubSource, subdirs: tuple[str, ...], mirrors: Path
     return missing
 
 
-def prepare(root: Path, mirrors: Path, only: list[str]) -> None:
-    for project in PROJECTS:
+def prepare(root: Path, mirrors: Path, only: list[str], projects: tuple[Project, ...]) -> None:
+    for project in projects:
         if only and project.name not in only:
             continue
         dest = root / project.name
@@ -313,6 +334,8 @@ def prepare(root: Path, mirrors: Path, only: list[str]) -> None:
                 missing = _unpack_github(project.source, project.subdirs, mirrors, staging)
             notebooks, dropped_cells, unreadable = convert_notebooks(staging)
             (staging / SOURCE_MARKER).write_text(json.dumps(wanted, indent=1) + "\n")
+            skipped = [f"{name} (not in the mirror)" for name in missing] + unreadable
+            (staging / SKIPPED_MARKER).write_text(json.dumps(skipped, indent=1) + "\n")
             shutil.rmtree(dest, ignore_errors=True)
             staging.rename(dest)
         files = sum(1 for _ in dest.rglob("*.py"))
@@ -324,10 +347,10 @@ def prepare(root: Path, mirrors: Path, only: list[str]) -> None:
             print(f"  notebook not readable: {name}")
 
 
-def check_root(root: Path) -> list[Project]:
+def check_root(root: Path, projects: tuple[Project, ...]) -> list[Project]:
     """Every project directory must exist and come from the pinned source."""
     problems = []
-    for project in PROJECTS:
+    for project in projects:
         marker = root / project.name / SOURCE_MARKER
         if not marker.is_file():
             problems.append(f"{project.name}: missing (run `prepare`)")
@@ -335,7 +358,7 @@ def check_root(root: Path) -> list[Project]:
             problems.append(f"{project.name}: {marker} does not match {project.source.describe()} (re-run `prepare`)")
     if problems:
         raise SystemExit("corpus not ready under " + str(root) + ":\n  " + "\n  ".join(problems))
-    return list(PROJECTS)
+    return list(projects)
 
 
 # --------------------------------------------------------------------------- linting
@@ -356,11 +379,16 @@ def notebook_exclusion(notebooks: str) -> list[str]:
     return ["--extend-exclude", "*.ipynb" if notebooks == "converted" else NOTEBOOK_DIR]
 
 
-def lint(paths: list[Path], select: str | None, notebooks: str) -> list[dict]:
-    """Findings as JSON objects, with the default rules (select=None) or the given selection."""
+def lint(paths: list[Path], select: str | None, notebooks: str) -> tuple[list[dict], dict[str, float]]:
+    """Findings as JSON objects, with the default rules (select=None) or the given selection,
+    and the run's wall and CPU (user + system) seconds."""
     selection = ["--select", select] if select else []
-    return json.loads(_torchlint([*selection, *notebook_exclusion(notebooks), "--output-format", "json",
-                                  "--no-cache", "--jobs", "1", "--exit-zero", *map(str, paths)]))
+    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    out = _torchlint([*selection, *notebook_exclusion(notebooks), "--output-format", "json",
+                      "--no-cache", "--jobs", "1", "--exit-zero", *map(str, paths)])
+    wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return json.loads(out), {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
 
 
 def linted_files(paths: list[Path], notebooks: str) -> set[Path]:
@@ -372,8 +400,8 @@ def project_of(filename: str, root: Path) -> str:
     return Path(filename).resolve().relative_to(root.resolve()).parts[0]
 
 
-def report(root: Path, per_project: bool, json_dir: Path | None, notebooks: str) -> None:
-    projects = check_root(root)
+def report(root: Path, set_name: str, per_project: bool, json_dir: Path | None, notebooks: str) -> None:
+    projects = check_root(root, SETS[set_name][0])
     dirs = [root / p.name for p in projects]
     linted = linted_files(dirs, notebooks)
     suffix = ".py" if notebooks == "converted" else (".py", ".ipynb")
@@ -382,14 +410,32 @@ def report(root: Path, per_project: bool, json_dir: Path | None, notebooks: str)
     py_files = Counter(project_of(str(p), root) for p in linted)
     from_notebooks = sum(1 for p in linted if p.parent.name == NOTEBOOK_DIR or p.suffix == ".ipynb")
     print(f"{len(projects)} projects, {len(linted)} files linted ({from_notebooks} notebooks, {notebooks})")
-    for skipped in sorted(on_disk - linted):  # torchlint's default excludes (`dist`, `build`, ...)
-        print(f"  not linted (default excludes): {skipped.relative_to(root.resolve())}")
+    not_linted = sorted(str(p.relative_to(root.resolve())) for p in on_disk - linted)
+    for skipped in not_linted:  # torchlint's default excludes (`dist`, `build`, ...)
+        print(f"  not linted (default excludes): {skipped}")
     print()
-    runs = {"default": lint(dirs, None, notebooks), "ALL": lint(dirs, "ALL", notebooks)}
+    (default, default_time), (every, every_time) = lint(dirs, None, notebooks), lint(dirs, "ALL", notebooks)
+    runs = {"default": default, "ALL": every}
+    timing = {"default": default_time, "ALL": every_time}
+    for label, took in timing.items():
+        print(f"lint {label}: {took['wall_s']:.1f} s wall, {took['cpu_s']:.1f} s CPU (1 job, no cache)")
+    # A file torchlint could not read or parse, and a crash inside a rule, are findings too.
+    unread = [f for f in every if f["code"] in ("TL000", "TL020")]
+    by_file = Counter((f["code"], str(Path(f["filename"]).resolve().relative_to(root.resolve()))) for f in unread)
+    for (code, name), n in sorted(by_file.items()):
+        print(f"  {code} {name}{f' ({n} cells)' if n > 1 else ''}")
+    print()
     if json_dir:
         json_dir.mkdir(parents=True, exist_ok=True)
         for label, findings in runs.items():
             (json_dir / f"findings-{label}.json").write_text(json.dumps(findings, indent=1))
+        meta = {"set": set_name, "root": str(root.resolve()), "notebooks": notebooks, "timing": timing,
+                "not_linted": not_linted, "unreadable": unread, "not_prepared": {
+                    p.name: json.loads(m.read_text()) for p in projects
+                    if (m := root / p.name / SKIPPED_MARKER).is_file() and m.read_text().strip() != "[]"},
+                "projects": [{"name": p.name, "source": p.source.describe(), "category": p.category,
+                              "subdirs": list(p.subdirs), "files": py_files[p.name]} for p in projects]}
+        (json_dir / "report.json").write_text(json.dumps(meta, indent=1))
     names = {f["code"]: f["name"] for findings in runs.values() for f in findings}
     counts = {label: Counter(f["code"] for f in findings) for label, findings in runs.items()}
     files_hit: dict[str, defaultdict[str, set[str]]] = {label: defaultdict(set) for label in runs}
@@ -410,32 +456,38 @@ def report(root: Path, per_project: bool, json_dir: Path | None, notebooks: str)
         for p in projects:
             found = by_project[p.name]
             detail = ", ".join(f"{c} {n}" for c, n in sorted(found.items()))
-            print(f"  {p.name:<28}{py_files[p.name]:>5} files {sum(found.values()):>5}  {detail}")
+            print(f"  {p.name:<28}{p.category:<10}{py_files[p.name]:>5} files {sum(found.values()):>5}  {detail}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--set", dest="set_name", choices=sorted(SETS), default="issue9",
+                        help="which corpus (default issue9); may also follow the subcommand")
     sub = parser.add_subparsers(dest="command", required=True)
     prep = sub.add_parser("prepare", help="assemble the corpus under --root")
     prep.add_argument("--root", type=Path, required=True)
     prep.add_argument("--mirrors", type=Path, help="directory holding git clones of the GitHub projects")
     prep.add_argument("--only", default="", help="comma-separated project names")
-    rep = sub.add_parser("report", help="per-rule counts over the corpus")
+    for subparser in (prep, rep := sub.add_parser("report", help="per-rule counts over the corpus"),
+                      sub.add_parser("list", help="print the pinned projects")):
+        subparser.add_argument("--set", dest="set_name", choices=sorted(SETS), default=argparse.SUPPRESS)
     rep.add_argument("--root", type=Path, required=True)
     rep.add_argument("--per-project", action="store_true")
-    rep.add_argument("--json-dir", type=Path, help="also write the raw JSON findings here")
-    rep.add_argument("--notebooks", choices=("converted", "native"), default="converted",
-                     help="lint the _nb/ conversions (default; any torchlint) or the .ipynb files themselves")
-    sub.add_parser("list", help="print the pinned projects")
+    rep.add_argument("--json-dir", type=Path, help="also write the raw JSON findings and report.json here")
+    rep.add_argument("--notebooks", choices=("converted", "native"),
+                     help="lint the _nb/ conversions (any torchlint) or the .ipynb files themselves "
+                          "(default: the set's, converted for issue9, native for heldout-2026-12)")
     args = parser.parse_args()
+    projects, notebooks = SETS[args.set_name]
     if args.command == "list":
-        for p in PROJECTS:
-            print(f"{p.name:<28}{p.source.describe()}  {' '.join(p.subdirs) or '(whole tree)'}")
+        for p in projects:
+            print(f"{p.name:<32}{p.category:<10}{p.source.describe()}  {' '.join(p.subdirs) or '(whole tree)'}")
     elif args.command == "prepare":
         args.root.mkdir(parents=True, exist_ok=True)
-        prepare(args.root, args.mirrors or args.root / "_mirrors", [n for n in args.only.split(",") if n])
+        prepare(args.root, args.mirrors or args.root / "_mirrors", [n for n in args.only.split(",") if n],
+                projects)
     else:
-        report(args.root, args.per_project, args.json_dir, args.notebooks)
+        report(args.root, args.set_name, args.per_project, args.json_dir, args.notebooks or notebooks)
 
 
 if __name__ == "__main__":
