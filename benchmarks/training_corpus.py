@@ -1,18 +1,17 @@
-"""Corpora of training-heavy PyTorch code and per-rule finding counts on them. Two sets:
-`issue9` (the default: the 24 repositories named in issue 9: tutorials, training loops,
-notebooks, distributed launchers) and `heldout-2026-12` (45 projects the rules were never tuned
-on, pinned in heldout_corpus.py, for the triage of issue 18).
-
-Model zoos (corpus.py) have few training loops, so the loop, data-loading and DDP rules need
-this corpus to meet real code. Nothing here is committed: `prepare` assembles it under --root.
+"""Corpora of training-heavy PyTorch code and per-rule finding counts on them: `--set issue9`
+(the default; the 24 repositories of issue 9: tutorials, training loops, notebooks, DDP
+launchers) or `--set heldout-2026-12` (54 projects the rules were never tuned on, pinned in
+heldout_corpus.py, for issue 18's triage). Model zoos (corpus.py) have few training loops.
+Nothing here is committed: `prepare` assembles a set under --root.
 
     python benchmarks/training_corpus.py prepare --root /work/corpus --mirrors /work/.mirror
     python benchmarks/training_corpus.py report  --root /work/corpus [--per-project] [--json-dir DIR]
     python benchmarks/training_corpus.py prepare --set heldout-2026-12 --root /work/corpus2 --mirrors /work/.mirror
     python benchmarks/training_corpus.py report  --set heldout-2026-12 --root /work/corpus2 --json-dir DIR
 
-`--json-dir` also writes report.json (the set, each project's pin and category, files linted,
-lint wall and CPU time, TL000/TL020 findings): benchmarks/triage_packets.py reads it.
+`--json-dir` also writes report.json (the set, the torchlint commit, each project's pin and
+category, files linted, lint wall and CPU time, TL000/TL020 findings, files `prepare` could not
+bring, listed in `<project>/.corpus-skipped.json`): benchmarks/triage_packets.py reads it.
 
 Sources, pinned in PROJECTS below:
 - PyPI: pip downloads the sdist (the wheel where an sdist is absent or cannot be prepared),
@@ -29,7 +28,7 @@ Layout under --root: `<project>/` holds exactly the linted subtree plus `.corpus
 which reads only .py, sees them. `report` runs the torchlint CLI found on sys.path (run it with
 PYTHONPATH=<worktree> to measure a branch) twice: default rules and --select ALL, one job, on
 one copy of each notebook (`--notebooks converted`, the default for `issue9`, or `native`, the
-default for `heldout-2026-12`: torchlint reads .ipynb itself since issue 12).
+default for `heldout-2026-12`). Run it from the worktree: `-m` also finds a torchlint/ in the cwd.
 """
 
 from __future__ import annotations
@@ -396,6 +395,14 @@ def linted_files(paths: list[Path], notebooks: str) -> set[Path]:
     return {Path(line).resolve() for line in listing.splitlines() if line}
 
 
+def torchlint_revision() -> str:
+    """The version and checkout commit of the torchlint that `_torchlint` runs (a child, like it)."""
+    code = "import torchlint, pathlib; print(torchlint.__version__, pathlib.Path(torchlint.__file__).parent)"
+    version, where = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
+    commit = subprocess.run(["git", "-C", where, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return f"{version} ({commit.stdout.strip() or 'not a git checkout'})"
+
+
 def project_of(filename: str, root: Path) -> str:
     return Path(filename).resolve().relative_to(root.resolve()).parts[0]
 
@@ -414,13 +421,12 @@ def report(root: Path, set_name: str, per_project: bool, json_dir: Path | None, 
     for skipped in not_linted:  # torchlint's default excludes (`dist`, `build`, ...)
         print(f"  not linted (default excludes): {skipped}")
     print()
-    (default, default_time), (every, every_time) = lint(dirs, None, notebooks), lint(dirs, "ALL", notebooks)
-    runs = {"default": default, "ALL": every}
-    timing = {"default": default_time, "ALL": every_time}
-    for label, took in timing.items():
-        print(f"lint {label}: {took['wall_s']:.1f} s wall, {took['cpu_s']:.1f} s CPU (1 job, no cache)")
+    runs, timing = {}, {}
+    for label, select in (("default", None), ("ALL", "ALL")):
+        runs[label], timing[label] = lint(dirs, select, notebooks)
+        print(f"lint {label}: {timing[label]['wall_s']:.1f} s wall, {timing[label]['cpu_s']:.1f} s CPU (1 job)")
     # A file torchlint could not read or parse, and a crash inside a rule, are findings too.
-    unread = [f for f in every if f["code"] in ("TL000", "TL020")]
+    unread = [f for f in runs["ALL"] if f["code"] in ("TL000", "TL020")]
     by_file = Counter((f["code"], str(Path(f["filename"]).resolve().relative_to(root.resolve()))) for f in unread)
     for (code, name), n in sorted(by_file.items()):
         print(f"  {code} {name}{f' ({n} cells)' if n > 1 else ''}")
@@ -429,10 +435,11 @@ def report(root: Path, set_name: str, per_project: bool, json_dir: Path | None, 
         json_dir.mkdir(parents=True, exist_ok=True)
         for label, findings in runs.items():
             (json_dir / f"findings-{label}.json").write_text(json.dumps(findings, indent=1))
-        meta = {"set": set_name, "root": str(root.resolve()), "notebooks": notebooks, "timing": timing,
+        meta = {"set": set_name, "root": str(root.resolve()), "torchlint": torchlint_revision(),
+                "notebooks": notebooks, "timing": timing,
                 "not_linted": not_linted, "unreadable": unread, "not_prepared": {
                     p.name: json.loads(m.read_text()) for p in projects
-                    if (m := root / p.name / SKIPPED_MARKER).is_file() and m.read_text().strip() != "[]"},
+                    if (m := root / p.name / SKIPPED_MARKER).is_file() and json.loads(m.read_text())},
                 "projects": [{"name": p.name, "source": p.source.describe(), "category": p.category,
                               "subdirs": list(p.subdirs), "files": py_files[p.name]} for p in projects]}
         (json_dir / "report.json").write_text(json.dumps(meta, indent=1))
@@ -474,9 +481,8 @@ def main() -> None:
     rep.add_argument("--root", type=Path, required=True)
     rep.add_argument("--per-project", action="store_true")
     rep.add_argument("--json-dir", type=Path, help="also write the raw JSON findings and report.json here")
-    rep.add_argument("--notebooks", choices=("converted", "native"),
-                     help="lint the _nb/ conversions (any torchlint) or the .ipynb files themselves "
-                          "(default: the set's, converted for issue9, native for heldout-2026-12)")
+    rep.add_argument("--notebooks", choices=("converted", "native"), help="lint the _nb/ conversions (any "
+                     "torchlint) or the .ipynb files (default: converted for issue9, native for heldout-2026-12)")
     args = parser.parse_args()
     projects, notebooks = SETS[args.set_name]
     if args.command == "list":
@@ -484,8 +490,7 @@ def main() -> None:
             print(f"{p.name:<32}{p.category:<10}{p.source.describe()}  {' '.join(p.subdirs) or '(whole tree)'}")
     elif args.command == "prepare":
         args.root.mkdir(parents=True, exist_ok=True)
-        prepare(args.root, args.mirrors or args.root / "_mirrors", [n for n in args.only.split(",") if n],
-                projects)
+        prepare(args.root, args.mirrors or args.root / "_mirrors", [n for n in args.only.split(",") if n], projects)
     else:
         report(args.root, args.set_name, args.per_project, args.json_dir, args.notebooks or notebooks)
 

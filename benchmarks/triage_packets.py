@@ -157,7 +157,8 @@ def write_packets(json_dir: Path, out: Path, docs: Path, seed: int, full_limit: 
 def index(meta: dict, rows: list, runs: dict[str, list[dict]], root: Path) -> str:
     timing = meta["timing"]
     lines = [f"# Triage packets: corpus `{meta['set']}`\n",
-             f"{len(meta['projects'])} projects, {sum(p['files'] for p in meta['projects'])} files linted "
+             f"torchlint {meta.get('torchlint', '?')}; {len(meta['projects'])} projects, "
+             f"{sum(p['files'] for p in meta['projects'])} files linted "
              f"(notebooks: {meta['notebooks']}). Lint, 1 job, no cache: default rules "
              f"{timing['default']['wall_s']} s wall / {timing['default']['cpu_s']} s CPU; --select ALL "
              f"{timing['ALL']['wall_s']} s wall / {timing['ALL']['cpu_s']} s CPU.\n",
@@ -174,8 +175,8 @@ def index(meta: dict, rows: list, runs: dict[str, list[dict]], root: Path) -> st
     per_project: dict[str, Counter] = defaultdict(Counter)
     for f in runs["ALL"]:
         per_project[Path(f["filename"]).resolve().relative_to(root).parts[0]][f["code"]] += 1
-    lines += ["## Projects (--select ALL findings)\n", "| project | category | source | subtree | files | findings | by rule |",
-              "|---|---|---|---|---|---|---|"]
+    lines += ["## Projects (--select ALL findings)\n",
+              "| project | category | source | subtree | files | findings | by rule |", "|---|---|---|---|---|---|---|"]
     for p in meta["projects"]:
         found = per_project[p["name"]]
         detail = ", ".join(f"{c} {n}" for c, n in sorted(found.items()))
