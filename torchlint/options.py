@@ -184,7 +184,8 @@ OPTIONS: tuple[Option, ...] = (
        _list),
     _o("extend-fixable", "list", [], "Rules whose fixes may be applied, in addition to `fixable`.",
        "extend-fixable = []", _list),
-    _o("per-file-ignores", "table", {}, "Glob = [codes]: rules not to run on the files a glob matches.", "", _table),
+    _o("per-file-ignores", "table", {}, "Glob = [codes]: rules not to run on the files a glob matches.",
+       '[tool.torchlint.per-file-ignores]\n"tests/*" = ["TL1"]', _table),
     _o("options", "table", {}, "Per-rule options: [tool.torchlint.options.<rule name or code>].", "", _table),
 )
 OPTIONS_BY_KEY = {option.key: option for option in OPTIONS}
@@ -223,4 +224,46 @@ class CliOverrides:
 
     def given(self) -> frozenset[str]:
         """Config keys whose value the command line gives."""
-        return frozenset(option.key for attr, option in self._FIELDS.items() if getattr(self, attr) is not None)
+        return frozenset(option.key for attr, option in self._FIELDS.items() if getattr(self, attr) not in (None, []))
+
+
+# -- what the table generates besides the checks: docs and the JSON schema -------------------
+
+def toml_example() -> str:
+    """The README's `[tool.torchlint]` example: one line per option, then the sub-tables."""
+    keys = [option.example for option in OPTIONS if option.example and option.kind != "table"]
+    tables = [option.example for option in OPTIONS if option.example and option.kind == "table"]
+    return "\n\n".join(["[tool.torchlint]\n" + "\n".join(keys), *tables]) + "\n"
+
+
+def _schema_type(option: Option) -> dict[str, Any]:
+    strings = {"type": "array", "items": {"type": "string"}}
+    if option.kind == "list":
+        return strings
+    if option.kind == "bool":
+        return {"type": "boolean"}
+    if option.kind == "path":
+        return {"type": "string", "minLength": 1}
+    if option.kind == "version":
+        return {"type": "string", "pattern": _TORCH_VERSION_RE.pattern}
+    if option.kind == "size":
+        return {"anyOf": [{"type": "string", "pattern": r"^\s*[0-9.]+\s*([KkMmGg][Ii]?)?[Bb]?\s*$"},
+                          {"type": "integer", "minimum": 1, "maximum": option.ceiling}]}
+    if option.kind in ("int", "seconds"):
+        return {"type": "integer" if option.kind == "int" else "number", "minimum": option.minimum,
+                "maximum": option.ceiling}
+    values = strings if option.key == "per-file-ignores" else {"type": "object"}
+    return {"type": "object", "additionalProperties": values}
+
+
+def json_schema() -> dict[str, Any]:
+    """A JSON schema for the `[tool.torchlint]` table (or a torchlint.toml), for editors."""
+    properties = {}
+    for option in OPTIONS:
+        prop = {"description": option.help, **_schema_type(option)}
+        if option.default is not None and option.kind not in ("table", "size"):
+            prop["default"] = option.default
+        properties[option.key] = prop
+    return {"$schema": "http://json-schema.org/draft-07/schema#", "title": "torchlint settings",
+            "description": "[tool.torchlint] in pyproject.toml, or the top level of torchlint.toml",
+            "type": "object", "additionalProperties": False, "properties": properties}
