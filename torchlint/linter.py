@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -38,6 +38,8 @@ class FileTask:
     data: Optional[bytes] = None  # stdin content
     max_bytes: int = DEFAULT_MAX_FILE_SIZE  # larger files are reported, not read
     lint_timeout: Optional[float] = DEFAULT_LINT_TIMEOUT  # CPU seconds; a slower file becomes one TL000
+    fixable: frozenset[str] = frozenset()  # codes whose fixes the file's settings apply (empty: no fixing)
+    unsafe_fixes: bool = False
 
 
 @dataclass
@@ -149,7 +151,7 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
                     continue
             assert data is not None
             record = (settings, digest or content_hash(data), stat)
-            task = FileTask(task.path, task.display, task.codes, task.options, data, task.max_bytes, task.lint_timeout)
+            task = replace(task, data=data)
         todo.append((i, task, record))
 
     workers = min(jobs or os.cpu_count() or 1, max(1, len(todo) // MIN_FILES_PER_WORKER))
