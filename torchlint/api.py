@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from torchlint.cache import CACHE_DIR_NAME, Cache
 from torchlint.cache import refusal as cache_refusal
 from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, ConfigResolver, Settings
-from torchlint.diagnostics import Finding
+from torchlint.checker import RuleError
+from torchlint.diagnostics import Finding, syntax_error_finding
 from torchlint.files import Discovery, display_path
-from torchlint.linter import FileResult, FileTask, load_source, run_tasks
+from torchlint.linter import FileResult, FileTask, lint_findings, load_source, rule_classes_for, run_tasks
+from torchlint.notebook import Notebook, lint_cells
 from torchlint.project_root import project_root
+from torchlint.rules.registry import SYNTAX_ERROR
 from torchlint.safe_io import format_size, printable
 
 if TYPE_CHECKING:
@@ -282,3 +286,59 @@ def write_output_file(path: str, text: str, roots: list[Path]) -> None:
         raise CheckError(f"--output-file {printable(path)}: {exc}") from None
     except OSError as exc:
         raise CheckError(f"--output-file {printable(path)}: {exc.strerror or exc}") from None
+
+
+# -- editors: one in-memory document, linted as `check` would lint that file ------------------
+
+@lru_cache(maxsize=8)
+def document_resolver(cwd: Path) -> ConfigResolver:
+    """One resolver per working directory, reused across documents (it caches config files)."""
+    return ConfigResolver(CliOverrides(), cwd=cwd)
+
+
+def config_error_finding(path: str, error: ConfigError) -> Finding:
+    return syntax_error_finding(path, f"torchlint configuration error: {error}", 1, 1)
+
+
+def rule_error_finding(path: str, error: RuleError) -> Finding:
+    return syntax_error_finding(path, f"torchlint {error.describe()}", 1, 1)
+
+
+def document_task(path: Path, display: str, resolver: Optional[ConfigResolver], data: bytes = b"") -> FileTask:
+    """The task `check` would make for `path` (raises ConfigError). No CPU budget: an editor
+    lints one document at a time, on its own schedule."""
+    settings = (resolver or document_resolver(Path.cwd().resolve())).for_file(path)
+    return replace(task_for(path, display, settings, data), lint_timeout=None)
+
+
+def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = None,
+                  display: Optional[str] = None) -> list[Finding]:
+    """Findings for `data` as the contents of `path` (which need not exist on disk yet),
+    with the rules and options the CLI would use for that path. A configuration error
+    becomes one finding on line 1, so an editor shows it instead of going quiet; an error
+    outside a rule propagates (the face reports it)."""
+    display = display or str(path)
+    try:
+        task = document_task(path, display, resolver, data)
+    except ConfigError as exc:
+        return [config_error_finding(display, exc)]
+    rule_errors: list[RuleError] = []
+    findings = lint_findings(task, data, rule_errors)
+    # A failing rule costs its own findings only: the editor shows one line saying so.
+    return [f for f in findings if f.code in task.codes] + [rule_error_finding(display, e) for e in rule_errors]
+
+
+def lint_notebook_cells(path: Path, notebook: Notebook, resolver: Optional[ConfigResolver] = None) -> list[Finding]:
+    """Findings for an open notebook's code cells, configured as the CLI would configure
+    the .ipynb at `path`. A configuration error is reported on the first code cell."""
+    try:
+        task = document_task(path, notebook.path, resolver)
+    except ConfigError as exc:
+        error = config_error_finding(notebook.path, exc)
+        return [replace(error, cell=notebook.cells[0].number)] if notebook.cells else []
+    rule_errors: list[RuleError] = []
+    findings = lint_cells(notebook, rule_classes_for(task.codes), options={c: dict(v) for c, v in task.options},
+                          parse_all=SYNTAX_ERROR.code in task.codes, rule_errors=rule_errors)
+    first_cell = notebook.cells[0].number if notebook.cells else None
+    return [f for f in findings if f.code in task.codes] + [
+        replace(rule_error_finding(notebook.path, e), cell=first_cell) for e in rule_errors]

@@ -68,23 +68,29 @@ def lint_bytes(task: FileTask, data: bytes) -> FileResult:
         return FileResult(task.display, [f] if SYNTAX_ERROR.code in task.codes else [], parse_error=f, timed_out=True)
 
 
+def lint_findings(task: FileTask, data: bytes, rule_errors: list[RuleError]) -> list[Finding]:
+    """Every finding of one file's bytes under its task's rules and options, before the filter
+    by code (the parse error is among them); a failing rule adds to `rule_errors`. Errors
+    outside a rule propagate. The CLI's files and the editors' documents both come here."""
+    classes = rule_classes_for(task.codes)
+    options = {code: dict(values) for code, values in task.options}
+    parse_all = SYNTAX_ERROR.code in task.codes
+    if not notebook.is_notebook(task.display):
+        return check_source(task.display, data, classes, options=options, parse_all=parse_all,
+                            rule_errors=rule_errors)
+    # The notebook's code, not its JSON, is held to max-file-size.
+    findings = notebook.lint_notebook(task.display, data, classes, options=options, parse_all=parse_all,
+                                      rule_errors=rule_errors, max_code_bytes=task.max_bytes)
+    for f in findings:  # fix edits address the cells' joined source, not the notebook's JSON
+        f.fix = None
+    return findings
+
+
 def _lint_bytes(task: FileTask, data: bytes) -> FileResult:
     result = FileResult(task.display)
     try:
-        classes = rule_classes_for(task.codes)
-        options = {code: dict(values) for code, values in task.options}
         rule_errors: list[RuleError] = []
-        is_notebook = notebook.is_notebook(task.display)
-        parse_all = SYNTAX_ERROR.code in task.codes
-        if is_notebook:  # the notebook's code, not its JSON, is held to max-file-size
-            findings = notebook.lint_notebook(task.display, data, classes, options=options, parse_all=parse_all,
-                                              rule_errors=rule_errors, max_code_bytes=task.max_bytes)
-        else:
-            findings = check_source(task.display, data, classes, options=options, parse_all=parse_all,
-                                    rule_errors=rule_errors)
-        if is_notebook:  # fix edits address the cells' joined source, not the notebook's JSON
-            for f in findings:
-                f.fix = None
+        findings = lint_findings(task, data, rule_errors)
         if rule_errors:
             # One line per failing rule; the file's other findings are kept.
             result.internal_error = "\nerror: ".join(e.describe() for e in rule_errors)

@@ -120,13 +120,7 @@ def run_command(opts: RunOptions, write_output: Callable[[str, str, list[Path]],
         tasks.append(FileTask(path=str(cwd / path), display=path, codes=frozenset()))
 
     text = render_report(opts.output_format, findings, Sources(tasks), report.parse_errors, cwd, False, opts.quiet)
-    # The program owns stdout (and its stderr is untouched): the report goes to stderr or a file.
-    if opts.output_file:
-        write_output(opts.output_file, text, [cwd, project_root(cwd)])
-    elif opts.output_format in COMMAND_FORMATS:
-        write_commands(text, err=True)
-    elif text:
-        click.echo(text, nl=False, err=True)
+    _emit(opts, text, cwd, write_output)
     if not opts.quiet:
         click.echo(_status(opts, outcome, obs, cwd), err=True)
         if stopped:
@@ -137,6 +131,16 @@ def run_command(opts: RunOptions, write_output: Callable[[str, str, list[Path]],
                      any(f.runtime and f.runtime["verdict"] == "confirmed" for f in findings) and not opts.exit_zero)
     if code:
         raise click.exceptions.Exit(code)
+
+
+def _emit(opts: RunOptions, text: str, cwd: Path, write_output: Callable[[str, str, list[Path]], None]) -> None:
+    """The program owns stdout (and its stderr is untouched): the report goes to stderr or a file."""
+    if opts.output_file:
+        write_output(opts.output_file, text, [cwd, project_root(cwd)])
+    elif opts.output_format in COMMAND_FORMATS:
+        write_commands(text, err=True)
+    elif text:
+        click.echo(text, nl=False, err=True)
 
 
 def exit_code(outcome: Outcome, budget_reached: bool, lint_failed: bool, confirmed: bool) -> int:
