@@ -72,6 +72,8 @@ def test_every_flag_in_the_table_is_an_option_of_check() -> None:
     for option in OPTIONS:
         if option.key != "cache-dir":  # --cache-dir picks the cache, which is no per-file setting (cli.py)
             assert (f"--{option.key}" in flags) == option.flag, option.key
+    helps = {opt: param.help for param in check.params for opt in param.opts}
+    assert all(helps[f"--{o.key}"] == o.flag_help and o.flag_help for o in OPTIONS if o.flag)
     # Command-line-only settings are not config keys: a config can never set them.
     assert "--verify-unsandboxed" in flags and "verify-unsandboxed" not in KNOWN_KEYS
 

@@ -7,15 +7,14 @@ import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import click
 
 from torchlint import __version__, api
-from torchlint.budget import MIN_LINT_TIMEOUT
 from torchlint.config import CliOverrides, ConfigError, check_torch_version
 from torchlint.diagnostics import Finding
-from torchlint.options import OPTIONS
+from torchlint.options import OPTIONS, OPTIONS_BY_KEY
 from torchlint.output import FORMATS, ROOT_RELATIVE_FORMATS
 from torchlint.output.ci_safe import COMMAND_FORMATS, finish_streams, guarded_streams, raw_streams, write_commands
 from torchlint.output.color import CHOICES as COLOR_CHOICES, Palette, use_color
@@ -85,16 +84,25 @@ def _output_failed(exc: BaseException) -> int:
     return EXIT_ERROR
 
 
-def _finite_seconds(ctx: click.Context, param: click.Parameter, value: Optional[float]) -> Optional[float]:
-    if value is not None and not (1 <= value <= 86_400):  # also false for nan
-        raise click.BadParameter("give a number of seconds between 1 and 86400")
-    return value
+def settings_flag(key: str) -> Callable[[Any], Any]:
+    """`--KEY` on `check`, as its row of the option table declares it (torchlint/options.py)."""
+    option = OPTIONS_BY_KEY[key]
+    if option.kind == "bool":
+        return click.option(f"--{key}/--no-{key}", option.attr, default=None, help=option.flag_help)
+    kwargs: dict[str, Any] = {}
+    if option.kind == "int":
+        kwargs["type"] = click.IntRange(min=int(option.minimum or 0))
+    elif option.kind == "seconds":
+        kwargs.update(type=float, callback=_seconds_from(option.minimum or 0))
+    return click.option(f"--{key}", default=None, help=option.flag_help, **kwargs)
 
 
-def _lint_seconds(ctx: click.Context, param: click.Parameter, value: Optional[float]) -> Optional[float]:
-    if value is not None and not (MIN_LINT_TIMEOUT <= value <= 86_400):  # also false for nan
-        raise click.BadParameter(f"give a number of seconds between {MIN_LINT_TIMEOUT:g} and 86400")
-    return value
+def _seconds_from(minimum: float) -> Callable[[click.Context, click.Parameter, Optional[float]], Optional[float]]:
+    def check(ctx: click.Context, param: click.Parameter, value: Optional[float]) -> Optional[float]:
+        if value is not None and not (minimum <= value <= 86_400):  # also false for nan
+            raise click.BadParameter(f"give a number of seconds between {minimum:g} and 86400")
+        return value
+    return check
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -105,9 +113,9 @@ def main() -> None:
 
 @main.command(short_help="Check files or directories for PyTorch pitfalls.")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@click.option("--select", help="Comma-separated rule codes or prefixes to enable (TL1, TL101, ALL); replaces the default set.")
-@click.option("--extend-select", help="Rule codes or prefixes to enable in addition to the selected ones.")
-@click.option("--ignore", help="Rule codes or prefixes to disable.")
+@settings_flag("select")
+@settings_flag("extend-select")
+@settings_flag("ignore")
 @click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file.")
 @click.option("--statistics", is_flag=True,
@@ -115,10 +123,10 @@ def main() -> None:
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="Use this config file for every file.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
-@click.option("--exclude", help="Comma-separated globs to exclude (replaces the default excludes).")
-@click.option("--extend-exclude", help="Comma-separated globs to exclude in addition.")
+@settings_flag("exclude")
+@settings_flag("extend-exclude")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to paths passed explicitly too (for pre-commit).")
-@click.option("--respect-gitignore/--no-respect-gitignore", default=None, help="Skip files that .gitignore ignores (default: on).")
+@settings_flag("respect-gitignore")
 @click.option("--stdin-filename", help="The name of the file when passing source on stdin with `-`.")
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
@@ -132,29 +140,23 @@ def main() -> None:
 @click.option("--verify", is_flag=True, help="Run a probe for each finding under the installed torch (needs torchlint[verify]).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
               help="Where --verify runs probes: auto = CPU, plus CUDA when available.")
-@click.option("--max-file-size", help="Skip (and report) files larger than this, e.g. 5MB (default: 5 MiB).")
-@click.option("--lint-timeout", type=float, callback=_lint_seconds, default=None,
-              help="CPU seconds one file may take to lint; a slower file is reported as TL000 and skipped "
-                   "(default 60; config: lint-timeout, which can only lower it).")
-@click.option("--verify-timeout", type=float, callback=_finite_seconds, default=None,
-              help="Seconds one probe may run before it counts as an error (default 120; config: verify-timeout).")
-@click.option("--verify-memory", type=click.IntRange(min=256), default=None,
-              help="MiB the --verify worker's processes may use together (default 2048; config: verify-memory).")
-@click.option("--verify-budget", type=float, callback=_finite_seconds, default=None,
-              help="Seconds all of --verify may take; findings left then are skipped (default 900; config: verify-budget).")
+@settings_flag("max-file-size")
+@settings_flag("lint-timeout")
+@settings_flag("verify-timeout")
+@settings_flag("verify-memory")
+@settings_flag("verify-budget")
 @click.option("--verified-only", is_flag=True, help="With --verify: keep only findings whose verdict is confirmed.")
 @click.option("--verify-unsandboxed", is_flag=True,
               help="With --verify: run the checked code even where the OS sandbox cannot be set up. Only for code "
                    "you trust; no config file can set this.")
 @click.option("--show-sandbox", is_flag=True, help="Print the --verify sandbox layers this machine provides, then exit.")
-@click.option("--fix/--no-fix", "fix", default=None, help="Apply fixes (default: the `fix` config key, off).")
-@click.option("--unsafe-fixes/--no-unsafe-fixes", "unsafe_fixes", default=None,
-              help="Also apply fixes marked unsafe (they may change behaviour; see each rule's Fix safety).")
+@settings_flag("fix")
+@settings_flag("unsafe-fixes")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff instead of writing them; exit 1 if there are any.")
 @click.option("--fix-only", is_flag=True, help="Apply fixes and report nothing else (exit 0 unless an error occurs).")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file and rule.")
 @click.option("--add-noqa", is_flag=True, help="Append `# noqa: TLxxx` to the line of every finding.")
-@click.option("--torch-version", help='The oldest torch the code must run on ("2.4"): decides what the TL9xx migration rules call deprecated.')
+@settings_flag("torch-version")
 def check(paths: tuple[str, ...], **options: Any) -> None:
     """Check PATHS (files or directories; default: .) for PyTorch pitfalls."""
     o = SimpleNamespace(**options)

@@ -50,6 +50,7 @@ class Option:
     example: str  # the README example's line, `key = value  # comment` ("" for none)
     validate: Validator  # config value -> checked value (raises ConfigError saying what to change)
     flag: bool = False  # whether `--<key>` exists (on `check`), overriding the config
+    flag_help: str = ""  # the flag's --help text
     ceiling: Optional[float] = None  # a security limit: a config may only lower it
     minimum: Optional[float] = None
 
@@ -140,44 +141,61 @@ SECONDS = "a number of seconds"
 # In the order the README's example shows them (and in which a config file is checked).
 OPTIONS: tuple[Option, ...] = (
     _o("select", "list", None, "Rule codes or prefixes to enable (TL1, TL101, ALL); replaces the default set.",
-       'select = ["TL"]            # default: every rule that is on by default', _list, flag=True),
+       'select = ["TL"]            # default: every rule that is on by default', _list, flag=True,
+       flag_help="Comma-separated rule codes or prefixes to enable (TL1, TL101, ALL); replaces the default set."),
     _o("extend-select", "list", [], "Rule codes or prefixes to enable in addition to the selected ones.",
-       'extend-select = ["TL207"]', _list, flag=True),
-    _o("ignore", "list", [], "Rule codes or prefixes to disable.", 'ignore = ["TL501"]', _list, flag=True),
+       'extend-select = ["TL207"]', _list, flag=True,
+       flag_help="Rule codes or prefixes to enable in addition to the selected ones."),
+    _o("ignore", "list", [], "Rule codes or prefixes to disable.", 'ignore = ["TL501"]', _list, flag=True,
+       flag_help="Rule codes or prefixes to disable."),
     _o("exclude", "list", list(DEFAULT_EXCLUDES), "Globs to exclude (replaces the default excludes).", "",
-       _list, flag=True),
+       _list, flag=True,
+       flag_help="Comma-separated globs to exclude (replaces the default excludes)."),
     _o("extend-exclude", "list", [], "Globs to exclude in addition.", 'extend-exclude = ["generated/"]', _list,
-       flag=True),
+       flag=True,
+       flag_help="Comma-separated globs to exclude in addition."),
     _o("respect-gitignore", "bool", True, "Skip files that .gitignore ignores.", "respect-gitignore = true", _bool,
-       flag=True),
+       flag=True,
+       flag_help="Skip files that .gitignore ignores (default: on)."),
     _o("max-file-size", "size", "5MB", "Skip (and report) files larger than this, e.g. 5MB; a config can only "
        "lower it.", 'max-file-size = "5MB"      # larger files are reported (TL000), not read (notebooks: 10x for '
-       'outputs; code cells: 1x)', _size, flag=True, ceiling=DEFAULT_MAX_FILE_SIZE),
+       'outputs; code cells: 1x)', _size, flag=True,
+       flag_help="Skip (and report) files larger than this, e.g. 5MB (default: 5 MiB).",
+       ceiling=DEFAULT_MAX_FILE_SIZE),
     _o("lint-timeout", "seconds", DEFAULT_LINT_TIMEOUT, "CPU seconds one file may take to lint; a config can only "
        "lower it.", "lint-timeout = 60          # CPU seconds per file; a slower file is reported (TL000), not "
-       "linted (config can only lower it)", _number(float, SECONDS), flag=True, ceiling=DEFAULT_LINT_TIMEOUT,
+       "linted (config can only lower it)", _number(float, SECONDS), flag=True,
+       flag_help="CPU seconds one file may take to lint; a slower file is reported as TL000 and skipped "
+       "(default 60; config: lint-timeout, which can only lower it).", ceiling=DEFAULT_LINT_TIMEOUT,
        minimum=MIN_LINT_TIMEOUT),
     _o("cache-dir", "path", ".torchlint_cache", "Cache directory, relative to the config file.",
        'cache-dir = ".torchlint_cache"', _path),
     _o("verify-memory", "int", DEFAULT_VERIFY_MEMORY_MIB, "MiB the --verify worker's processes may use together; "
        "a config can only lower it.", "verify-memory = 2048       # MiB for the --verify worker's process tree",
-       _number(int, "a whole number of MiB"), flag=True, ceiling=DEFAULT_VERIFY_MEMORY_MIB, minimum=256),
+       _number(int, "a whole number of MiB"), flag=True,
+       flag_help="MiB the --verify worker's processes may use together (default 2048; config: verify-memory).",
+       ceiling=DEFAULT_VERIFY_MEMORY_MIB, minimum=256),
     _o("verify-budget", "seconds", DEFAULT_VERIFY_BUDGET, "Seconds all of --verify may take; a config can only "
        "lower it.", "verify-budget = 900        # seconds for all of --verify", _number(float, SECONDS), flag=True,
+       flag_help="Seconds all of --verify may take; findings left then are skipped (default 900; config: verify-budget).",
        ceiling=DEFAULT_VERIFY_BUDGET, minimum=1.0),
     _o("verify-timeout", "seconds", DEFAULT_VERIFY_TIMEOUT, "Seconds one probe may run; a config can only lower it.",
        "verify-timeout = 120       # seconds for one --verify run", _number(float, SECONDS), flag=True,
+       flag_help="Seconds one probe may run before it counts as an error (default 120; config: verify-timeout).",
        ceiling=DEFAULT_VERIFY_TIMEOUT, minimum=1.0),
     _o("torch-version", "version", None, 'The oldest torch the code must run on ("2.4"); unset: the project\'s own '
        "`torch>=X.Y`, else 2.4.", 'torch-version = "2.4"      # oldest torch the code must run on (TL9xx, TL601); '
        "unset: the\n                           # project's own `torch>=X.Y` in pyproject.toml, else 2.4",
-       _version, flag=True),
+       _version, flag=True,
+       flag_help='The oldest torch the code must run on ("2.4"): decides what the TL9xx migration rules call deprecated.'),
     _o("module-bases", "list", [], "Extra base classes whose subclasses are nn.Modules.",
        "module-bases = []          # extra base classes whose subclasses are nn.Modules (beyond\n"
        "                           # Lightning, HF PreTrainedModel, diffusers ModelMixin, timm/torchvision)", _list),
-    _o("fix", "bool", False, "Apply fixes, like --fix.", "fix = false                # like --fix", _bool, flag=True),
+    _o("fix", "bool", False, "Apply fixes, like --fix.", "fix = false                # like --fix", _bool, flag=True,
+       flag_help="Apply fixes (default: the `fix` config key, off)."),
     _o("unsafe-fixes", "bool", False, "Also apply fixes marked unsafe, like --unsafe-fixes.",
-       "unsafe-fixes = false       # like --unsafe-fixes", _bool, flag=True),
+       "unsafe-fixes = false       # like --unsafe-fixes", _bool, flag=True,
+       flag_help="Also apply fixes marked unsafe (they may change behaviour; see each rule's Fix safety)."),
     _o("fixable", "list", ["ALL"], "Rules whose fixes may be applied.",
        'fixable = ["ALL"]          # rules whose fixes may be applied ...', _list),
     _o("unfixable", "list", [], "Rules whose fixes are never applied.", 'unfixable = ["TL701"]      # ... minus these',
