@@ -44,6 +44,7 @@ def test_the_schema_accepts_the_repos_own_config_and_the_readme_example() -> Non
     jsonschema.validate(own, schema)
     example = tomllib.loads(toml_example())["tool"]["torchlint"]
     jsonschema.validate(example, schema)
+    jsonschema.validate({"options": {"data-attribute-mutation": {"skip-initializers": False}}}, schema)
     settings_from_table(None, example, CliOverrides(), ROOT)  # and torchlint itself accepts it
 
 
@@ -51,6 +52,7 @@ def test_the_schema_accepts_the_repos_own_config_and_the_readme_example() -> Non
     {"selekt": ["TL101"]}, {"select": "TL101"}, {"respect-gitignore": "yes"}, {"verify-memory": 4096},
     {"verify-timeout": 0.5}, {"lint-timeout": 1e12}, {"max-file-size": 10**9}, {"torch-version": 2.4},
     {"cache-dir": ""}, {"per-file-ignores": {"a": "TL1"}}, {"verify-unsandboxed": True},
+    {"options": {"data-attribute-mutation": {"skip-initializers": "no"}}}, {"options": {"TL102": {"nope": 1}}},
 ])
 def test_the_schema_and_torchlint_reject_the_same_bad_values(table: dict) -> None:
     with pytest.raises(jsonschema.ValidationError):

@@ -270,8 +270,31 @@ def _schema_type(option: Option) -> dict[str, Any]:
     if option.kind in ("int", "seconds"):
         return {"type": "integer" if option.kind == "int" else "number", "minimum": option.minimum,
                 "maximum": option.ceiling}
-    values = strings if option.key == "per-file-ignores" else {"type": "object"}
-    return {"type": "object", "additionalProperties": values}
+    if option.key == "per-file-ignores":
+        return {"type": "object", "additionalProperties": strings}
+    return {"type": "object", "properties": _rule_option_schemas(), "additionalProperties": {"type": "object"}}
+
+
+_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array"}
+
+
+def _rule_option_schemas() -> dict[str, Any]:
+    """`options.<rule code or name>`: each rule's own options, typed as the rule declares them."""
+    from torchlint.rules.registry import ALL_RULES
+
+    out: dict[str, Any] = {}
+    for rule in ALL_RULES:
+        if not rule.options:
+            continue
+        props = {}
+        for key, opt in sorted(rule.options.items()):
+            prop: dict[str, Any] = {"description": opt.help, "type": _JSON_TYPES[opt.type]}
+            if opt.item_type is not None:
+                prop["items"] = {"type": _JSON_TYPES[opt.item_type]}
+            props[key] = prop
+        table = {"type": "object", "additionalProperties": False, "properties": props}
+        out[rule.code] = out[rule.name] = table
+    return out
 
 
 def json_schema() -> dict[str, Any]:
