@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import random
+from dataclasses import replace
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from corpus import CORPORA, EXTRA_CORPORA, corpus_path, python_files
 
-from torchlint.linter import FileTask, lint_task
+from torchlint.api import CheckRequest, check
+from torchlint.config import CliOverrides
 from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE
 
 
@@ -27,6 +29,7 @@ def main() -> None:
     args = parser.parse_args()
 
     codes = frozenset(r.code for r in ALL_RULES if args.all_rules or r.default_enabled)
+    overrides = CliOverrides(select=["ALL"] if args.all_rules else None)
     by_rule: dict[str, list] = defaultdict(list)
     per_corpus: dict[str, Counter] = {}
     total_files = 0
@@ -36,14 +39,12 @@ def main() -> None:
         files = python_files(root)
         total_files += len(files)
         counts: Counter = Counter()
-        for path in files:
-            display = f"{name}/{path.relative_to(root).as_posix()}"
-            result = lint_task(FileTask(path=str(path), display=display, codes=codes))
-            if result.internal_error:
-                print("INTERNAL ERROR:", result.internal_error)
-            for f in result.findings:
-                counts[f.code] += 1
-                by_rule[f.code].append((f, path))
+        # The files named one by one (no discovery, so no excludes): lint them as `check` does.
+        request = CheckRequest([str(p) for p in files], overrides, isolated=True, no_cache=True, cwd=root,
+                               notify=lambda line: print(line.replace("error:", "INTERNAL ERROR:", 1)))
+        for f in check(request).findings:
+            counts[f.code] += 1
+            by_rule[f.code].append((replace(f, path=f"{name}/{f.path}"), root / f.path))
         per_corpus[name] = counts
 
     names = corpora

@@ -79,11 +79,11 @@ def test_a_second_report_on_the_same_node_is_dropped():
 
 def test_editors_get_the_other_findings_and_one_line_for_the_broken_rule(tmp_path, monkeypatch):
     """The language server and the flake8 plugin go through `lint_document`."""
-    from torchlint import integration
+    from torchlint import api, linter
 
-    monkeypatch.setattr(integration, "rule_classes_for",
+    monkeypatch.setattr(linter, "rule_classes_for",  # the same linting as `check`'s files
                         lambda codes: [BrokenRule, RULES_BY_CODE["TL601"], RULES_BY_CODE["TL108"]])
-    findings = integration.lint_document(tmp_path / "x.py", SOURCE)
+    findings = api.lint_document(tmp_path / "x.py", SOURCE)
     codes = sorted(f.code for f in findings)
     assert codes == ["TL000", "TL108", "TL601"]
     (error,) = [f for f in findings if f.code == "TL000"]

@@ -324,16 +324,26 @@ def test_commands_that_cannot_run(tmp_path):
 
 
 def test_selectors_apply_to_runtime_checks():
-    from torchlint.runtime.command import _runtime_enabled, _split, _static_only
+    """`run` selects over static rules and runtime checks with check's one selector."""
+    from torchlint.runtime.command import RUNTIME_SELECTOR, SELECTOR
+    from torchlint.selection import STATIC, SelectionError, SelectionLayer
 
-    assert _split("TL320,tl1", "--ignore") == ["TL320", "TL1"]
-    assert _static_only(["TL320", "TL1", "ALL"]) == ["TL1", "ALL"]
-    assert _runtime_enabled("TL320", None, [], [])
-    assert not _runtime_enabled("TL320", None, [], ["TL320"])
-    assert not _runtime_enabled("TL320", ["TL1"], [], [])
-    assert _runtime_enabled("TL320", ["TL1"], ["TL32"], [])
-    assert _runtime_enabled("TL320", ["ALL"], [], ["TL3"]) is False
-    assert _runtime_enabled("TL320", ["ALL"], [], ["TL1"])
+    assert SELECTOR.parse(["TL320,tl1"]) == ["TL320", "TL1"]
+    with pytest.raises(SelectionError):
+        STATIC.parse(["TL320"])  # a runtime-only code is no static selector
+
+    def runtime_enabled(code, select, extend, ignore):
+        return code in RUNTIME_SELECTOR.resolve([SelectionLayer(select, extend, ignore)])
+
+    assert runtime_enabled("TL320", None, [], [])
+    assert not runtime_enabled("TL320", None, [], ["TL320"])
+    assert not runtime_enabled("TL320", ["TL1"], [], [])
+    assert runtime_enabled("TL320", ["TL1"], ["TL32"], [])
+    assert runtime_enabled("TL320", ["ALL"], [], ["TL3"]) is False
+    assert runtime_enabled("TL320", ["ALL"], [], ["TL1"])
+    # On the static side a runtime-only prefix selects nothing, as if it were left out.
+    assert STATIC.resolve([SelectionLayer(["TL320", "TL1"])]) == STATIC.resolve([SelectionLayer(["TL1"])])
+    assert STATIC.resolve([SelectionLayer(["TL320"])]) == set()
 
 
 def test_pytest_fixture(tmp_path):

@@ -61,7 +61,7 @@ def refusal(cache_dir: Path, project_root: Path, from_config: bool) -> Optional[
         return (f"cache-dir {cache_dir} lies outside the project ({project_root}); caching is off. "
                 f"Use a directory inside the project, or pass --cache-dir on the command line")
     if os.path.isdir(cache_dir):
-        from torchlint.files import run_git  # git only when a cache already exists
+        from torchlint.git import run_git  # git only when a cache already exists
 
         proc = run_git(Path(resolved), "ls-files", "-z", "--", ".")
         if proc is not None and proc.returncode == 0 and proc.stdout.strip(b"\0"):

@@ -5,27 +5,23 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections import Counter
 from pathlib import Path
-from typing import Any, Optional
+from types import SimpleNamespace
+from typing import Any, Callable, Optional
 
 import click
 
-from torchlint import __version__
-from torchlint.budget import MIN_LINT_TIMEOUT
-from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, ConfigResolver, check_torch_version
+from torchlint import __version__, api
+from torchlint.config import CliOverrides, ConfigError, check_torch_version
 from torchlint.diagnostics import Finding
-from torchlint.cache import CACHE_DIR_NAME, Cache
-from torchlint.cache import refusal as cache_refusal
-from torchlint.files import Discovery, display_path
-from torchlint.linter import FileResult, FileTask, load_source, run_tasks
+from torchlint.options import OPTIONS, OPTIONS_BY_KEY
 from torchlint.output import FORMATS, ROOT_RELATIVE_FORMATS
-from torchlint.output.ci_safe import (COMMAND_FORMATS, MARKUP_FORMATS, finish_streams, guarded_streams, neutralize,
-                                      raw_streams, write_commands)
+from torchlint.output.ci_safe import COMMAND_FORMATS, finish_streams, guarded_streams, raw_streams, write_commands
 from torchlint.output.color import CHOICES as COLOR_CHOICES, Palette, use_color
+from torchlint.output.report import render_report
 from torchlint.output.sarif import truncation_warning
 from torchlint.project_root import project_root
-from torchlint.safe_io import format_size, printable
+from torchlint.safe_io import printable
 from torchlint.selection import SelectionError, parse_list
 
 EXIT_FINDINGS, EXIT_ERROR = 1, 2
@@ -88,16 +84,25 @@ def _output_failed(exc: BaseException) -> int:
     return EXIT_ERROR
 
 
-def _finite_seconds(ctx: click.Context, param: click.Parameter, value: Optional[float]) -> Optional[float]:
-    if value is not None and not (1 <= value <= 86_400):  # also false for nan
-        raise click.BadParameter("give a number of seconds between 1 and 86400")
-    return value
+def settings_flag(key: str) -> Callable[[Any], Any]:
+    """`--KEY` on `check`, as its row of the option table declares it (torchlint/options.py)."""
+    option = OPTIONS_BY_KEY[key]
+    if option.kind == "bool":
+        return click.option(f"--{key}/--no-{key}", option.attr, default=None, help=option.flag_help)
+    kwargs: dict[str, Any] = {}
+    if option.kind == "int":
+        kwargs["type"] = click.IntRange(min=int(option.minimum or 0))
+    elif option.kind == "seconds":
+        kwargs.update(type=float, callback=_seconds_from(option.minimum or 0))
+    return click.option(f"--{key}", default=None, help=option.flag_help, **kwargs)
 
 
-def _lint_seconds(ctx: click.Context, param: click.Parameter, value: Optional[float]) -> Optional[float]:
-    if value is not None and not (MIN_LINT_TIMEOUT <= value <= 86_400):  # also false for nan
-        raise click.BadParameter(f"give a number of seconds between {MIN_LINT_TIMEOUT:g} and 86400")
-    return value
+def _seconds_from(minimum: float) -> Callable[[click.Context, click.Parameter, Optional[float]], Optional[float]]:
+    def check(ctx: click.Context, param: click.Parameter, value: Optional[float]) -> Optional[float]:
+        if value is not None and not (minimum <= value <= 86_400):  # also false for nan
+            raise click.BadParameter(f"give a number of seconds between {minimum:g} and 86400")
+        return value
+    return check
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -108,9 +113,9 @@ def main() -> None:
 
 @main.command(short_help="Check files or directories for PyTorch pitfalls.")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@click.option("--select", help="Comma-separated rule codes or prefixes to enable (TL1, TL101, ALL); replaces the default set.")
-@click.option("--extend-select", help="Rule codes or prefixes to enable in addition to the selected ones.")
-@click.option("--ignore", help="Rule codes or prefixes to disable.")
+@settings_flag("select")
+@settings_flag("extend-select")
+@settings_flag("ignore")
 @click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file.")
 @click.option("--statistics", is_flag=True,
@@ -118,10 +123,10 @@ def main() -> None:
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="Use this config file for every file.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
-@click.option("--exclude", help="Comma-separated globs to exclude (replaces the default excludes).")
-@click.option("--extend-exclude", help="Comma-separated globs to exclude in addition.")
+@settings_flag("exclude")
+@settings_flag("extend-exclude")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to paths passed explicitly too (for pre-commit).")
-@click.option("--respect-gitignore/--no-respect-gitignore", default=None, help="Skip files that .gitignore ignores (default: on).")
+@settings_flag("respect-gitignore")
 @click.option("--stdin-filename", help="The name of the file when passing source on stdin with `-`.")
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
@@ -135,161 +140,145 @@ def main() -> None:
 @click.option("--verify", is_flag=True, help="Run a probe for each finding under the installed torch (needs torchlint[verify]).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True,
               help="Where --verify runs probes: auto = CPU, plus CUDA when available.")
-@click.option("--max-file-size", help="Skip (and report) files larger than this, e.g. 5MB (default: 5 MiB).")
-@click.option("--lint-timeout", type=float, callback=_lint_seconds, default=None,
-              help="CPU seconds one file may take to lint; a slower file is reported as TL000 and skipped "
-                   "(default 60; config: lint-timeout, which can only lower it).")
-@click.option("--verify-timeout", type=float, callback=_finite_seconds, default=None,
-              help="Seconds one probe may run before it counts as an error (default 120; config: verify-timeout).")
-@click.option("--verify-memory", type=click.IntRange(min=256), default=None,
-              help="MiB the --verify worker's processes may use together (default 2048; config: verify-memory).")
-@click.option("--verify-budget", type=float, callback=_finite_seconds, default=None,
-              help="Seconds all of --verify may take; findings left then are skipped (default 900; config: verify-budget).")
+@settings_flag("max-file-size")
+@settings_flag("lint-timeout")
+@settings_flag("verify-timeout")
+@settings_flag("verify-memory")
+@settings_flag("verify-budget")
 @click.option("--verified-only", is_flag=True, help="With --verify: keep only findings whose verdict is confirmed.")
 @click.option("--verify-unsandboxed", is_flag=True,
               help="With --verify: run the checked code even where the OS sandbox cannot be set up. Only for code "
                    "you trust; no config file can set this.")
 @click.option("--show-sandbox", is_flag=True, help="Print the --verify sandbox layers this machine provides, then exit.")
-@click.option("--fix/--no-fix", "fix", default=None, help="Apply fixes (default: the `fix` config key, off).")
-@click.option("--unsafe-fixes/--no-unsafe-fixes", "unsafe_fixes", default=None,
-              help="Also apply fixes marked unsafe (they may change behaviour; see each rule's Fix safety).")
+@settings_flag("fix")
+@settings_flag("unsafe-fixes")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff instead of writing them; exit 1 if there are any.")
 @click.option("--fix-only", is_flag=True, help="Apply fixes and report nothing else (exit 0 unless an error occurs).")
 @click.option("--show-fixes", is_flag=True, help="List the fixes applied, per file and rule.")
 @click.option("--add-noqa", is_flag=True, help="Append `# noqa: TLxxx` to the line of every finding.")
-@click.option("--torch-version", help='The oldest torch the code must run on ("2.4"): decides what the TL9xx migration rules call deprecated.')
-def check(paths: tuple[str, ...], select: Optional[str], extend_select: Optional[str], ignore: Optional[str],
-          output_format: str, output_file: Optional[str], statistics: bool, exit_zero: bool,
-          config_path: Optional[Path], isolated: bool, exclude: Optional[str], extend_exclude: Optional[str],
-          force_exclude: bool, respect_gitignore: Optional[bool], stdin_filename: Optional[str],
-          show_files: bool, quiet: bool, color: str, project_root_option: Optional[Path],
-          jobs: Optional[int], no_cache: bool, cache_dir: Optional[Path],
-          verify: bool, device: str, verify_timeout: Optional[float], verify_memory: Optional[int],
-          verify_budget: Optional[float], verified_only: bool, verify_unsandboxed: bool, show_sandbox: bool,
-          max_file_size: Optional[str], lint_timeout: Optional[float],
-          fix: Optional[bool], unsafe_fixes: Optional[bool], diff: bool, fix_only: bool, show_fixes: bool,
-          add_noqa: bool, torch_version: Optional[str]) -> None:
+@settings_flag("torch-version")
+def check(paths: tuple[str, ...], **options: Any) -> None:
     """Check PATHS (files or directories; default: .) for PyTorch pitfalls."""
-    if verified_only and not verify:
+    o = SimpleNamespace(**options)
+    _precheck(o)
+    request = _request(paths, o)
+    if not o.output_file and not o.show_files and sys.stdout is None:
+        raise _fail("standard output is closed; write the report to a file with -o FILE")
+    try:
+        report = api.check(request)
+    except api.CheckError as exc:
+        raise _fail(str(exc)) from None
+    if o.show_files:
+        for task in sorted(report.tasks, key=lambda t: t.display):
+            click.echo(task.display)
+        _report_missing(report.missing)
+    elif o.add_noqa:
+        _finish_add_noqa(report)
+    elif o.diff or o.fix_only:
+        _finish_fix_only(report, diff=o.diff)
+    else:
+        _finish_report(o, report)
+
+
+def _precheck(o: SimpleNamespace) -> None:
+    """Option combinations that cannot work, checked before anything is read."""
+    if o.verified_only and not o.verify:
         raise _fail("--verified-only needs --verify")
-    if verify_unsandboxed and not verify:
+    if o.verify_unsandboxed and not o.verify:
         raise _fail("--verify-unsandboxed needs --verify")
-    if show_sandbox:
+    if o.show_sandbox:
         _require_torch()
         from torchlint.verify.runner import describe_sandbox
 
-        ok, text = describe_sandbox(unsandboxed=verify_unsandboxed)
+        ok, text = describe_sandbox(unsandboxed=o.verify_unsandboxed)
         click.echo(text)
         raise click.exceptions.Exit(0 if ok else 1)
-    if statistics and output_format not in STATISTICS_FORMATS:
-        raise _fail(f"--statistics cannot be combined with --output-format {output_format}; "
+    if o.statistics and o.output_format not in STATISTICS_FORMATS:
+        raise _fail(f"--statistics cannot be combined with --output-format {o.output_format}; "
                     f"use one of {', '.join(STATISTICS_FORMATS)}")
-    if add_noqa and (fix or diff or fix_only):
+    if o.add_noqa and (o.fix or o.diff or o.fix_only):
         raise _fail("--add-noqa cannot be combined with --fix, --diff or --fix-only")
-    if torch_version is not None:
+    if o.torch_version is not None:
         try:
-            check_torch_version(torch_version, "--torch-version")
+            check_torch_version(o.torch_version, "--torch-version")
         except ConfigError as exc:
             raise _fail(str(exc)) from None
-    if verify:
+    if o.verify:
         _require_torch()  # fail before linting, not after
-    cli = CliOverrides(
-        select=_selectors(select, "--select"),
-        extend_select=_selectors(extend_select, "--extend-select") or [],
-        ignore=_selectors(ignore, "--ignore") or [],
-        exclude=[p for p in exclude.split(",") if p] if exclude is not None else None,
-        extend_exclude=[p for p in (extend_exclude or "").split(",") if p],
-        respect_gitignore=respect_gitignore, max_file_size=max_file_size, lint_timeout=lint_timeout,
-        verify_memory=verify_memory, verify_budget=verify_budget, verify_timeout=verify_timeout,
-        fix=True if (fix_only or diff) else fix,
-        unsafe_fixes=unsafe_fixes,
-        torch_version=torch_version,
-    )
-    cwd = Path.cwd().resolve()
-    try:
-        resolver = ConfigResolver(cli, config_path=config_path, isolated=isolated)
-        # Like ruff: `--stdin-filename` with no paths reads the source from stdin too.
-        path_list = list(paths) or (["-"] if stdin_filename else ["."])
-        tasks, missing = _build_tasks(path_list, resolver, cwd, stdin_filename, force_exclude)
-    except ConfigError as exc:
-        raise _fail(str(exc)) from None
-    if not output_file and not show_files and sys.stdout is None:
-        raise _fail("standard output is closed; write the report to a file with -o FILE")
-    _warn_empty_directories(path_list, tasks)
 
-    if show_files:
-        for task in sorted(tasks, key=lambda t: t.display):
-            click.echo(task.display)
-        _report_missing(missing)
-        return
 
-    # --verify builds probes from the findings: lint afresh rather than trust cached ones.
-    cache_root = None if no_cache else _cache_root(cache_dir, resolver)
-    results = _run(tasks, jobs=jobs, cache_root=cache_root, resolver=resolver, read_cache=not verify)
-    if add_noqa:
-        _add_noqa(tasks, results)
-        return
-    fix_report = _fix(tasks, results, resolver, write=not diff, show_fixes=show_fixes)
-    if diff or fix_only:
-        _finish_fix_only(tasks, results, fix_report, diff=diff)
-        return
-    findings, parse_errors, internal_errors = _collect(tasks, results)
+def overrides_from_flags(flags: SimpleNamespace) -> CliOverrides:
+    """The settings the command line gives, one per flagged row of the option table."""
+    values = {}
+    for option in (o for o in OPTIONS if o.flag):
+        raw = getattr(flags, option.attr, None)
+        if raw is not None and option.kind == "list":
+            raw = [p for p in raw.split(",") if p] if option.key.endswith("exclude") else \
+                _selectors(raw, f"--{option.key}")
+        values[option.attr] = raw
+    return CliOverrides(**values)
 
-    if verify and findings:
-        from torchlint.verify.runner import DEFAULT_BUDGET, DEFAULT_MEMORY, verify_findings
 
-        settings = resolver.default
-        files = _Sources(tasks)
-        memory = settings.verify_memory  # the command line's value, else the config's (lower only)
-        verify_findings(findings, device=device, timeout=settings.verify_timeout or DEFAULT_VERIFY_TIMEOUT,
-                        cache_dir=cache_root, sources=lambda path: getattr(files.get(path), "text", None),
-                        memory_limit=memory * 2**20 if memory else DEFAULT_MEMORY,
-                        budget=settings.verify_budget or DEFAULT_BUDGET,
-                        unsandboxed=verify_unsandboxed)
-        if verified_only:
-            findings = [f for f in findings if f.verify and f.verify["verdict"] == "confirmed"]
+def _request(paths: tuple[str, ...], o: SimpleNamespace) -> api.CheckRequest:
+    o.fix = True if (o.fix_only or o.diff) else o.fix
+    action = api.SHOW_FILES if o.show_files else api.ADD_NOQA if o.add_noqa else \
+        api.FIX_ONLY if (o.diff or o.fix_only) else api.LINT
+    return api.CheckRequest(
+        list(paths) or None, overrides_from_flags(o), config_path=o.config_path, isolated=o.isolated,
+        stdin_filename=o.stdin_filename, force_exclude=o.force_exclude, jobs=o.jobs, no_cache=o.no_cache,
+        cache_dir=o.cache_dir, action=action, write_fixes=not o.diff,
+        show_fixes=_show_fixes if o.show_fixes else None,
+        verify=api.VerifyRequest(o.device, o.verify_unsandboxed, o.verified_only) if o.verify else None,
+        notify=_notify)
 
-    over_limit = truncation_warning(len(findings)) if output_format == "sarif" else None
+
+def _notify(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _show_fixes(report) -> None:  # type: ignore[no-untyped-def]
+    click.echo(_fix_summary(report), nl=False, err=report.stdin_output is not None)
+
+
+def _finish_report(o: SimpleNamespace, report: api.CheckReport) -> None:
+    """The findings in the chosen format, ruff's fix hint, and the exit code."""
+    findings, cwd, fix_report = report.findings, report.cwd, report.fix_report
+    over_limit = truncation_warning(len(findings)) if o.output_format == "sarif" else None
     if over_limit:
         click.echo(f"warning: {over_limit}", err=True)
-    palette = Palette(output_format in TEXT_FORMATS
-                      and use_color(color, None if output_file else sys.stdout))
-    root = project_root(cwd, project_root_option) if output_format in ROOT_RELATIVE_FORMATS else cwd
-    enabled = sorted({code for task in tasks for code in task.codes} or resolver.default.enabled)
+    palette = Palette(o.output_format in TEXT_FORMATS
+                      and use_color(o.color, None if o.output_file else sys.stdout))
+    root = project_root(cwd, o.project_root_option) if o.output_format in ROOT_RELATIVE_FORMATS else cwd
     # With a path missing, the run did not check everything: no "All checks passed!".
-    text = _render(output_format, findings, tasks, parse_errors, cwd, statistics, quiet or bool(missing and not findings),
-                   root=root, rules=enabled, palette=palette)
+    text = render_report(o.output_format, findings, report.sources, report.parse_errors, cwd, o.statistics,
+                         o.quiet or bool(report.missing and not findings), root=root, rules=report.enabled,
+                         palette=palette)
     if fix_report is not None and fix_report.stdin_output is not None:
         with raw_streams():  # the user's own source, byte for byte
             click.echo(fix_report.stdin_output, nl=False)  # like ruff: the fixed source on stdout,
         click.echo(text, nl=False, err=True)  # the findings left on stderr
         text = ""
-    elif output_format in TEXT_FORMATS and not quiet and not statistics:
-        text += _fix_hint(findings, resolver, fix_report)
-    if output_file:
-        write_output_file(output_file, text, [cwd, project_root(cwd, project_root_option)])
-    elif output_format in COMMAND_FORMATS:
+    elif o.output_format in TEXT_FORMATS and not o.quiet and not o.statistics:
+        text += _fix_hint(findings, fix_report)
+    if o.output_file:
+        write_output_file(o.output_file, text, [cwd, project_root(cwd, o.project_root_option)])
+    elif o.output_format in COMMAND_FORMATS:
         write_commands(text)
     elif text:
         click.echo(text, nl=False, color=palette.enabled or None)
-
-    _report_missing(missing)
-    if internal_errors or (fix_report is not None and fix_report.errors):
+    _report_missing(report.missing)
+    if report.internal_errors or (fix_report is not None and fix_report.errors):
         raise click.exceptions.Exit(EXIT_ERROR)
-    if findings and not exit_zero:
+    if findings and not o.exit_zero:
         raise click.exceptions.Exit(EXIT_FINDINGS)
 
 
 def write_output_file(path: str, text: str, roots: list[Path]) -> None:
     """The report to `-o PATH`, never through a symlink the checked tree planted (exit 2)."""
-    from torchlint.output.output_file import OutputFileError, write_report
-
     try:
-        write_report(path, text, roots)
-    except OutputFileError as exc:
-        raise _fail(f"--output-file {printable(path)}: {exc}") from None
-    except OSError as exc:
-        raise _fail(f"--output-file {printable(path)}: {exc.strerror or exc}") from None
+        api.write_output_file(path, text, roots)
+    except api.CheckError as exc:
+        raise _fail(str(exc)) from None
 
 
 def _report_missing(missing: list[str]) -> None:
@@ -297,45 +286,6 @@ def _report_missing(missing: list[str]) -> None:
         click.echo(f"error: {printable(path)}: no such file or directory", err=True)
     if missing:
         raise click.exceptions.Exit(EXIT_ERROR)
-
-
-def _warn_empty_directories(paths: list[str], tasks: list[FileTask]) -> None:
-    """ruff warns when a directory holds nothing to check; a silent "All checks passed!"
-    for a typo'd or fully excluded directory would read as a clean bill of health."""
-    checked = [os.path.abspath(t.path) for t in tasks if t.path != "-"]
-    for raw in paths:
-        if raw == "-" or not os.path.isdir(raw):
-            continue
-        prefix = os.path.join(os.path.abspath(raw), "")
-        if not any(p.startswith(prefix) for p in checked):
-            click.echo(f"warning: no Python files found under {printable(raw)}", err=True)
-
-
-def _fix_policy(resolver: ConfigResolver):  # type: ignore[no-untyped-def]
-    from torchlint.fix.policy import FixPolicy
-
-    def policy_for(task: FileTask) -> FixPolicy:
-        settings = resolver.for_file(Path(task.display if task.path == "-" else task.path))
-        return FixPolicy(settings.fixable if settings.fix else frozenset(), settings.unsafe_fixes)
-
-    return policy_for
-
-
-def _fix(tasks: list[FileTask], results: list[FileResult], resolver: ConfigResolver, *, write: bool,
-         show_fixes: bool):  # type: ignore[no-untyped-def]
-    """Apply fixes where a file's settings ask for them (`--fix` or `fix = true`); None when
-    no file does, so LibCST is never imported for a plain lint run."""
-    policy_for = _fix_policy(resolver)
-    if not any(policy_for(t).fixable for t, r in zip(tasks, results) if any(f.fix for f in r.findings)):
-        return None
-    from torchlint.fix.files import fix_results
-
-    report = fix_results(tasks, results, policy_for, write=write)
-    for error in report.errors:
-        click.echo(f"error: {error}", err=True)
-    if show_fixes and write:
-        click.echo(_fix_summary(report), nl=False, err=report.stdin_output is not None)
-    return report
 
 
 def _fix_summary(report) -> str:  # type: ignore[no-untyped-def]
@@ -353,14 +303,15 @@ def _fix_summary(report) -> str:  # type: ignore[no-untyped-def]
     return "\n".join(lines) + "\n"
 
 
-def _finish_fix_only(tasks: list[FileTask], results: list[FileResult], report, *, diff: bool) -> None:  # type: ignore[no-untyped-def]
-    """`--diff` / `--fix-only` output; `report` is None when no file had anything to fix."""
-    internal = sum(1 for r in results if r.internal_error)
-    for r in results:
+def _finish_fix_only(check: api.CheckReport, *, diff: bool) -> None:
+    """`--diff` / `--fix-only` output; no fix report when no file had anything to fix."""
+    report = check.fix_report
+    internal = sum(1 for r in check.results if r.internal_error)
+    for r in check.results:
         if r.internal_error:
             click.echo(f"error: {r.internal_error}", err=True)
     if report is None:
-        for task in tasks:
+        for task in check.tasks:
             if task.path == "-" and task.data is not None and not diff:
                 with raw_streams():  # the user's source, unchanged
                     click.echo(task.data.decode("utf-8", errors="replace"), nl=False)
@@ -386,7 +337,7 @@ def _finish_fix_only(tasks: list[FileTask], results: list[FileResult], report, *
         raise click.exceptions.Exit(EXIT_FINDINGS)
 
 
-def _fix_hint(findings: list[Finding], resolver: ConfigResolver, report) -> str:  # type: ignore[no-untyped-def]
+def _fix_hint(findings: list[Finding], report) -> str:  # type: ignore[no-untyped-def]
     """ruff's closing line: how many findings `--fix` (or `--unsafe-fixes`) would fix."""
     lines = []
     if report is not None and sum(report.applied.values()):
@@ -405,17 +356,12 @@ def _fix_hint(findings: list[Finding], resolver: ConfigResolver, report) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _add_noqa(tasks: list[FileTask], results: list[FileResult]) -> None:
-    from torchlint.fix.files import add_noqa_to_files
-
-    added, errors = add_noqa_to_files(tasks, results)
-    for r in results:
-        if r.internal_error:
-            errors.append(r.internal_error)
-    for error in errors:
+def _finish_add_noqa(report: api.CheckReport) -> None:
+    for error in report.noqa_errors:
         click.echo(f"error: {error}", err=True)
+    added = report.noqa_added
     click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
-    if errors:
+    if report.noqa_errors:
         raise click.exceptions.Exit(EXIT_ERROR)
 
 
@@ -426,115 +372,6 @@ def _require_torch() -> None:
         torch_version()
     except VerifyUnavailable as exc:
         raise _fail(str(exc)) from None
-
-
-def _build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path, stdin_filename: Optional[str],
-                 force_exclude: bool) -> tuple[list[FileTask], list[str]]:
-    """The files to lint (or stdin, for `-`) and the paths that do not exist."""
-    if paths == ["-"]:
-        name = stdin_filename or "-"
-        settings = resolver.for_file(Path(name)) if stdin_filename else resolver.default
-        if force_exclude and stdin_filename and settings.is_excluded(Path(name)):
-            return [], []
-        return [FileTask(path="-", display=name, codes=settings.codes_for(Path(name)),
-                         options=_options(settings.options), data=_read_stdin(settings.max_file_size),
-                         lint_timeout=settings.lint_timeout)], []
-    if "-" in paths:
-        raise _fail("`-` (stdin) cannot be combined with other paths")
-    discovery = Discovery(resolver, force_exclude=force_exclude, project_root=project_root(cwd))
-    tasks = [FileTask(path=str(path), display=display_path(path, cwd), codes=settings.codes_for(path),
-                      options=_options(settings.options), max_bytes=settings.max_file_size,
-                      lint_timeout=settings.lint_timeout)
-             for path, settings in discovery.iter_files(paths)]
-    for path, why in discovery.skipped:
-        click.echo(f"warning: {display_path(path, cwd)}: skipped: {why}", err=True)
-    return tasks, discovery.missing
-
-
-def _read_stdin(max_bytes: int) -> bytes:
-    data = sys.stdin.buffer.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise _fail(f"standard input is larger than max-file-size ({format_size(max_bytes)}); "
-                    f"raise `--max-file-size` to check it")
-    return data
-
-
-def _collect(tasks: list[FileTask], results: list[FileResult]) -> tuple[list[Finding], list[Finding], int]:
-    """Sorted findings, every parse failure (for SARIF notifications), and how many files hit
-    an internal error. Problems that are not findings go to stderr."""
-    findings: list[Finding] = []
-    parse_errors: list[Finding] = []
-    internal_errors = 0
-    for task, result in zip(tasks, results):
-        if result.internal_error:
-            click.echo(f"error: {result.internal_error}", err=True)
-            internal_errors += 1
-        error = result.parse_error
-        if error is not None:
-            parse_errors.append(error)
-            if error.code not in task.codes:
-                click.echo(f"warning: {error.path}:{error.row}:{error.col}: {error.message}", err=True)
-                if result.timed_out:  # valid code left unchecked: the run must not pass silently
-                    internal_errors += 1
-        findings.extend(result.findings)
-    findings.sort(key=Finding.sort_key)
-    return findings, parse_errors, internal_errors
-
-
-def _options(options: dict[str, dict[str, Any]]) -> tuple:
-    return tuple(sorted((code, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in values.items())))
-                        for code, values in options.items()))
-
-
-def _cache_root(cache_dir: Optional[Path], resolver: ConfigResolver) -> Optional[Path]:
-    """The cache directory to use, or None (with a warning) when it must not be used:
-    tracked by git, or placed outside the project by a config file."""
-    settings = resolver.default
-    root = cache_dir or settings.cache_dir or (settings.root / CACHE_DIR_NAME)
-    why = cache_refusal(root, settings.root, from_config=cache_dir is None)
-    if why is not None:
-        click.echo(f"warning: {printable(why)}", err=True)
-        return None
-    return root
-
-
-def _run(tasks: list[FileTask], *, jobs: Optional[int], cache_root: Optional[Path], resolver: ConfigResolver,
-         read_cache: bool = True) -> list[FileResult]:
-    cache = Cache(cache_root, resolver.default.root, read=read_cache) if cache_root is not None else None
-    return run_tasks(tasks, jobs=jobs, cache=cache)
-
-
-class _Sources(dict):
-    """Source files, loaded on first use, for code frames."""
-
-    def __init__(self, tasks: list[FileTask]) -> None:
-        super().__init__()
-        self._tasks = {t.display: t for t in tasks}
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if key not in self:
-            task = self._tasks.get(key)
-            self[key] = load_source(task) if task is not None else None
-        return super().get(key, default)
-
-
-def _render(fmt: str, findings: list[Finding], tasks: list[FileTask], parse_errors: list[Finding],
-            cwd: Path, statistics: bool, quiet: bool, **context: Any) -> str:
-    if statistics:
-        counts = Counter((f.code, f.name) for f in findings)
-        verdicts = Counter(f.verify["verdict"] for f in findings if f.verify)
-        if fmt == "json":
-            rows: list[dict[str, Any]] = [{"code": c, "name": n, "count": k} for (c, n), k in sorted(counts.items())]
-            if verdicts:
-                return json.dumps({"rules": rows, "verify": dict(sorted(verdicts.items()))}, indent=2) + "\n"
-            return json.dumps(rows, indent=2) + "\n"  # codes and rule names only: nothing to neutralize
-        lines = [f"{k:>5}\t{c}\t{n}" for (c, n), k in sorted(counts.items(), key=lambda i: (-i[1], i[0]))]
-        if verdicts:
-            lines.append("verify: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
-        return neutralize("\n".join(lines) + ("\n" if lines else ""))
-    sources = _Sources(tasks)
-    text = FORMATS[fmt](findings, sources, errors=parse_errors, cwd=cwd, quiet=quiet, **context)
-    return text if fmt in COMMAND_FORMATS else neutralize(text, markup=fmt in MARKUP_FORMATS)
 
 
 @main.command(short_help="Explain a rule (e.g. TL101), or list all rules with --all.")
@@ -621,12 +458,12 @@ def run(command: tuple[str, ...], max_steps: int, full: bool, timeout: float, ou
     """Run COMMAND (e.g. `-- python train.py`) with runtime monitors, then report which findings
     it confirmed. This runs your code, as pytest does. The program's stdout and stderr are its
     own; the report goes to stderr or --output-file."""
-    from torchlint.runtime.command import CheckSteps, RunOptions, run_command
+    from torchlint.runtime.command import RunOptions, run_command
 
     run_command(RunOptions(list(command), 0 if full else max_steps, timeout, output_format, output_file, select,
                            extend_select, ignore, config_path, isolated, exit_zero, quiet, confirmed_only,
                            no_cache=no_cache, cache_dir=cache_dir),
-                CheckSteps(_build_tasks, _run, _collect, _render, _cache_root, write_output_file))
+                write_output_file)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,7 +5,6 @@ file wins; the command line beats files (ruff's semantics)."""
 from __future__ import annotations
 
 import fnmatch
-import math
 import os
 import re
 import sys
@@ -13,10 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from torchlint.budget import DEFAULT_LINT_TIMEOUT
+from torchlint.options import (DEFAULT_EXCLUDES, DEFAULT_TORCH_VERSION, DEFAULT_VERIFY_BUDGET,  # noqa: F401 (re-exported)
+                               DEFAULT_VERIFY_MEMORY_MIB, DEFAULT_VERIFY_TIMEOUT, OPTIONS_BY_KEY, ConfigError,
+                               CliOverrides, check_table, check_torch_version, expect_list)
 from torchlint.project_torch import project_torch_floor
-from torchlint.budget import DEFAULT_LINT_TIMEOUT, MIN_LINT_TIMEOUT
 from torchlint.rules.registry import RULES_BY_CODE, RULES_BY_NAME
-from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, format_size, is_within, parse_size, read_regular_file
+from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, is_within, parse_size, read_regular_file
 from torchlint.selection import SelectionError, SelectionLayer, parse_list, resolve
 
 if sys.version_info >= (3, 11):
@@ -26,35 +28,6 @@ else:  # pragma: no cover
 
 CONFIG_FILES = (".torchlint.toml", "torchlint.toml", "pyproject.toml")
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
-
-DEFAULT_EXCLUDES = (
-    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
-    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox",
-    ".torchlint_cache", ".venv", ".vscode", "__pypackages__", "__pycache__", "_build", "buck-out",
-    "build", "dist", "node_modules", "site-packages", "venv",
-)
-
-_LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude",
-              "fixable", "unfixable", "extend-fixable")
-_BOOL_KEYS = ("respect-gitignore", "fix", "unsafe-fixes")
-_KNOWN_KEYS = set(_LIST_KEYS) | set(_BOOL_KEYS) | {"per-file-ignores", "options", "cache-dir", "max-file-size",
-                                                   "verify-memory", "verify-budget", "verify-timeout", "torch-version",
-                                                   "module-bases", "lint-timeout"}
-# Security limits and their built-in values. A config file travels with the code it
-# configures (a pull request can edit it), so it may only lower these; raising one needs
-# the command-line flag. torchlint.verify.runner holds the same numbers (a test checks).
-DEFAULT_VERIFY_MEMORY_MIB = 2048
-DEFAULT_VERIFY_BUDGET = 900.0
-DEFAULT_VERIFY_TIMEOUT = 120.0
-
-# The torch release that `torch-version` defaults to: what migration rules (TL9xx) treat as
-# the oldest torch the code must still run on. See rules_docs/TL901-deprecated-torch-api.md.
-DEFAULT_TORCH_VERSION = "2.4"
-_TORCH_VERSION_RE = re.compile(r"^[0-9]+\.[0-9]+$")
-
-
-class ConfigError(Exception):
-    """Bad configuration: the CLI prints it and exits 2."""
 
 
 @dataclass
@@ -170,31 +143,6 @@ class GlobSet:
         return self._paths is not None and self._paths.match(rel) is not None
 
 
-@dataclass
-class CliOverrides:
-    select: Optional[list[str]] = None
-    extend_select: list[str] = field(default_factory=list)
-    ignore: list[str] = field(default_factory=list)
-    exclude: Optional[list[str]] = None
-    extend_exclude: list[str] = field(default_factory=list)
-    respect_gitignore: Optional[bool] = None
-    max_file_size: Optional[str] = None
-    verify_memory: Optional[int] = None  # the command line may raise the security limits
-    verify_budget: Optional[float] = None
-    verify_timeout: Optional[float] = None
-    lint_timeout: Optional[float] = None  # the command line may raise the limit
-    fix: Optional[bool] = None
-    unsafe_fixes: Optional[bool] = None
-    torch_version: Optional[str] = None
-
-
-def check_torch_version(value: Any, where: str) -> str:
-    """`"2.4"`: major.minor, as a string (a TOML float would turn 2.10 into 2.1)."""
-    if not isinstance(value, str) or not _TORCH_VERSION_RE.match(value):
-        raise ConfigError(f"{where} must be a string \"MAJOR.MINOR\" such as \"2.4\", got {value!r}")
-    return value
-
-
 def parse_torch_version(value: str) -> tuple[int, int]:
     major, minor = value.split(".")
     return int(major), int(minor)
@@ -232,12 +180,6 @@ def read_config_table(path: Path) -> Optional[dict[str, Any]]:
     return data
 
 
-def _expect_list(path: Path, key: str, value: Any) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{path}: `{key}` must be a list of strings, got {type(value).__name__}: {value!r}")
-    return value
-
-
 def _validate_options(path: Path, table: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: `options` must be a table of per-rule tables")
@@ -262,121 +204,83 @@ def _validate_options(path: Path, table: Any) -> dict[str, dict[str, Any]]:
 
 def settings_from_table(path: Optional[Path], table: dict[str, Any], cli: CliOverrides,
                         root: Path) -> Settings:
+    """The settings for one config file's table (`{}`: the defaults) under the command line's
+    overrides. Every key is checked by its row of the option table (torchlint/options.py)."""
     where = path or Path("<defaults>")
-    unknown = set(table) - _KNOWN_KEYS
-    if unknown:
-        key = sorted(unknown)[0]
-        raise ConfigError(f"{where}: unknown key `{key}` (known keys: {', '.join(sorted(_KNOWN_KEYS))})")
-    for key in _LIST_KEYS:
-        if key in table:
-            _expect_list(where, key, table[key])
+    values = check_table(where, table, cli.given())
+    return Settings(
+        root=root, config_path=path, enabled=frozenset(_enabled(where, values, cli)),
+        exclude=tuple(cli.exclude if cli.exclude is not None else values.get("exclude", DEFAULT_EXCLUDES)),
+        extend_exclude=tuple(values.get("extend-exclude", [])) + tuple(cli.extend_exclude),
+        per_file_ignores=_per_file_ignores(where, values.get("per-file-ignores", {})),
+        respect_gitignore=_flag_or(cli.respect_gitignore, values, "respect-gitignore"),
+        options=_rule_options(where, values, cli, root),
+        cache_dir=(root / values["cache-dir"]) if "cache-dir" in values else None,
+        max_file_size=_cli_size(where, cli.max_file_size) if cli.max_file_size is not None
+        else values.get("max-file-size", DEFAULT_MAX_FILE_SIZE),
+        verify_memory=cli.verify_memory or values.get("verify-memory"),
+        verify_budget=cli.verify_budget or values.get("verify-budget"),
+        verify_timeout=cli.verify_timeout or values.get("verify-timeout"),
+        lint_timeout=cli.lint_timeout if cli.lint_timeout is not None
+        else values.get("lint-timeout", DEFAULT_LINT_TIMEOUT),
+        fix=_flag_or(cli.fix, values, "fix"), unsafe_fixes=_flag_or(cli.unsafe_fixes, values, "unsafe-fixes"),
+        fixable=_fixable(where, values),
+    )
+
+
+def _flag_or(flag: Optional[bool], values: dict[str, Any], key: str) -> bool:
+    return flag if flag is not None else values.get(key, OPTIONS_BY_KEY[key].default)
+
+
+def _selectors(where: Path, values: dict[str, Any], key: str) -> list[str]:
     try:
-        file_layer = SelectionLayer(
-            select=parse_list(table["select"]) if "select" in table else None,
-            extend_select=parse_list(table.get("extend-select", [])),
-            ignore=parse_list(table.get("ignore", [])),
-        )
+        return parse_list(values.get(key, OPTIONS_BY_KEY[key].default))
     except SelectionError as exc:
         raise ConfigError(f"{where}: {exc}") from None
-    cli_layer = SelectionLayer(select=cli.select, extend_select=cli.extend_select, ignore=cli.ignore)
-    enabled = resolve([file_layer, cli_layer])
 
-    pfi = table.get("per-file-ignores", {})
-    if not isinstance(pfi, dict):
-        raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
+
+def _enabled(where: Path, values: dict[str, Any], cli: CliOverrides) -> set[str]:
+    file_layer = SelectionLayer(select=_selectors(where, values, "select") if "select" in values else None,
+                                extend_select=_selectors(where, values, "extend-select"),
+                                ignore=_selectors(where, values, "ignore"))
+    cli_layer = SelectionLayer(select=cli.select, extend_select=cli.extend_select, ignore=cli.ignore)
+    return resolve([file_layer, cli_layer])
+
+
+def _per_file_ignores(where: Path, table: dict[str, Any]) -> tuple[tuple[str, frozenset[str]], ...]:
     per_file: list[tuple[str, frozenset[str]]] = []
-    for pattern, codes in pfi.items():
+    for pattern, codes in table.items():
         try:
-            per_file.append((pattern, frozenset(parse_list(_expect_list(where, f"per-file-ignores.{pattern}", codes)))))
+            per_file.append((pattern, frozenset(parse_list(expect_list(where, f"per-file-ignores.{pattern}", codes)))))
         except SelectionError as exc:
             raise ConfigError(f"{where}: per-file-ignores.{pattern}: {exc}") from None
+    return tuple(per_file)
 
-    for key in _BOOL_KEYS:
-        if key in table and not isinstance(table[key], bool):
-            raise ConfigError(f"{where}: `{key}` must be true or false, got {table[key]!r}")
-    respect = table.get("respect-gitignore", True)
-    if cli.respect_gitignore is not None:
-        respect = cli.respect_gitignore
-    exclude = tuple(cli.exclude if cli.exclude is not None else table.get("exclude", DEFAULT_EXCLUDES))
-    extend_exclude = tuple(table.get("extend-exclude", [])) + tuple(cli.extend_exclude)
-    cache_dir = table.get("cache-dir")
-    if cache_dir is not None and (not isinstance(cache_dir, str) or not cache_dir or "\0" in cache_dir):
-        raise ConfigError(f"{where}: `cache-dir` must be a non-empty string path")
-    max_file_size = table.get("max-file-size", DEFAULT_MAX_FILE_SIZE)
-    if cli.max_file_size is not None:
-        max_file_size = cli.max_file_size
+
+def _cli_size(where: Path, value: str) -> int:
     try:
-        max_file_size = parse_size(max_file_size)
+        return parse_size(value)
     except ValueError as exc:
         raise ConfigError(f"{where}: `max-file-size`: {exc}") from None
-    if cli.max_file_size is None and max_file_size > DEFAULT_MAX_FILE_SIZE:
-        _above_limit(where, "max-file-size", table["max-file-size"], format_size(DEFAULT_MAX_FILE_SIZE))
-    options = _validate_options(where, table.get("options", {}))
-    torch_version = cli.torch_version or (
-        check_torch_version(table["torch-version"], f"{where}: `torch-version`") if "torch-version" in table
-        else project_torch_floor(root, load_toml) or DEFAULT_TORCH_VERSION)
-    module_bases = _expect_list(where, "module-bases", table["module-bases"]) if "module-bases" in table else []
+
+
+def _rule_options(where: Path, values: dict[str, Any], cli: CliOverrides, root: Path) -> dict[str, dict[str, Any]]:
+    """`options` per rule code, plus the project-wide keys that rules take as options."""
+    options = _validate_options(where, values.get("options", {}))
+    torch_version = cli.torch_version or values.get("torch-version") or project_torch_floor(root, load_toml) \
+        or DEFAULT_TORCH_VERSION
+    module_bases = values.get("module-bases", [])
     for rule in RULES_BY_CODE.values():
         if "torch-version" in rule.options:
             options.setdefault(rule.code, {}).setdefault("torch-version", torch_version)
         if module_bases and "module-bases" in rule.options:
             options.setdefault(rule.code, {}).setdefault("module-bases", module_bases)
-    try:
-        fixable = resolve_fixable(parse_list(table.get("fixable", ["ALL"])),
-                                  parse_list(table.get("extend-fixable", [])),
-                                  parse_list(table.get("unfixable", [])))
-    except SelectionError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-    return Settings(
-        root=root, config_path=path, enabled=frozenset(enabled), exclude=exclude,
-        extend_exclude=extend_exclude, per_file_ignores=tuple(per_file), respect_gitignore=respect,
-        options=options, cache_dir=(root / cache_dir) if cache_dir else None, max_file_size=max_file_size,
-        verify_memory=cli.verify_memory or _verify_number(
-            where, table, "verify-memory", int, 256, DEFAULT_VERIFY_MEMORY_MIB, "a whole number of MiB"),
-        verify_budget=cli.verify_budget or _verify_number(
-            where, table, "verify-budget", float, 1.0, DEFAULT_VERIFY_BUDGET, "a number of seconds"),
-        verify_timeout=cli.verify_timeout or _verify_number(
-            where, table, "verify-timeout", float, 1.0, DEFAULT_VERIFY_TIMEOUT, "a number of seconds"),
-        lint_timeout=cli.lint_timeout if cli.lint_timeout is not None else _lint_timeout(where, table),
-        fix=cli.fix if cli.fix is not None else table.get("fix", False),
-        unsafe_fixes=cli.unsafe_fixes if cli.unsafe_fixes is not None else table.get("unsafe-fixes", False),
-        fixable=fixable,
-    )
+    return options
 
 
-def _lint_timeout(where: Path, table: dict[str, Any]) -> float:
-    """`lint-timeout` from a config file, which travels with the code it checks: it may lower
-    the built-in per-file CPU budget, never raise it (that needs --lint-timeout)."""
-    value = table.get("lint-timeout")
-    if value is None:
-        return DEFAULT_LINT_TIMEOUT
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < MIN_LINT_TIMEOUT:
-        raise ConfigError(f"{where}: `lint-timeout` must be a number of seconds (at least {MIN_LINT_TIMEOUT:g}), "
-                          f"got {value!r}")
-    if value > DEFAULT_LINT_TIMEOUT:
-        _above_limit(where, "lint-timeout", value, f"{DEFAULT_LINT_TIMEOUT:g}")
-    return float(value)
-
-
-def _verify_number(where: Path, table: dict[str, Any], key: str, kind: type, minimum: float, maximum: float,
-                   what: str) -> Any:
-    """A --verify limit from a config file: at least `minimum`, at most the built-in value."""
-    value = table.get(key)
-    if value is None:
-        return None
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
-        and value >= minimum and (kind is float or isinstance(value, int))
-    if not ok:
-        raise ConfigError(f"{where}: `{key}` must be {what} (at least {minimum:g}), got {value!r}")
-    if value > maximum:
-        _above_limit(where, key, value, f"{maximum:g}")
-    return kind(value)
-
-
-def _above_limit(where: Path, key: str, value: Any, limit: str) -> None:
-    raise ConfigError(f"{where}: `{key}` = {value!r} is above the built-in {limit}; a config file can only "
-                      f"lower this security limit. Pass --{key} on the command line to raise it")
+def _fixable(where: Path, values: dict[str, Any]) -> frozenset[str]:
+    return resolve_fixable(_selectors(where, values, "fixable"), _selectors(where, values, "extend-fixable"),
+                           _selectors(where, values, "unfixable"))
 
 
 def resolve_fixable(fixable: list[str], extend: list[str], unfixable: list[str]) -> frozenset[str]:

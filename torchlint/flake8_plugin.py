@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterator
 
 from torchlint import __version__
-from torchlint.integration import lint_document
+from torchlint.api import lint_document
 from torchlint.rules.registry import SYNTAX_ERROR
 
 

@@ -33,7 +33,7 @@ from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 from torchlint import __version__
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
 from torchlint.diagnostics import Finding, syntax_error_finding
-from torchlint.integration import config_error_finding, lint_document, lint_notebook_cells
+from torchlint.api import config_error_finding, lint_document, lint_notebook_cells
 from torchlint.lsp_positions import DocumentIndex
 from torchlint.notebook import Cell, Notebook, is_notebook
 from torchlint.output.docs_url import rule_url

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -38,6 +38,8 @@ class FileTask:
     data: Optional[bytes] = None  # stdin content
     max_bytes: int = DEFAULT_MAX_FILE_SIZE  # larger files are reported, not read
     lint_timeout: Optional[float] = DEFAULT_LINT_TIMEOUT  # CPU seconds; a slower file becomes one TL000
+    fixable: frozenset[str] = frozenset()  # codes whose fixes the file's settings apply (empty: no fixing)
+    unsafe_fixes: bool = False
 
 
 @dataclass
@@ -66,23 +68,29 @@ def lint_bytes(task: FileTask, data: bytes) -> FileResult:
         return FileResult(task.display, [f] if SYNTAX_ERROR.code in task.codes else [], parse_error=f, timed_out=True)
 
 
+def lint_findings(task: FileTask, data: bytes, rule_errors: list[RuleError]) -> list[Finding]:
+    """Every finding of one file's bytes under its task's rules and options, before the filter
+    by code (the parse error is among them); a failing rule adds to `rule_errors`. Errors
+    outside a rule propagate. The CLI's files and the editors' documents both come here."""
+    classes = rule_classes_for(task.codes)
+    options = {code: dict(values) for code, values in task.options}
+    parse_all = SYNTAX_ERROR.code in task.codes
+    if not notebook.is_notebook(task.display):
+        return check_source(task.display, data, classes, options=options, parse_all=parse_all,
+                            rule_errors=rule_errors)
+    # The notebook's code, not its JSON, is held to max-file-size.
+    findings = notebook.lint_notebook(task.display, data, classes, options=options, parse_all=parse_all,
+                                      rule_errors=rule_errors, max_code_bytes=task.max_bytes)
+    for f in findings:  # fix edits address the cells' joined source, not the notebook's JSON
+        f.fix = None
+    return findings
+
+
 def _lint_bytes(task: FileTask, data: bytes) -> FileResult:
     result = FileResult(task.display)
     try:
-        classes = rule_classes_for(task.codes)
-        options = {code: dict(values) for code, values in task.options}
         rule_errors: list[RuleError] = []
-        is_notebook = notebook.is_notebook(task.display)
-        parse_all = SYNTAX_ERROR.code in task.codes
-        if is_notebook:  # the notebook's code, not its JSON, is held to max-file-size
-            findings = notebook.lint_notebook(task.display, data, classes, options=options, parse_all=parse_all,
-                                              rule_errors=rule_errors, max_code_bytes=task.max_bytes)
-        else:
-            findings = check_source(task.display, data, classes, options=options, parse_all=parse_all,
-                                    rule_errors=rule_errors)
-        if is_notebook:  # fix edits address the cells' joined source, not the notebook's JSON
-            for f in findings:
-                f.fix = None
+        findings = lint_findings(task, data, rule_errors)
         if rule_errors:
             # One line per failing rule; the file's other findings are kept.
             result.internal_error = "\nerror: ".join(e.describe() for e in rule_errors)
@@ -149,7 +157,7 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
                     continue
             assert data is not None
             record = (settings, digest or content_hash(data), stat)
-            task = FileTask(task.path, task.display, task.codes, task.options, data, task.max_bytes, task.lint_timeout)
+            task = replace(task, data=data)
         todo.append((i, task, record))
 
     workers = min(jobs or os.cpu_count() or 1, max(1, len(todo) // MIN_FILES_PER_WORKER))

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from torchlint.files import run_git
+from torchlint.git import run_git
 
 
 def git_toplevel(directory: Path) -> Optional[Path]:

@@ -1,5 +1,8 @@
 """Rule selection by code prefix, with ruff's semantics: `TL1`, `TL101`, `ALL`; within
-one layer the most specific prefix wins and, at equal specificity, ignore wins."""
+one layer the most specific prefix wins and, at equal specificity, ignore wins.
+
+One `Selector` per code table: `STATIC` over the static rules serves `check` and config
+files; `torchlint run` extends it with the runtime checks (`Selector.extended`)."""
 
 from __future__ import annotations
 
@@ -11,16 +14,6 @@ from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE
 
 class SelectionError(ValueError):
     pass
-
-
-def validate_prefix(prefix: str) -> str:
-    prefix = prefix.strip().upper()
-    if prefix == "ALL":
-        return prefix
-    if not prefix.startswith("TL") or not any(code.startswith(prefix) for code in RULES_BY_CODE):
-        known = ", ".join(sorted(RULES_BY_CODE))
-        raise SelectionError(f"unknown rule selector {prefix!r}: expected ALL or a code/prefix of one of {known}")
-    return prefix
 
 
 def _specificity(prefix: str, code: str) -> int:
@@ -37,10 +30,11 @@ class SelectionLayer:
     extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
 
-    def apply(self, enabled: set[str]) -> set[str]:
+    def apply(self, enabled: set[str], codes: Iterable[str] = RULES_BY_CODE) -> set[str]:
+        """`enabled` after this layer, over the code table `codes`."""
         positive = (self.select or []) + self.extend_select
         result = set()
-        for code in RULES_BY_CODE:
+        for code in codes:
             pos = max((_specificity(p, code) for p in positive), default=-1)
             neg = max((_specificity(p, code) for p in self.ignore), default=-1)
             if pos < 0 and neg < 0:
@@ -52,22 +46,53 @@ class SelectionLayer:
         return result
 
 
+@dataclass(frozen=True)
+class Selector:
+    """Prefix selection over one code table, starting from its default-on codes."""
+
+    codes: tuple[str, ...]
+    default: frozenset[str]
+
+    def validate(self, prefix: str) -> str:
+        prefix = prefix.strip().upper()
+        if prefix == "ALL":
+            return prefix
+        if not prefix.startswith("TL") or not any(code.startswith(prefix) for code in self.codes):
+            known = ", ".join(sorted(self.codes))
+            raise SelectionError(f"unknown rule selector {prefix!r}: expected ALL or a code/prefix of one of {known}")
+        return prefix
+
+    def parse(self, value: Iterable[str]) -> list[str]:
+        """Accepts ['TL1', 'TL201'] or comma-joined strings, validating each selector."""
+        out = []
+        for item in value:
+            for part in str(item).split(","):
+                if part.strip():
+                    out.append(self.validate(part))
+        return out
+
+    def resolve(self, layers: Iterable[SelectionLayer]) -> set[str]:
+        enabled = set(self.default)
+        for layer in layers:
+            enabled = layer.apply(enabled, self.codes)
+        return enabled
+
+    def extended(self, codes: Iterable[str], default_on: bool = True) -> "Selector":
+        """This table plus more codes (runtime checks), on by default unless `default_on` is False."""
+        more = tuple(codes)
+        return Selector(tuple(sorted({*self.codes, *more})), self.default | (frozenset(more) if default_on else set()))
+
+    def only(self, codes: Iterable[str]) -> "Selector":
+        """The same selection restricted to some of the codes (what `run` reports of its checks)."""
+        keep = frozenset(codes)
+        return Selector(tuple(c for c in self.codes if c in keep), self.default & keep)
+
+
+STATIC = Selector(tuple(RULES_BY_CODE), frozenset(r.code for r in ALL_RULES if r.default_enabled))
+validate_prefix = STATIC.validate
+parse_list = STATIC.parse
+resolve = STATIC.resolve
+
+
 def default_codes() -> set[str]:
-    return {r.code for r in ALL_RULES if r.default_enabled}
-
-
-def resolve(layers: Iterable[SelectionLayer]) -> set[str]:
-    enabled = default_codes()
-    for layer in layers:
-        enabled = layer.apply(enabled)
-    return enabled
-
-
-def parse_list(value: Iterable[str]) -> list[str]:
-    """Accepts ['TL1', 'TL201'] or comma-joined strings, validating each selector."""
-    out = []
-    for item in value:
-        for part in str(item).split(","):
-            if part.strip():
-                out.append(validate_prefix(part))
-    return out
+    return set(STATIC.default)

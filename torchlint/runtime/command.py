@@ -7,21 +7,23 @@ import shlex
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import click
 
-from torchlint.config import CliOverrides, ConfigError, ConfigResolver
+from torchlint.api import CheckError, CheckRequest, Sources, check, resolver_for
+from torchlint.config import CliOverrides, ConfigError
 from torchlint.diagnostics import Finding
 from torchlint.linter import FileTask
 from torchlint.output.ci_safe import COMMAND_FORMATS, write_commands
+from torchlint.output.report import render_report
 from torchlint.project_root import project_root
 from torchlint.runtime.analysis import (Observation, RuntimeProblem, judge_static, load_events, problem_findings,
                                         runtime_problems)
 from torchlint.runtime.crashes import confirm_by_crash, crash_events, crash_messages
 from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE
 from torchlint.runtime.launcher import Outcome, program_env, run_program
-from torchlint.selection import SelectionError, validate_prefix
+from torchlint.selection import STATIC, SelectionError, SelectionLayer
 
 # Exit codes of our own. Otherwise `run` exits with the program's code (a signal N: 128 + N).
 EXIT_CONFIRMED = 1
@@ -29,19 +31,6 @@ EXIT_ERROR = 2  # torchlint failed: bad options, the command cannot start, a lin
 EXIT_BUDGET = 123  # --max-steps stopped a program that exited 0: only part of it was judged
 EXIT_TIMEOUT = 124  # as GNU timeout(1)
 EXIT_INTERRUPTED = 130
-
-
-@dataclass(frozen=True)
-class CheckSteps:
-    """The steps of `check` that `run` reuses, handed over by the CLI (which owns them) so that
-    this module does not import it."""
-
-    build_tasks: Callable[..., tuple[list[FileTask], list[str]]]
-    lint: Callable[..., list[Any]]
-    collect: Callable[..., tuple[list[Finding], list[Finding], int]]
-    render: Callable[..., str]
-    cache_root: Callable[..., Optional[Path]]
-    write_output: Callable[[str, str, list[Path]], None]
 
 
 @dataclass
@@ -63,44 +52,18 @@ class RunOptions:
     cache_dir: Optional[Path] = None
 
 
-def _split(value: Optional[str], option: str) -> Optional[list[str]]:
-    """Selectors for static rules and runtime checks alike (`TL1` covers TL101 and TL120)."""
+# `--select TL1` covers TL101 and TL120: one selector over static rules and runtime checks.
+SELECTOR = STATIC.extended(RUNTIME_CHECKS_BY_CODE)
+RUNTIME_SELECTOR = SELECTOR.only(RUNTIME_CHECKS_BY_CODE)
+
+
+def _selectors(value: Optional[str], option: str) -> Optional[list[str]]:
     if value is None:
         return None
-    out = []
-    for part in (p.strip().upper() for p in value.split(",")):
-        if not part:
-            continue
-        if part != "ALL" and not any(code.startswith(part) for code in RUNTIME_CHECKS_BY_CODE):
-            try:
-                validate_prefix(part)
-            except SelectionError as exc:
-                raise _fail(f"{option}: {exc}") from None
-        out.append(part)
-    return out
-
-
-def _static_only(selectors: Optional[list[str]]) -> Optional[list[str]]:
-    if selectors is None:
-        return None
-    out = []
-    for s in selectors:
-        try:
-            out.append(validate_prefix(s))
-        except SelectionError:  # a runtime-only code
-            continue
-    return out
-
-
-def _runtime_enabled(code: str, select: Optional[list[str]], extend: list[str], ignore: list[str]) -> bool:
-    def specificity(prefixes: list[str]) -> int:
-        return max((0 if p == "ALL" else len(p) for p in prefixes if p == "ALL" or code.startswith(p)), default=-1)
-
-    positive = specificity((select or []) + extend)
-    negative = specificity(ignore)
-    if positive < 0 and negative < 0:
-        return select is None
-    return positive > negative
+    try:
+        return SELECTOR.parse([value])
+    except SelectionError as exc:
+        raise _fail(f"{option}: {exc}") from None
 
 
 def _fail(message: str) -> click.exceptions.Exit:
@@ -108,15 +71,18 @@ def _fail(message: str) -> click.exceptions.Exit:
     return click.exceptions.Exit(2)
 
 
-def run_command(opts: RunOptions, check: CheckSteps) -> None:
-    select = _split(opts.select, "--select")
-    extend = _split(opts.extend_select, "--extend-select") or []
-    ignore = _split(opts.ignore, "--ignore") or []
-    overrides = CliOverrides(select=_static_only(select), extend_select=_static_only(extend) or [],
-                             ignore=_static_only(ignore) or [])
+def run_command(opts: RunOptions, write_output: Callable[[str, str, list[Path]], None]) -> None:
+    # Static rules ignore the runtime-only prefixes (no static code starts with them).
+    layer = SelectionLayer(_selectors(opts.select, "--select"), _selectors(opts.extend_select, "--extend-select")
+                           or [], _selectors(opts.ignore, "--ignore") or [])
+    overrides = CliOverrides(select=layer.select, extend_select=layer.extend_select, ignore=layer.ignore)
     cwd = Path.cwd().resolve()
-    try:
-        resolver = ConfigResolver(overrides, config_path=opts.config_path, isolated=opts.isolated)
+    request = CheckRequest([], overrides, config_path=opts.config_path, isolated=opts.isolated,
+                           no_cache=opts.no_cache, cache_dir=opts.cache_dir, apply_fixes=False,
+                           warn_empty_directories=False, cwd=cwd,
+                           notify=lambda line: click.echo(line, err=True))
+    try:  # a bad config fails before the program runs
+        request.resolver = resolver_for(request)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
 
@@ -126,14 +92,13 @@ def run_command(opts: RunOptions, check: CheckSteps) -> None:
             raise _fail(outcome.start_error)
         obs = Observation(load_events(Path(events_dir)))
 
-    files = sorted(f for f in obs.files if f.endswith(".py") and Path(f).is_file())
+    # `check` on the Python files the program executed.
+    request.paths = sorted(f for f in obs.files if f.endswith(".py") and Path(f).is_file())
     try:
-        tasks, _ = check.build_tasks(files, resolver, cwd, None, False) if files else ([], [])
-    except ConfigError as exc:
+        report = check(request)
+    except CheckError as exc:
         raise _fail(str(exc)) from None
-    cache_root = None if opts.no_cache else check.cache_root(opts.cache_dir, resolver)
-    results = check.lint(tasks, jobs=None, cache_root=cache_root, resolver=resolver)
-    static, parse_errors, internal_errors = check.collect(tasks, results)
+    static = report.findings
     stopped = _stopped_early(opts, outcome, obs)
     judge_static(static, obs, cwd, stopped)
     if stopped:
@@ -144,32 +109,38 @@ def run_command(opts: RunOptions, check: CheckSteps) -> None:
     explained = confirm_by_crash(static, crashes, cwd)
     problems = [RuntimeProblem("TL020", site, message) for site, message in crash_messages(crashes, explained, cwd)]
     problems += runtime_problems(obs, static, cwd)
-    problems = [p for p in problems if _runtime_enabled(p.code, select, extend, ignore)]
+    enabled = RUNTIME_SELECTOR.resolve([layer])
+    problems = [p for p in problems if p.code in enabled]
     findings = sorted(static + problem_findings(problems, cwd), key=Finding.sort_key)
     if opts.confirmed_only:
         findings = [f for f in findings if f.runtime and f.runtime["verdict"] == "confirmed"]
+    tasks = list(report.tasks)
     framed = {t.display for t in tasks}
     for path in sorted({f.path for f in findings} - framed):  # runtime findings outside the linted files
         tasks.append(FileTask(path=str(cwd / path), display=path, codes=frozenset()))
 
-    text = check.render(opts.output_format, findings, tasks, parse_errors, cwd, False, opts.quiet)
-    # The program owns stdout (and its stderr is untouched): the report goes to stderr or a file.
-    if opts.output_file:
-        check.write_output(opts.output_file, text, [cwd, project_root(cwd)])
-    elif opts.output_format in COMMAND_FORMATS:
-        write_commands(text, err=True)
-    elif text:
-        click.echo(text, nl=False, err=True)
+    text = render_report(opts.output_format, findings, Sources(tasks), report.parse_errors, cwd, False, opts.quiet)
+    _emit(opts, text, cwd, write_output)
     if not opts.quiet:
         click.echo(_status(opts, outcome, obs, cwd), err=True)
         if stopped:
             click.echo(_unfinished(static), err=True)
     for error in obs.internal_errors:
         click.echo(f"warning: torchlint run monitor: {error}", err=True)
-    code = exit_code(outcome, obs.budget_reached, internal_errors > 0,
+    code = exit_code(outcome, obs.budget_reached, report.internal_errors > 0,
                      any(f.runtime and f.runtime["verdict"] == "confirmed" for f in findings) and not opts.exit_zero)
     if code:
         raise click.exceptions.Exit(code)
+
+
+def _emit(opts: RunOptions, text: str, cwd: Path, write_output: Callable[[str, str, list[Path]], None]) -> None:
+    """The program owns stdout (and its stderr is untouched): the report goes to stderr or a file."""
+    if opts.output_file:
+        write_output(opts.output_file, text, [cwd, project_root(cwd)])
+    elif opts.output_format in COMMAND_FORMATS:
+        write_commands(text, err=True)
+    elif text:
+        click.echo(text, nl=False, err=True)
 
 
 def exit_code(outcome: Outcome, budget_reached: bool, lint_failed: bool, confirmed: bool) -> int:

@@ -1,0 +1,344 @@
+"""The application layer under every face: `check(CheckRequest) -> CheckReport` resolves the
+settings, finds the files, lints them (through the cache), applies fixes or noqa comments,
+runs --verify, and collects what a face renders. No click here: the CLI, `torchlint run`,
+the language server, the flake8 plugin and the benchmarks parse their own input, call this,
+and decide how to show the report and what to exit with.
+
+Lines meant for the user as they happen (`warning: ...`, `error: ...`) go to
+`CheckRequest.notify`, in the order the old CLI printed them; a problem that stops the
+check (bad config, unreadable stdin) raises `CheckError`, which faces turn into exit 2."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from torchlint.cache import CACHE_DIR_NAME, Cache
+from torchlint.cache import refusal as cache_refusal
+from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, ConfigResolver, Settings
+from torchlint.checker import RuleError
+from torchlint.diagnostics import Finding, syntax_error_finding
+from torchlint.files import Discovery, display_path
+from torchlint.linter import FileResult, FileTask, lint_findings, load_source, rule_classes_for, run_tasks
+from torchlint.notebook import Notebook, lint_cells
+from torchlint.project_root import project_root
+from torchlint.rules.registry import SYNTAX_ERROR
+from torchlint.safe_io import format_size, printable
+
+if TYPE_CHECKING:
+    from torchlint.fix.files import FixReport
+
+LINT, SHOW_FILES, ADD_NOQA, FIX_ONLY = "lint", "show-files", "add-noqa", "fix-only"
+
+
+class CheckError(Exception):
+    """The check cannot go on (bad configuration, bad input): faces print it and exit 2."""
+
+
+def _ignore(line: str) -> None:
+    pass
+
+
+def _read_stdin(limit: int) -> bytes:
+    return sys.stdin.buffer.read(limit)
+
+
+@dataclass(frozen=True)
+class VerifyRequest:
+    device: str = "auto"
+    unsandboxed: bool = False
+    verified_only: bool = False
+
+
+@dataclass
+class CheckRequest:
+    paths: Optional[list[str]]  # files or directories; ["-"]: the source on stdin; None: "." (or stdin)
+    overrides: CliOverrides = field(default_factory=CliOverrides)
+    config_path: Optional[Path] = None
+    isolated: bool = False
+    stdin_filename: Optional[str] = None
+    force_exclude: bool = False
+    jobs: Optional[int] = None
+    no_cache: bool = False
+    cache_dir: Optional[Path] = None
+    action: str = LINT  # or SHOW_FILES, ADD_NOQA, FIX_ONLY (the fixes, and no findings)
+    apply_fixes: bool = True  # where the file's settings ask for them (`torchlint run` never fixes)
+    write_fixes: bool = True  # False: --diff (fixes are computed, not written)
+    show_fixes: Optional[Callable[["FixReport"], None]] = None  # called once fixes are written
+    verify: Optional[VerifyRequest] = None
+    warn_empty_directories: bool = True
+    cwd: Optional[Path] = None
+    resolver: Optional[ConfigResolver] = None  # settings already resolved for these overrides
+    notify: Callable[[str], None] = _ignore
+    read_stdin: Callable[[int], bytes] = _read_stdin
+
+
+class Sources(dict):
+    """Decoded source files by display path, loaded on first use (code frames, --verify)."""
+
+    def __init__(self, tasks: list[FileTask]) -> None:
+        super().__init__()
+        self._tasks = {t.display: t for t in tasks}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            task = self._tasks.get(key)
+            self[key] = load_source(task) if task is not None else None
+        return super().get(key, default)
+
+
+@dataclass
+class CheckReport:
+    resolver: ConfigResolver
+    cwd: Path
+    tasks: list[FileTask]
+    missing: list[str]  # paths that do not exist
+    results: list[FileResult] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # sorted
+    parse_errors: list[Finding] = field(default_factory=list)  # every parse failure (SARIF notifications)
+    internal_errors: int = 0  # files a rule crashed on, or left unchecked past lint-timeout
+    fix_report: Optional["FixReport"] = None  # None: no file asked for (or had) fixes
+    noqa_added: int = 0
+    noqa_errors: list[str] = field(default_factory=list)
+    sources: Sources = field(default_factory=lambda: Sources([]))
+
+    @property
+    def settings(self) -> Settings:
+        """The settings of the run as a whole (cache, --verify limits, SARIF rule list)."""
+        return self.resolver.default
+
+    @property
+    def enabled(self) -> list[str]:
+        return sorted({code for task in self.tasks for code in task.codes} or self.settings.enabled)
+
+
+def check(request: CheckRequest) -> CheckReport:
+    cwd = (request.cwd or Path.cwd()).resolve()
+    try:
+        resolver = request.resolver or resolver_for(request, cwd)
+        # Like ruff: `--stdin-filename` with no paths reads the source from stdin too.
+        paths = request.paths if request.paths is not None else (["-"] if request.stdin_filename else ["."])
+        tasks, missing = build_tasks(paths, resolver, cwd, request)
+    except ConfigError as exc:
+        raise CheckError(str(exc)) from None
+    if request.warn_empty_directories:
+        _warn_empty_directories(paths, tasks, request.notify)
+    report = CheckReport(resolver, cwd, tasks, missing, sources=Sources(tasks))
+    if request.action == SHOW_FILES:
+        return report
+    # --verify builds probes from the findings: lint afresh rather than trust cached ones.
+    cache_root = None if request.no_cache else cache_root_for(request.cache_dir, resolver, request.notify)
+    cache = Cache(cache_root, resolver.default.root, read=request.verify is None) if cache_root is not None else None
+    report.results = run_tasks(tasks, jobs=request.jobs, cache=cache)
+    if request.action == ADD_NOQA:
+        _add_noqa(report)
+        return report
+    report.fix_report = _fix(report, request) if request.apply_fixes else None
+    if request.action == FIX_ONLY:
+        return report
+    _collect(report, request.notify)
+    if request.verify is not None and report.findings:
+        _verify(report, request.verify, cache_root)
+    return report
+
+
+def resolver_for(request: CheckRequest, cwd: Optional[Path] = None) -> ConfigResolver:
+    """The settings for a request's files (raises ConfigError)."""
+    return ConfigResolver(request.overrides, config_path=request.config_path, isolated=request.isolated, cwd=cwd)
+
+
+def task_for(path: Path, display: str, settings: Settings, data: Optional[bytes] = None) -> FileTask:
+    """One file's task, carrying the settings resolved for it."""
+    return FileTask(path=str(path) if data is None else "-", display=display, codes=settings.codes_for(path),
+                    options=rule_options(settings.options), data=data, max_bytes=settings.max_file_size,
+                    lint_timeout=settings.lint_timeout,
+                    fixable=settings.fixable if settings.fix else frozenset(), unsafe_fixes=settings.unsafe_fixes)
+
+
+def build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path,
+                request: CheckRequest) -> tuple[list[FileTask], list[str]]:
+    """The files to lint (or stdin, for `-`) and the paths that do not exist."""
+    if paths == ["-"]:
+        name = request.stdin_filename or "-"
+        settings = resolver.for_file(Path(name)) if request.stdin_filename else resolver.default
+        if request.force_exclude and request.stdin_filename and settings.is_excluded(Path(name)):
+            return [], []
+        return [task_for(Path(name), name, settings, _stdin(request, settings.max_file_size))], []
+    if not paths:
+        return [], []
+    if "-" in paths:
+        raise CheckError("`-` (stdin) cannot be combined with other paths")
+    discovery = Discovery(resolver, force_exclude=request.force_exclude, project_root=project_root(cwd))
+    tasks = [task_for(path, display_path(path, cwd), settings) for path, settings in discovery.iter_files(paths)]
+    for path, why in discovery.skipped:
+        request.notify(f"warning: {display_path(path, cwd)}: skipped: {why}")
+    return tasks, discovery.missing
+
+
+def _stdin(request: CheckRequest, max_bytes: int) -> bytes:
+    data = request.read_stdin(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise CheckError(f"standard input is larger than max-file-size ({format_size(max_bytes)}); "
+                         f"raise `--max-file-size` to check it")
+    return data
+
+
+def rule_options(options: dict[str, dict[str, Any]]) -> tuple:
+    """Rule options as a hashable, picklable tuple (the cache key and the worker's input)."""
+    return tuple(sorted((code, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in values.items())))
+                        for code, values in options.items()))
+
+
+def cache_root_for(cache_dir: Optional[Path], resolver: ConfigResolver,
+                   notify: Callable[[str], None]) -> Optional[Path]:
+    """The cache directory to use, or None (with a warning) when it must not be used:
+    tracked by git, or placed outside the project by a config file."""
+    settings = resolver.default
+    root = cache_dir or settings.cache_dir or (settings.root / CACHE_DIR_NAME)
+    why = cache_refusal(root, settings.root, from_config=cache_dir is None)
+    if why is not None:
+        notify(f"warning: {printable(why)}")
+        return None
+    return root
+
+
+def _warn_empty_directories(paths: list[str], tasks: list[FileTask], notify: Callable[[str], None]) -> None:
+    """ruff warns when a directory holds nothing to check; a silent "All checks passed!"
+    for a typo'd or fully excluded directory would read as a clean bill of health."""
+    checked = [os.path.abspath(t.path) for t in tasks if t.path != "-"]
+    for raw in paths:
+        if raw == "-" or not os.path.isdir(raw):
+            continue
+        prefix = os.path.join(os.path.abspath(raw), "")
+        if not any(p.startswith(prefix) for p in checked):
+            notify(f"warning: no Python files found under {printable(raw)}")
+
+
+def _add_noqa(report: CheckReport) -> None:
+    from torchlint.fix.files import add_noqa_to_files
+
+    report.noqa_added, report.noqa_errors = add_noqa_to_files(report.tasks, report.results)
+    report.noqa_errors += [r.internal_error for r in report.results if r.internal_error]
+
+
+def _fix(report: CheckReport, request: CheckRequest) -> Optional["FixReport"]:
+    """Apply fixes where a file's settings ask for them (`--fix` or `fix = true`); None when
+    no file does, so LibCST is never imported for a plain lint run."""
+    from torchlint.fix.policy import FixPolicy
+
+    def policy_for(task: FileTask) -> FixPolicy:
+        return FixPolicy(task.fixable, task.unsafe_fixes)
+
+    if not any(t.fixable for t, r in zip(report.tasks, report.results) if any(f.fix for f in r.findings)):
+        return None
+    from torchlint.fix.files import fix_results
+
+    fixed = fix_results(report.tasks, report.results, policy_for, write=request.write_fixes)
+    for error in fixed.errors:
+        request.notify(f"error: {error}")
+    if request.show_fixes is not None and request.write_fixes:
+        request.show_fixes(fixed)
+    return fixed
+
+
+def _collect(report: CheckReport, notify: Callable[[str], None]) -> None:
+    """Sorted findings, every parse failure, and how many files hit an internal error.
+    Problems that are not findings are notified."""
+    for task, result in zip(report.tasks, report.results):
+        if result.internal_error:
+            notify(f"error: {result.internal_error}")
+            report.internal_errors += 1
+        error = result.parse_error
+        if error is not None:
+            report.parse_errors.append(error)
+            if error.code not in task.codes:
+                notify(f"warning: {error.path}:{error.row}:{error.col}: {error.message}")
+                if result.timed_out:  # valid code left unchecked: the run must not pass silently
+                    report.internal_errors += 1
+        report.findings.extend(result.findings)
+    report.findings.sort(key=Finding.sort_key)
+
+
+def _verify(report: CheckReport, verify: VerifyRequest, cache_root: Optional[Path]) -> None:
+    from torchlint.verify.runner import DEFAULT_BUDGET, DEFAULT_MEMORY, verify_findings
+
+    settings = report.settings
+    memory = settings.verify_memory  # the command line's value, else the config's (lower only)
+    verify_findings(report.findings, device=verify.device, timeout=settings.verify_timeout or DEFAULT_VERIFY_TIMEOUT,
+                    cache_dir=cache_root, sources=lambda path: getattr(report.sources.get(path), "text", None),
+                    memory_limit=memory * 2**20 if memory else DEFAULT_MEMORY,
+                    budget=settings.verify_budget or DEFAULT_BUDGET, unsandboxed=verify.unsandboxed)
+    if verify.verified_only:
+        report.findings = [f for f in report.findings if f.verify and f.verify["verdict"] == "confirmed"]
+
+
+def write_output_file(path: str, text: str, roots: list[Path]) -> None:
+    """The report to `-o PATH`, never through a symlink the checked tree planted."""
+    from torchlint.output.output_file import OutputFileError, write_report
+
+    try:
+        write_report(path, text, roots)
+    except OutputFileError as exc:
+        raise CheckError(f"--output-file {printable(path)}: {exc}") from None
+    except OSError as exc:
+        raise CheckError(f"--output-file {printable(path)}: {exc.strerror or exc}") from None
+
+
+# -- editors: one in-memory document, linted as `check` would lint that file ------------------
+
+@lru_cache(maxsize=8)
+def document_resolver(cwd: Path) -> ConfigResolver:
+    """One resolver per working directory, reused across documents (it caches config files)."""
+    return ConfigResolver(CliOverrides(), cwd=cwd)
+
+
+def config_error_finding(path: str, error: ConfigError) -> Finding:
+    return syntax_error_finding(path, f"torchlint configuration error: {error}", 1, 1)
+
+
+def rule_error_finding(path: str, error: RuleError) -> Finding:
+    return syntax_error_finding(path, f"torchlint {error.describe()}", 1, 1)
+
+
+def document_task(path: Path, display: str, resolver: Optional[ConfigResolver], data: bytes = b"") -> FileTask:
+    """The task `check` would make for `path` (raises ConfigError). No CPU budget: an editor
+    lints one document at a time, on its own schedule."""
+    settings = (resolver or document_resolver(Path.cwd().resolve())).for_file(path)
+    return replace(task_for(path, display, settings, data), lint_timeout=None)
+
+
+def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = None,
+                  display: Optional[str] = None) -> list[Finding]:
+    """Findings for `data` as the contents of `path` (which need not exist on disk yet),
+    with the rules and options the CLI would use for that path. A configuration error
+    becomes one finding on line 1, so an editor shows it instead of going quiet; an error
+    outside a rule propagates (the face reports it)."""
+    display = display or str(path)
+    try:
+        task = document_task(path, display, resolver, data)
+    except ConfigError as exc:
+        return [config_error_finding(display, exc)]
+    rule_errors: list[RuleError] = []
+    findings = lint_findings(task, data, rule_errors)
+    # A failing rule costs its own findings only: the editor shows one line saying so.
+    return [f for f in findings if f.code in task.codes] + [rule_error_finding(display, e) for e in rule_errors]
+
+
+def lint_notebook_cells(path: Path, notebook: Notebook, resolver: Optional[ConfigResolver] = None) -> list[Finding]:
+    """Findings for an open notebook's code cells, configured as the CLI would configure
+    the .ipynb at `path`. A configuration error is reported on the first code cell."""
+    try:
+        task = document_task(path, notebook.path, resolver)
+    except ConfigError as exc:
+        error = config_error_finding(notebook.path, exc)
+        return [replace(error, cell=notebook.cells[0].number)] if notebook.cells else []
+    rule_errors: list[RuleError] = []
+    findings = lint_cells(notebook, rule_classes_for(task.codes), options={c: dict(v) for c, v in task.options},
+                          parse_all=SYNTAX_ERROR.code in task.codes, rule_errors=rule_errors)
+    first_cell = notebook.cells[0].number if notebook.cells else None
+    return [f for f in findings if f.code in task.codes] + [
+        replace(rule_error_finding(notebook.path, e), cell=first_cell) for e in rule_errors]
