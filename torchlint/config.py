@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from torchlint.project_torch import project_torch_floor
 from torchlint.budget import DEFAULT_LINT_TIMEOUT, MIN_LINT_TIMEOUT
-from torchlint.rules.registry import RULES_BY_CODE, RULES_BY_NAME
+from torchlint import catalog
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, format_size, is_within, parse_size, read_regular_file
 from torchlint.selection import SelectionError, SelectionLayer, parse_list, resolve
 
@@ -243,7 +243,7 @@ def _validate_options(path: Path, table: Any) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path}: `options` must be a table of per-rule tables")
     out: dict[str, dict[str, Any]] = {}
     for rule_key, values in table.items():
-        rule = RULES_BY_CODE.get(rule_key.upper()) or RULES_BY_NAME.get(rule_key)
+        rule = catalog.static_rule(rule_key)
         if rule is None:
             raise ConfigError(f"{path}: options.{rule_key}: unknown rule (use a code like TL501 or a name like mean-reduction-under-ddp)")
         if not isinstance(values, dict):
@@ -316,7 +316,7 @@ def settings_from_table(path: Optional[Path], table: dict[str, Any], cli: CliOve
         check_torch_version(table["torch-version"], f"{where}: `torch-version`") if "torch-version" in table
         else project_torch_floor(root, load_toml) or DEFAULT_TORCH_VERSION)
     module_bases = _expect_list(where, "module-bases", table["module-bases"]) if "module-bases" in table else []
-    for rule in RULES_BY_CODE.values():
+    for rule in catalog.static_rules():
         if "torch-version" in rule.options:
             options.setdefault(rule.code, {}).setdefault("torch-version", torch_version)
         if module_bases and "module-bases" in rule.options:
@@ -383,7 +383,7 @@ def resolve_fixable(fixable: list[str], extend: list[str], unfixable: list[str])
     """Codes matched by `fixable` or `extend-fixable` and not by `unfixable`."""
     def matches(selectors: list[str], code: str) -> bool:
         return any(s == "ALL" or code.startswith(s) for s in selectors)
-    return frozenset(code for code in RULES_BY_CODE
+    return frozenset(code for code in catalog.static_codes()
                      if matches(fixable + extend, code) and not matches(unfixable, code))
 
 

@@ -11,10 +11,9 @@ from typing import Optional
 
 from torchlint.checker import RuleError, check_source
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
-from torchlint.diagnostics import Finding, syntax_error_finding
+from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
 from torchlint.linter import rule_classes_for
 from torchlint.notebook import Notebook, lint_cells
-from torchlint.rules.registry import SYNTAX_ERROR
 
 
 @lru_cache(maxsize=8)
@@ -45,7 +44,7 @@ def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = 
         return [config_error_finding(display, exc)]
     rule_errors: list[RuleError] = []
     findings = check_source(display, data, rule_classes_for(codes), options=options,
-                            parse_all=SYNTAX_ERROR.code in codes, rule_errors=rule_errors)
+                            parse_all=SYNTAX_ERROR_CODE in codes, rule_errors=rule_errors)
     # A failing rule costs its own findings only: the editor shows one line saying so.
     return [f for f in findings if f.code in codes] + [rule_error_finding(display, e) for e in rule_errors]
 
@@ -63,7 +62,7 @@ def lint_notebook_cells(path: Path, notebook: Notebook, resolver: Optional[Confi
         error = config_error_finding(notebook.path, exc)
         return [replace(error, cell=notebook.cells[0].number)] if notebook.cells else []
     rule_errors: list[RuleError] = []
-    findings = lint_cells(notebook, rule_classes_for(codes), options=options, parse_all=SYNTAX_ERROR.code in codes,
+    findings = lint_cells(notebook, rule_classes_for(codes), options=options, parse_all=SYNTAX_ERROR_CODE in codes,
                           rule_errors=rule_errors)
     first_cell = notebook.cells[0].number if notebook.cells else None
     return [f for f in findings if f.code in codes] + [

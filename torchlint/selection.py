@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE
+from torchlint import catalog
 
 
 class SelectionError(ValueError):
@@ -17,8 +17,8 @@ def validate_prefix(prefix: str) -> str:
     prefix = prefix.strip().upper()
     if prefix == "ALL":
         return prefix
-    if not prefix.startswith("TL") or not any(code.startswith(prefix) for code in RULES_BY_CODE):
-        known = ", ".join(sorted(RULES_BY_CODE))
+    if not prefix.startswith("TL") or not any(code.startswith(prefix) for code in catalog.static_codes()):
+        known = ", ".join(sorted(catalog.static_codes()))
         raise SelectionError(f"unknown rule selector {prefix!r}: expected ALL or a code/prefix of one of {known}")
     return prefix
 
@@ -40,7 +40,7 @@ class SelectionLayer:
     def apply(self, enabled: set[str]) -> set[str]:
         positive = (self.select or []) + self.extend_select
         result = set()
-        for code in RULES_BY_CODE:
+        for code in catalog.static_codes():
             pos = max((_specificity(p, code) for p in positive), default=-1)
             neg = max((_specificity(p, code) for p in self.ignore), default=-1)
             if pos < 0 and neg < 0:
@@ -53,7 +53,7 @@ class SelectionLayer:
 
 
 def default_codes() -> set[str]:
-    return {r.code for r in ALL_RULES if r.default_enabled}
+    return {r.code for r in catalog.static_rules() if r.default_enabled}
 
 
 def resolve(layers: Iterable[SelectionLayer]) -> set[str]:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.files import display_path
-from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE
+from torchlint import catalog
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
 from torchlint.source import DecodeFailure, SourceFile, decode_source
 
@@ -621,7 +621,7 @@ def problem_findings(problems: list[RuntimeProblem], cwd: Path) -> list[Finding]
     out = []
     sources: dict[str, Optional[SourceFile]] = {}
     for p in problems:
-        check = RUNTIME_CHECKS_BY_CODE[p.code]
+        check = catalog.by_code()[p.code]
         path, row = (p.site[0], p.site[1]) if p.site else ("<unknown>", 1)
         if path not in sources:
             sources[path] = _source(path)

@@ -19,7 +19,7 @@ from torchlint.project_root import project_root
 from torchlint.runtime.analysis import (Observation, RuntimeProblem, judge_static, load_events, problem_findings,
                                         runtime_problems)
 from torchlint.runtime.crashes import confirm_by_crash, crash_events, crash_messages
-from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE
+from torchlint import catalog
 from torchlint.runtime.launcher import Outcome, program_env, run_program
 from torchlint.selection import SelectionError, validate_prefix
 
@@ -71,7 +71,7 @@ def _split(value: Optional[str], option: str) -> Optional[list[str]]:
     for part in (p.strip().upper() for p in value.split(",")):
         if not part:
             continue
-        if part != "ALL" and not any(code.startswith(part) for code in RUNTIME_CHECKS_BY_CODE):
+        if part != "ALL" and not any(code.startswith(part) for code in catalog.runtime_codes()):
             try:
                 validate_prefix(part)
             except SelectionError as exc:

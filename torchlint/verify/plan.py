@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
-from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE
+from torchlint import catalog
 from torchlint.verify.instrument import SLICE_RULES
 from torchlint.verify.slicer import NotSelfContained, build
 
 # A rule without a `verify_note` has a fact probe in probes.py (tests/test_verify.py checks
 # the two agree); the note says why the others cannot be shown on a machine.
-PROBED = frozenset(r.code for r in ALL_RULES if r.verify_note is None)
+PROBED = frozenset(r.code for r in catalog.static_rules() if r.verify_note is None)
 _MAX_FACT = 200
 _HERE = Path(__file__).resolve().parent
 # The code that decides a verdict: a change to any of it invalidates cached verdicts.
@@ -74,7 +74,7 @@ def clean_facts(params: Any) -> tuple[tuple[str, Any], ...]:
 def plan(finding: Finding, source: Optional[str]) -> tuple[Optional[ProbeRequest], Optional[str]]:
     """(request, None) to run something, or (None, reason) for `skipped`."""
     code = finding.code
-    rule = RULES_BY_CODE.get(code)
+    rule = catalog.static_rule(code)
     if rule is None:
         return None, "no such rule"
     facts = clean_facts(finding.probe_params)

@@ -12,6 +12,57 @@ _AUTOGRAD_FUNCS = {"torch.autograd.backward": "tensors", "torch.autograd.grad": 
 
 
 class BackwardUnderNoGrad(Rule):
+    """## What it does
+    Flags `.backward()`, `torch.autograd.backward(...)` and `torch.autograd.grad(...)` inside a
+    grad-disabled region (`with torch.no_grad():`, `with torch.inference_mode():`,
+    `with torch.set_grad_enabled(False):`, or a function decorated with `@torch.no_grad()` /
+    `@torch.inference_mode()`) when the tensor being differentiated was computed inside that
+    same region, e.g. a whole training loop wrapped in `no_grad`.
+
+    ## Why is this bad?
+    Under `no_grad` torch records no graph: the loss has no `grad_fn` and `requires_grad=False`.
+    Calling backward on it does **not** fail silently (as some tutorials claim); torch raises
+
+    ```
+    RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn
+    ```
+
+    so the job dies at the first step, often after a long data-loading warm-up, or in a code
+    path (a fine-tuning branch, a rarely-used flag) that CI never runs.
+
+    A region that only does the parameter update (`p -= lr * p.grad`) or computes metrics is
+    correct and is not flagged. Neither is `backward()` under `no_grad` on a loss that was
+    computed *before* the region (the graph already exists), nor code under
+    `torch.enable_grad()` nested in the region.
+
+    ## Example
+    ```python
+    with torch.no_grad():
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()   # RuntimeError
+            opt.step()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+
+    with torch.no_grad():      # evaluation only
+        val_loss = F.cross_entropy(model(xv), yv)
+    ```
+
+    ## Fix safety
+    No automatic fix: where the region should end depends on intent.
+
+    ## References
+    - [torch.no_grad](https://pytorch.org/docs/stable/generated/torch.no_grad.html)
+    - [Autograd mechanics: locally disabling gradient computation](https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation)
+    """
+
     code = "TL101"
     name = "backward-under-no-grad"
     summary = "backward()/autograd.grad on a tensor computed inside a grad-disabled region"

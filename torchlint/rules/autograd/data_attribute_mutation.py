@@ -36,6 +36,95 @@ def _data_receiver(node: ast.AST) -> Optional[ast.Attribute]:
 
 
 class DataAttributeMutation(Rule):
+    """## What it does
+    Flags writes through `Tensor.data`: `p.data -= ...`, `p.data = ...`, `p.data[i] = ...`, and
+    in-place tensor methods (`add_`, `mul_`, `copy_`, `zero_`, `fill_`, `normal_`, `uniform_`,
+    `clamp_`, any method ending in `_`) called on `x.data`.
+
+    Every write needs a receiver known to be a tensor or parameter (a loop variable over
+    `.parameters()`/`.named_parameters()`/`.buffers()`, also through `zip(...)`, an optimizer's
+    `group["params"]`, a `.weight`/`.bias`, a `torch.*` or `nn.Parameter` result, the output of
+    calling a module, an argument annotated `torch.Tensor`/`nn.Parameter`), so `self.data = data`,
+    `batch.data.append(x)` and a namedtuple's `data` field stay silent. Writes on `p.grad.data`
+    are not flagged (gradient buffers are never saved for backward), nor are in-place methods
+    that change only the shape (`unsqueeze_`, `squeeze_`, `resize_`, `t_`, `transpose_`).
+
+    It fires only where the write can change a tensor that a live graph saved: inside a
+    forward→backward window of a training step (a forward or loss computed, then the `.data`
+    write, then `backward()` on that loss, in the same loop body or function, also when the
+    write sits in a same-file helper called inside that window, or the backward is
+    `scaler.scale(loss).backward()`, `accelerator.backward(loss)`, `self.manual_backward(loss)`
+    or a same-file helper that calls it), or inside `forward()`. The window comes from
+    `torchlint.analysis.training_step`, which other rules share.
+
+    What it leaves out (no graph can have saved the tensor): head re-initialisation before the
+    first forward, a custom `Optimizer.step` (it runs after backward, under `no_grad`), LoRA
+    merges and other between-step weight edits (EMA, clipping after `step()`), an upcast
+    `p.data = p.data.float()` / `.to(dtype)` that keeps the Parameter, gradient buffers reached
+    through an alias (`g = p.grad; g.data.div_(n)`), and writes in a nested loop whose own body
+    has no backward (an epoch-level loop around the batch loop). One line is reported once.
+
+    What really happens: the write itself succeeds. It matters only when the tensor is saved for
+    a backward pass that has not run yet (a write between a forward and its `backward()`); the
+    gradient is then computed from the new values with no error. On an activation (a clamp or
+    mask applied through `.data` to a module's output), the forward pass sees the edit and the
+    backward pass does not: gradients flow as if it had not happened (a straight-through edit,
+    sometimes deliberate). Writes between steps (after
+    `optimizer.step()`, in EMA or weight-clipping code) are harmless, which is why the message
+    says the write is *invisible to autograd's check*, not that a gradient is wrong.
+
+    Writes inside weight set-up functions (names containing `init`, `reset_parameters`, `convert`,
+    `load` or `fuse`: `__init__`, `_init_weights`, `convert_checkpoint`, `load_tf_weights`,
+    `fuse_bn`) are skipped by default, because no autograd graph exists when they run. To flag
+    them too (to migrate to `torch.nn.init.*` / `torch.no_grad()`):
+
+    ```toml
+    [tool.torchlint.options.data-attribute-mutation]
+    skip-initializers = false
+    ```
+
+    ## Why is this bad?
+    `.data` returns a tensor that shares storage with the original but is detached from
+    autograd, and in-place changes through it do not bump the version counter autograd uses to
+    detect modified saved tensors. If the tensor was saved for backward (most weights are), the
+    gradient is computed from the *new* values and is silently wrong. The same in-place write
+    done under `torch.no_grad()` on the tensor itself is tracked: torch raises
+    `one of the variables needed for gradient computation has been modified by an inplace
+    operation` instead of returning a wrong gradient.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        for p in model.parameters():
+            p.data.clamp_(-0.01, 0.01)  # the graph of `loss` saved these weights
+        loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            for p in model.parameters():
+                p.clamp_(-0.01, 0.01)  # after the step: no graph holds them
+    ```
+
+    ## Fix safety
+    Unsafe (applied with `--unsafe-fixes`). A call statement on a line of its own,
+    `p.data.mul_(x)`, becomes `with torch.no_grad():` + `p.mul_(x)`. The rewrite changes
+    behaviour exactly where the old code was silently wrong: under `no_grad` the in-place write
+    bumps the version counter, so a tensor saved for backward now raises instead of producing a
+    wrong gradient. Assignments (`p.data = ...`, `p.data -= ...`) and calls sharing a line with
+    other code are not rewritten; review those by hand.
+
+    ## References
+    - [PyTorch 0.4 migration guide: what about .data?](https://pytorch.org/blog/pytorch-0_4_0-migration-guide/)
+    - [Autograd mechanics: in-place operations](https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
+    """
+
     code = "TL102"
     name = "data-attribute-mutation"
     summary = "In-place write through `.data` bypasses autograd"

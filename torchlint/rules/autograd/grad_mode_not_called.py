@@ -12,6 +12,39 @@ _MODES = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.s
 
 
 class GradModeNotCalled(Rule):
+    """## What it does
+    Flags `with torch.no_grad:`, `with torch.enable_grad:`, `with torch.inference_mode:` and
+    `with torch.set_grad_enabled:`, that is, the class instead of an instance.
+
+    ## Why is this bad?
+    These are classes; `with` needs an instance. torch raises at run time:
+
+    ```
+    TypeError: 'type' object does not support the context manager protocol
+    ```
+
+    (A bare `@torch.no_grad` *decorator* is valid since torch 2.0 and is not flagged.)
+
+    ## Example
+    ```python
+    with torch.no_grad:
+        preds = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.no_grad():
+        preds = model(x)
+    ```
+
+    ## Fix safety
+    Safe: adding `()` is the only way the `with` statement can run; the code raised
+    `TypeError` before.
+
+    ## References
+    - [torch.no_grad](https://pytorch.org/docs/stable/generated/torch.no_grad.html)
+    """
+
     code = "TL108"
     name = "grad-mode-not-called"
     summary = "Grad-mode context manager used without calling it"

@@ -22,6 +22,42 @@ def _all_ints(value: object) -> bool:
 
 
 class IntegerRequiresGrad(Rule):
+    """## What it does
+    Flags a tensor created with integer data or an integer dtype and `requires_grad=True`:
+    `torch.tensor([1, 2, 3], requires_grad=True)`, `torch.arange(10, requires_grad=True)`,
+    `torch.zeros(4, dtype=torch.long, requires_grad=True)`, `torch.randint(...)`,
+    `torch.full(shape, 7, requires_grad=True)`. Float literals, float dtypes and
+    `torch.zeros/ones/randn/linspace` without an integer dtype are not flagged.
+
+    ## Why is this bad?
+    Only floating point and complex tensors can have gradients. torch raises at creation:
+
+    ```
+    RuntimeError: Only Tensors of floating point and complex dtype can require gradients
+    ```
+
+    `torch.tensor` infers int64 from integer literals, which is easy to miss.
+
+    ## Example
+    ```python
+    w = torch.tensor([1, 2, 3], requires_grad=True)
+    ```
+
+    ## Use instead
+    ```python
+    w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    # or
+    w = torch.tensor([1, 2, 3], dtype=torch.float32, requires_grad=True)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.tensor](https://pytorch.org/docs/stable/generated/torch.tensor.html)
+    - [Autograd mechanics](https://pytorch.org/docs/stable/notes/autograd.html)
+    """
+
     code = "TL106"
     name = "integer-requires-grad"
     summary = "requires_grad=True on a tensor with an integer dtype"

@@ -16,6 +16,50 @@ _NOT_VALUE_WRITES = frozenset({"requires_grad_", "retain_grad", "share_memory_",
 
 
 class LeafInplaceUpdateOutsideNoGrad(Rule):
+    """## What it does
+    Flags an in-place update (`w -= lr * w.grad`, `w.sub_(...)`, `w.add_(...)`, `w.copy_(...)`, any
+    in-place method) of a leaf tensor that requires grad, outside a grad-disabled region, where `w`
+    was created with `requires_grad=True`, is an `nn.Parameter`, or is a loop variable over
+    `.parameters()`.
+
+    It stays silent when the leaf was frozen above the update in the same function:
+    `module.requires_grad_(False)` (for `for p in module.parameters(): p.add_(...)`),
+    `p.requires_grad = False`, `p.requires_grad_(False)`, `p.detach_()`, or a loop
+    `for q in m.parameters(): q.requires_grad = False` before the update. A later
+    `requires_grad_(True)` that unfreezes it again is not tracked (the rule stays silent).
+
+    ## Why is this bad?
+    torch refuses to modify a leaf that requires grad while autograd is recording:
+
+    ```
+    RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.
+    ```
+
+    Manual SGD written from a tutorial hits this at the first update. The update must run under
+    `torch.no_grad()` (which is what every `torch.optim` optimizer does).
+
+    ## Example
+    ```python
+    w = torch.randn(3, requires_grad=True)
+    loss.backward()
+    w -= lr * w.grad
+    ```
+
+    ## Use instead
+    ```python
+    with torch.no_grad():
+        w -= lr * w.grad
+    w.grad = None
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [Autograd mechanics](https://pytorch.org/docs/stable/notes/autograd.html)
+    - [torch.no_grad](https://pytorch.org/docs/stable/generated/torch.no_grad.html)
+    """
+
     code = "TL105"
     name = "leaf-inplace-update-outside-no-grad"
     summary = "In-place update of a leaf that requires grad outside torch.no_grad()"

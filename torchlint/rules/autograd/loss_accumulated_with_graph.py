@@ -23,6 +23,47 @@ def _is_detached(value: ast.AST) -> bool:
 
 
 class LossAccumulatedWithGraph(Rule):
+    """## What it does
+    Flags, inside a loop that calls `.backward()` on a loss, an accumulation of that loss into
+    another variable (`total += loss`, `total = total + loss`, `total += loss * n`) without
+    `.item()`, `.detach()` or `float(...)`.
+
+    Not flagged when the accumulator is re-assigned in the same loop (`running = 0` after each
+    optimizer step, as gradient-accumulation recipes do): its graph then lives one step, not the
+    whole loop.
+
+    ## Why is this bad?
+    `loss` carries its autograd graph. Adding it to an accumulator makes the accumulator depend on
+    every iteration's graph, so none of them can be freed: memory grows each step until the run
+    goes out of memory (the PyTorch FAQ's "don't accumulate history across your training loop").
+    Summing losses and calling `.backward()` once after the loop is correct and is not flagged;
+    neither is an accumulator that is itself backpropagated.
+
+    ## Example
+    ```python
+    total = 0
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        total += loss
+    ```
+
+    ## Use instead
+    ```python
+    total = 0.0
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        total += loss.item()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [PyTorch FAQ: my model reports cuda runtime error(2): out of memory](https://pytorch.org/docs/stable/notes/faq.html)
+    """
+
     code = "TL107"
     name = "loss-accumulated-with-graph"
     summary = "Loss summed into an accumulator without .item()/.detach() keeps every graph alive"

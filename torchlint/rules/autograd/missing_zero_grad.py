@@ -25,6 +25,48 @@ def _per_context_gradients(loop: ast.AST, backward: ast.Call, ctx: FileContext) 
 
 
 class MissingZeroGrad(Rule):
+    """## What it does
+    Flags a loop whose body calls `.backward()` (or `torch.autograd.backward`, `accelerator.backward`)
+    and an optimizer `step()` but never resets gradients inside the loop: no `optimizer.zero_grad()`,
+    `model.zero_grad()`, `p.grad = None` or `p.grad.zero_()`. Reported at the `backward()` call.
+
+    A reset inside a function of the same file that the loop calls (`reset_grad()`, `self.reset()`)
+    counts, one level deep. Loops under `torch.distributed.autograd.context()` (or calling
+    `dist_autograd.backward`) are not flagged: distributed autograd keeps gradients per context,
+    so each iteration starts clean.
+
+    ## Why is this bad?
+    `backward()` *adds* into `.grad`. Without a reset, step *k* applies the sum of the gradients of
+    steps 1..k: the effective learning rate grows every iteration and training diverges or
+    plateaus, without any error. Gradient accumulation, where `step()` and `zero_grad()` sit
+    together under a condition (`if (i + 1) % k == 0:`), is correct and is not flagged; neither is a
+    `scheduler.step()` loop without an optimizer step.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.optim.Optimizer.zero_grad](https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html)
+    - [Autograd mechanics](https://pytorch.org/docs/stable/notes/autograd.html)
+    """
+
     code = "TL103"
     name = "missing-zero-grad"
     summary = "Loop calls backward() and step() but never resets gradients"

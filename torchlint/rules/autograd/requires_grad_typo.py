@@ -12,6 +12,37 @@ _TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "requires
 
 
 class RequiresGradTypo(Rule):
+    """## What it does
+    Flags `x.require_grad = ...` (and `requires_grads`, `require_grads`) attribute assignments, and
+    `require_grad=` keyword arguments to torch functions.
+
+    ## Why is this bad?
+    Assigning a misspelt attribute on a tensor silently creates a new Python attribute: the
+    tensor's real `requires_grad` flag is unchanged, so a parameter you meant to freeze keeps
+    training, or one you meant to train gets no gradient. Passed to a torch function, the keyword
+    raises `TypeError: ... got an unexpected keyword argument 'require_grad'`.
+
+    ## Example
+    ```python
+    for p in backbone.parameters():
+        p.require_grad = False
+    ```
+
+    ## Use instead
+    ```python
+    for p in backbone.parameters():
+        p.requires_grad = False
+    ```
+
+    ## Fix safety
+    Safe: the misspelt attribute or keyword is renamed to `requires_grad`. The keyword form
+    raised `TypeError` before; the attribute form starts tracking gradients, which is what the
+    line asked for.
+
+    ## References
+    - [torch.Tensor.requires_grad](https://pytorch.org/docs/stable/generated/torch.Tensor.requires_grad.html)
+    """
+
     code = "TL109"
     name = "requires-grad-typo"
     summary = "`require_grad` typo: the flag is never set"

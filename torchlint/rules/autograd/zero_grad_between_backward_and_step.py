@@ -19,6 +19,37 @@ def _expr_call(stmt: ast.stmt) -> Optional[ast.Call]:
 
 
 class ZeroGradBetweenBackwardAndStep(Rule):
+    """## What it does
+    Flags, within one block, `.backward()` followed by `zero_grad()` followed by an optimizer
+    `.step()`. Reported at the `zero_grad()` call.
+
+    ## Why is this bad?
+    `zero_grad()` clears the gradients that `backward()` just computed (since torch 2.0 it sets them
+    to `None`), so `step()` sees nothing to apply: with `set_to_none=True` the optimizer skips every
+    parameter and the model never learns; with zeros, momentum and weight decay still move the
+    weights. There is no error.
+
+    ## Example
+    ```python
+    loss.backward()
+    optimizer.zero_grad()
+    optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    ```
+
+    ## Fix safety
+    No automatic fix: moving a call changes behaviour; review the loop.
+
+    ## References
+    - [torch.optim.Optimizer.zero_grad](https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html)
+    """
+
     code = "TL104"
     name = "zero-grad-between-backward-and-step"
     summary = "zero_grad() between backward() and step(): the step sees zero gradients"

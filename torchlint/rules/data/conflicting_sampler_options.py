@@ -10,6 +10,34 @@ from torchlint.rules.base import Rule, arg_or_keyword, literal
 
 
 class ConflictingSamplerOptions(Rule):
+    """## What it does
+    Flags `DataLoader(...)` calls that combine `shuffle=True` with `sampler=`, or `batch_sampler=`
+    with `batch_size` (other than 1), `shuffle=True`, `sampler=` or `drop_last=True`. A conditional
+    argument (`sampler=s if batch_sampler is None else None`) is not a conflict.
+
+    ## Why is this bad?
+    These options are mutually exclusive and torch raises when the loader is built:
+    `ValueError: sampler option is mutually exclusive with shuffle` and
+    `ValueError: batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and
+    drop_last`. Often this sits on a code path (distributed training) that local runs never take.
+
+    ## Example
+    ```python
+    loader = DataLoader(ds, shuffle=True, sampler=DistributedSampler(ds))
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(ds, sampler=DistributedSampler(ds, shuffle=True))
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.utils.data](https://pytorch.org/docs/stable/data.html)
+    """
+
     code = "TL304"
     name = "conflicting-sampler-options"
     summary = "DataLoader sampler/batch_sampler options that raise ValueError"

@@ -13,6 +13,41 @@ from torchlint.rules.base import Rule, keyword, literal
 
 
 class DataloaderInLoop(Rule):
+    """## What it does
+    Flags a `DataLoader` with `num_workers` not literally 0 constructed inside a loop body from
+    arguments that do not change in the loop. Loaders built from the loop variable (k-fold
+    splits, curriculum stages), from a name the loop body changes anywhere (a batch size doubled
+    after the construction), or rebuilt under an `if` (on a schedule) are not flagged.
+
+    ## Why is this bad?
+    Worker processes are started when the loader is iterated and shut down with it. Re-creating
+    the loader every epoch pays the worker start-up (process spawn, dataset pickling, imports)
+    every epoch, and defeats `persistent_workers=True`, whose whole purpose is to keep workers
+    alive across epochs.
+
+    ## Example
+    ```python
+    for epoch in range(epochs):
+        loader = DataLoader(ds, num_workers=8, persistent_workers=True)
+        for batch in loader:
+            ...
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(ds, num_workers=8, persistent_workers=True)
+    for epoch in range(epochs):
+        for batch in loader:
+            ...
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.utils.data](https://pytorch.org/docs/stable/data.html)
+    """
+
     code = "TL303"
     name = "dataloader-in-loop"
     summary = "Multi-worker DataLoader re-created on every loop iteration"

@@ -24,6 +24,46 @@ def is_main_guard(node: ast.AST) -> bool:
 
 
 class DataloaderWithoutMainGuard(Rule):
+    """## What it does
+    Flags module-level code outside `if __name__ == "__main__":` that iterates a `DataLoader`
+    whose `num_workers` is not literally 0, or calls a function (directly or through other
+    functions of the file) that builds and iterates such a loader, or reads a module-level one.
+    Reported at the loop or call, once per top-level statement. Notebooks (`.ipynb`) are not
+    checked: a kernel's `__main__` is never re-imported by spawned workers.
+
+    ## Why is this bad?
+    With the `spawn` start method (the default on Windows and macOS) every worker process
+    re-imports the main module. Unguarded module-level code then starts workers again from inside
+    a worker, and Python stops it with `RuntimeError: An attempt has been made to start a new
+    process before the current process has finished its bootstrapping phase.` The same script
+    works on Linux (fork), so the bug ships.
+
+    ## Example
+    ```python
+    loader = DataLoader(ds, num_workers=4)
+    for batch in loader:
+        train_step(batch)
+    ```
+
+    ## Use instead
+    ```python
+    def main():
+        loader = DataLoader(ds, num_workers=4)
+        for batch in loader:
+            train_step(batch)
+
+    if __name__ == "__main__":
+        main()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.utils.data](https://pytorch.org/docs/stable/data.html)
+    - [multiprocessing: safe importing of main module](https://docs.python.org/3/library/multiprocessing.html#the-spawn-and-forkserver-start-methods)
+    """
+
     code = "TL302"
     name = "dataloader-without-main-guard"
     summary = "Multi-worker DataLoader iterated by module-level code without a __main__ guard"

@@ -11,6 +11,37 @@ from torchlint.rules.base import Rule, keyword
 
 
 class NoGradInCollateFn(Rule):
+    """## What it does
+    Flags `with torch.no_grad():` (or a `@torch.no_grad()` decorator) inside a function passed as
+    `collate_fn` to a `DataLoader`. Off by default: harmless, only noise.
+
+    ## Why is this bad?
+    Collation stacks dataset samples, which carry no autograd graph, so `no_grad` changes
+    nothing; in worker processes grad mode is per thread anyway. It suggests a misunderstanding
+    of where gradients are recorded.
+
+    `--verify` reports this rule as `skipped`: the pattern has no effect to observe; it is flagged as noise, not a wrong result.
+
+    ## Example
+    ```python
+    def collate(batch):
+        with torch.no_grad():
+            return torch.stack(batch)
+    ```
+
+    ## Use instead
+    ```python
+    def collate(batch):
+        return torch.stack(batch)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.utils.data](https://pytorch.org/docs/stable/data.html)
+    """
+
     code = "TL305"
     name = "no-grad-in-collate-fn"
     summary = "torch.no_grad() inside a collate_fn has no effect"

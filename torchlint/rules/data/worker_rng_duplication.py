@@ -14,6 +14,51 @@ _SAMPLING_METHODS = ("__getitem__", "__getitems__", "__iter__")
 
 
 class WorkerRngDuplication(Rule):
+    """## What it does
+    Flags a `DataLoader(...)` with `num_workers` not literally 0 and no `worker_init_fn`, whose
+    dataset is an instance of a class defined in the same file whose `__init__` stores an RNG
+    **object** (`np.random.default_rng(...)`, `np.random.RandomState(...)`,
+    `np.random.Generator(...)`, `random.Random(...)`, `torch.Generator()`) that `__getitem__`
+    or `__iter__` uses.
+
+    ## Why is this bad?
+    Each worker process receives a copy of the dataset, RNG object included, in the same state.
+    Every worker then draws the *same* random stream: augmentations repeat across workers, and
+    effective data diversity drops by the number of workers, silently.
+
+    Since torch 1.9 the DataLoader re-seeds the **global** `random`, `torch` and legacy
+    `np.random` state in each worker, so datasets that use those are fine and are not flagged
+    (older articles claim otherwise). Datasets that already look at
+    `torch.utils.data.get_worker_info()`, or re-create the RNG per item, are not flagged either.
+
+    ## Example
+    ```python
+    class Aug(Dataset):
+        def __init__(self):
+            self.rng = np.random.default_rng(0)
+        def __getitem__(self, i):
+            return self.rng.normal()
+
+    loader = DataLoader(Aug(), num_workers=4)
+    ```
+
+    ## Use instead
+    ```python
+    def seed_worker(worker_id):
+        info = torch.utils.data.get_worker_info()
+        info.dataset.rng = np.random.default_rng(info.seed % 2**32)
+
+    loader = DataLoader(Aug(), num_workers=4, worker_init_fn=seed_worker)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.utils.data: randomness in multi-process data loading](https://pytorch.org/docs/stable/data.html#randomness-in-multi-process-data-loading)
+    - [Reproducibility: DataLoader](https://pytorch.org/docs/stable/notes/randomness.html#dataloader)
+    """
+
     code = "TL301"
     name = "worker-rng-duplication"
     summary = "Dataset RNG object duplicated across DataLoader workers"

@@ -16,6 +16,44 @@ SAMPLER = "torch.utils.data.DistributedSampler"
 
 
 class DistributedSamplerWithoutSetEpoch(Rule):
+    """## What it does
+    Flags an epoch loop that iterates a `DataLoader` whose sampler is a `DistributedSampler` with
+    shuffling on (the default), when nothing in the loop (or a function of the same file it
+    calls) calls `.set_epoch(...)`. Reported at the epoch loop. Also flags `sampler.set_epoch(i)`
+    inside the batch loop with that loop's own counter: the order then changes per batch index,
+    the same way every epoch.
+
+    ## Why is this bad?
+    `DistributedSampler` seeds its shuffle with `seed + epoch`. Without `set_epoch(epoch)` the
+    epoch stays 0, so every epoch visits the data in exactly the same order on every rank. Models
+    still train, somewhat worse, and nothing reports it.
+
+    ## Example
+    ```python
+    sampler = DistributedSampler(ds)
+    loader = DataLoader(ds, sampler=sampler)
+    for epoch in range(epochs):
+        for batch in loader:
+            ...
+    ```
+
+    ## Use instead
+    ```python
+    sampler = DistributedSampler(ds)
+    loader = DataLoader(ds, sampler=sampler)
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for batch in loader:
+            ...
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.utils.data.distributed.DistributedSampler](https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler)
+    """
+
     code = "TL502"
     name = "distributed-sampler-without-set-epoch"
     summary = "DistributedSampler.set_epoch() never called: every epoch has the same order"

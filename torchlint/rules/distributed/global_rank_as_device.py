@@ -13,6 +13,43 @@ _DDP = ("torch.nn.parallel.DistributedDataParallel",)
 
 
 class GlobalRankAsDevice(Rule):
+    """## What it does
+    Flags the global rank, `torch.distributed.get_rank()` (directly or through a variable
+    assigned from it), used as a CUDA device index: `torch.cuda.set_device(rank)`,
+    `torch.device("cuda", rank)`, `DistributedDataParallel(..., device_ids=[rank])` or
+    `output_device=rank`, `x.cuda(rank)` and `x.to(rank)`. `get_rank(group)` (a rank within a
+    group) and other uses of the rank (file names, `if rank == 0`, samplers) are not flagged.
+
+    ## Why is this bad?
+    `get_rank()` numbers processes across *all* nodes. With the usual one process per GPU, the
+    processes on the second node get ranks 8 to 15 on 8-GPU machines, and those name GPUs that
+    do not exist there: the job fails as soon as it runs on more than one node, although it
+    worked on one. The index of the GPU on this machine is the *local* rank, which `torchrun`
+    passes in the `LOCAL_RANK` environment variable.
+
+    ## Example
+    ```python
+    dist.init_process_group("nccl")
+    local_rank = dist.get_rank()
+    torch.cuda.set_device(local_rank)
+    ```
+
+    ## Use instead
+    ```python
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    ```
+
+    ## Fix safety
+    No automatic fix: where the local rank comes from depends on the launcher (`torchrun`,
+    SLURM, a custom spawner).
+
+    ## References
+    - [torchrun environment variables](https://pytorch.org/docs/stable/elastic/run.html#environment-variables)
+    - [torch.distributed.get_rank](https://pytorch.org/docs/stable/distributed.html#torch.distributed.get_rank)
+    """
+
     code = "TL503"
     name = "global-rank-as-device"
     summary = "The global rank from dist.get_rank() used as a CUDA device index"

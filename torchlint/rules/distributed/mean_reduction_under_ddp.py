@@ -76,6 +76,56 @@ def _sets_ignore_value(scope: ast.AST) -> bool:
 
 
 class MeanReductionUnderDdp(Rule):
+    """## What it does
+    Flags a loss computed with `reduction='mean'` (explicitly or by default) in the same function
+    that wraps a model in `DistributedDataParallel` (or at module level in a file that does so at
+    module level), **only where the number of elements it averages over can differ between
+    ranks**:
+
+    - `ignore_index=` on `CrossEntropyLoss`/`NLLLoss`/`F.cross_entropy`/`F.nll_loss`;
+    - class weights (`weight=`) on those losses (the mean divides by the summed weights);
+    - labels overwritten with the default ignore value (`y[y == pad] = -100`, `masked_fill(m, -100)`)
+      in the same function as a class-index loss;
+    - masked or filtered selections passed to the loss (`crit(out[mask], y[mask])`);
+    - per-token losses over flattened, padded sequences (`out.view(-1, V)` in a file that pads).
+
+    A plain `nn.CrossEntropyLoss()` on fixed-size classification batches is not flagged: every
+    rank counts the same number of elements (a padding `DistributedSampler` or `drop_last=True`
+    keeps batch sizes equal), so the mean of per-rank means is the global mean.
+    Losses in other functions of the file are not flagged.
+
+    ## Why is this bad?
+    Each rank averages its loss over its *own* elements, then DDP averages the gradients across
+    ranks. The result is a mean of per-rank means. That equals the global mean only when every
+    rank counts the same number of elements. With `ignore_index`/padding tokens, masks, or an
+    uneven last batch, ranks with fewer elements get more weight per element than ranks with
+    more, and the gradient is biased, silently. (It is not "averaged twice, gradients too
+    small", as some articles say: with equal counts it is exactly right.)
+
+    ## Example
+    ```python
+    model = DDP(model, device_ids=[rank])
+    criterion = nn.CrossEntropyLoss(ignore_index=-100)
+    loss = criterion(model(x), y)
+    ```
+
+    ## Use instead
+    ```python
+    criterion = nn.CrossEntropyLoss(ignore_index=-100, reduction="sum")
+    n = (y != -100).sum()
+    dist.all_reduce(n)                        # global element count
+    loss = criterion(model(x), y) * dist.get_world_size() / n
+    ```
+    (multiplying by the world size undoes DDP's gradient averaging).
+
+    ## Fix safety
+    No automatic fix: the global count depends on how the batch is masked.
+
+    ## References
+    - [DistributedDataParallel](https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html)
+    - [torch.distributed.all_reduce](https://pytorch.org/docs/stable/distributed.html#torch.distributed.all_reduce)
+    """
+
     code = "TL501"
     name = "mean-reduction-under-ddp"
     summary = "reduction='mean' loss under DistributedDataParallel where per-rank element counts can differ"

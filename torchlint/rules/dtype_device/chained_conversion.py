@@ -61,6 +61,43 @@ def _already_float32(call: ast.Call, ctx: FileContext) -> bool:
 
 
 class ChainedConversion(Rule):
+    """Off by default since 0.2: on training code (the triage in issue 9's corpus) fewer than half
+    of the findings were sure to copy twice. Whether a conversion copies depends on the tensor's
+    current dtype and device, which a linter rarely knows: `.float()` on a tensor that is already
+    float32 returns it unchanged, so `x.float().to(device)` then makes one copy, not two. Enable it
+    with `--extend-select TL203` when you know your tensors' dtypes. It stays silent where the
+    receiver is known to be float32 already (`torch.ones(n).float()`, a name assigned a `.float()`
+    result) or may be a module (`(ckpt.get("ema") or ckpt["model"]).to(device).float()`).
+
+    ## What it does
+    Flags two chained conversions, one changing the device and one the dtype:
+    `x.float().cuda()`, `x.cuda().half()`, `x.to(device).to(dtype)`, `x.cpu().double()`.
+
+    ## Why is this bad?
+    Each conversion allocates a new tensor and copies the data: two allocations and two copies
+    where one `x.to(device, dtype)` does the conversion with a single copy. In a data pipeline
+    or training step this is pure overhead.
+
+    ## Example
+    ```python
+    x = batch.float().cuda()
+    ```
+
+    ## Use instead
+    ```python
+    x = batch.to("cuda", torch.float32)
+    ```
+
+    ## Fix safety
+    Safe when every link is spelled out: `.float().cuda()` becomes `.to("cuda", torch.float32)`
+    (the same device, dtype and result; `"cuda"` is the current device, as for `.cuda()`).
+    Links with arguments (`.cuda(1)`, `.cuda(non_blocking=True)`), chains with a comment inside,
+    or a file without `import torch` (needed to spell the dtype) get no fix.
+
+    ## References
+    - [torch.Tensor.to](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)
+    """
+
     code = "TL203"
     name = "chained-conversion"
     summary = "Chained device and dtype conversions copy twice; use one .to(device, dtype)"

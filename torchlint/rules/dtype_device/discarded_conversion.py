@@ -19,6 +19,50 @@ def _methods_defined_here(tree: ast.Module) -> frozenset[str]:
                      for stmt in cls.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 class DiscardedConversion(Rule):
+    """## What it does
+    Flags an expression statement whose value is a tensor conversion that returns a new tensor
+    and is thrown away: `x.to(...)`, `x.cuda()`, `x.cpu()`, `x.float()`, `x.half()`, `x.double()`,
+    `x.long()`, `x.int()`, `x.bfloat16()`, `x.contiguous()`, `x.detach()`, `x.clone()`,
+    `x.type(...)`, `x.pin_memory()`.
+
+    `nn.Module.to/cuda/cpu/float/half/double/bfloat16/type` *do* act in place, so those methods
+    are only flagged on receivers known to be tensors (a `torch.*` result, an argument annotated
+    `torch.Tensor`, ...); the tensor-only methods are flagged unless the receiver is known to be
+    a module. A whole batch from a `DataLoader` with a custom `collate_fn` (or from an unknown
+    iterable) is not taken for a tensor: it may be a dict or a transformers `BatchEncoding`,
+    whose `.to()` moves its tensors in place.
+
+    It fires only on values known to be tensors (a `torch.*` result, a Parameter, an argument
+    annotated `torch.Tensor`): an unknown receiver may be an object whose `.cuda()`,
+    `.pin_memory()` or `.to()` works in place (an EMA helper, a quantised Parameter subclass, a
+    custom batch), so it stays silent. It is also silent for a method that a class of the same
+    file defines (`def cuda(self): ...`), since the receiver may be one of its instances.
+
+    ## Why is this bad?
+    Tensor conversions never modify the tensor: `x.cuda()` alone leaves `x` on the CPU and the
+    next operation fails with `Expected all tensors to be on the same device`, or, for dtype
+    conversions, silently keeps the old dtype.
+
+    ## Example
+    ```python
+    x = torch.randn(8, 4)
+    x.to(device)
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.randn(8, 4)
+    x = x.to(device)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.Tensor.to](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)
+    - [torch.nn.Module.to](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.to)
+    """
+
     code = "TL202"
     name = "discarded-conversion"
     summary = "Tensor conversion result discarded (tensor conversions are not in place)"

@@ -29,6 +29,38 @@ def _has_float(value: object) -> bool:
 
 
 class Float64FromNumpy(Rule):
+    """## What it does
+    Flags `torch.from_numpy`, `torch.tensor` or `torch.as_tensor` applied directly to a NumPy
+    call that yields float64 by default (`np.random.rand/randn/random/uniform/normal`,
+    `np.zeros/ones/empty/linspace` without `dtype`, `np.full` with a float fill,
+    `np.array/asarray` of float literals, `np.loadtxt/genfromtxt`) without a `dtype` argument or
+    an immediate `.float()` / `.to(torch.float32)`. Integer arrays are not flagged.
+
+    ## Why is this bad?
+    NumPy's default float is float64 and torch keeps it: the tensor takes twice the memory and
+    meets float32 weights with `RuntimeError: mat1 and mat2 must have the same dtype, but got
+    Double and Float` (or `expected scalar type Float but found Double`), or silently promotes
+    computations to float64, which is slow on GPUs.
+
+    ## Example
+    ```python
+    x = torch.from_numpy(np.random.rand(128, 16))
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.from_numpy(np.random.rand(128, 16)).float()
+    # or
+    x = torch.tensor(np.random.rand(128, 16), dtype=torch.float32)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.from_numpy](https://pytorch.org/docs/stable/generated/torch.from_numpy.html)
+    """
+
     code = "TL204"
     name = "float64-from-numpy"
     summary = "Tensor built from a float64 NumPy array without a dtype"

@@ -25,6 +25,39 @@ def _is_guard(node: ast.AST) -> bool:
 
 
 class HardcodedCuda(Rule):
+    """## What it does
+    Flags `.cuda()` and `"cuda"`/`"cuda:N"` device literals (in `.to(...)`, `device=`,
+    `torch.device(...)`) outside a guard: an `if`/conditional expression whose test calls
+    `torch.cuda.is_available()`/`device_count()` or names a CUDA/GPU switch (`args.cuda`, `use_gpu`).
+    Off by default: many projects only ever run on GPUs.
+
+    ## Why is this bad?
+    Hard-coded CUDA makes code fail on CPU-only machines, CI runners and Apple silicon
+    (`AssertionError: Torch not compiled with CUDA enabled` or `RuntimeError: No CUDA GPUs are
+    available`). Choosing one `device` object up front keeps the code portable.
+
+    `--verify` reports this rule as `skipped`: portability depends on the machine the code will run on, not on this one.
+
+    ## Example
+    ```python
+    model = model.cuda()
+    x = torch.zeros(3, device="cuda")
+    ```
+
+    ## Use instead
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = model.to(device)
+    x = torch.zeros(3, device=device)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [CUDA semantics: device-agnostic code](https://pytorch.org/docs/stable/notes/cuda.html#device-agnostic-code)
+    """
+
     code = "TL207"
     name = "hardcoded-cuda"
     summary = "Hard-coded .cuda()/'cuda' outside a torch.cuda.is_available() guard"

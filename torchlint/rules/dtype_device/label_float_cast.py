@@ -16,6 +16,44 @@ _PROBABILITY_SOURCES = frozenset({"one_hot", "softmax", "log_softmax", "sigmoid"
 
 
 class LabelFloatCast(Rule):
+    """## What it does
+    Flags a float cast (`.float()`, `.double()`, `.half()`, `.bfloat16()`, `.to(<float dtype>)`,
+    `.type(torch.FloatTensor)`, `torch.tensor(..., dtype=<float>)`) of the tensor passed as the
+    target of a class-index loss: `nn.CrossEntropyLoss` / `nn.NLLLoss` instances constructed in
+    the same file, `F.cross_entropy`, `F.nll_loss`; directly or through a local variable
+    assigned from the cast.
+
+    ## Why is this bad?
+    These losses take class *indices* (int64). It is not merely a precision issue:
+
+    - with a class-index shaped target `(N,)`, torch raises
+      `RuntimeError: expected target dtype to be Long or Byte, but got Float` (torch 2.13;
+      older releases say `expected scalar type Long but found Float`);
+    - with a float target of shape `(N, C)`, torch silently reads it as class
+      **probabilities**, a different loss;
+    - integer labels above 2**24 are not exactly representable in float32, so large
+      vocabularies also lose labels.
+
+    Targets of BCE/MSE and other regression losses, and float targets built deliberately as
+    probabilities (`F.one_hot(y, C).float()`, a softmax), are not flagged.
+
+    ## Example
+    ```python
+    loss = F.cross_entropy(logits, labels.float())
+    ```
+
+    ## Use instead
+    ```python
+    loss = F.cross_entropy(logits, labels.long())
+    ```
+
+    ## Fix safety
+    No automatic fix: if the float target is meant as class probabilities, the shape decides.
+
+    ## References
+    - [torch.nn.CrossEntropyLoss](https://pytorch.org/docs/stable/generated/torch.nn.CrossEntropyLoss.html)
+    """
+
     code = "TL201"
     name = "label-float-cast"
     summary = "Float-cast labels passed as the target of CrossEntropyLoss/NLLLoss"

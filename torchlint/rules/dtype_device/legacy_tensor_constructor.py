@@ -42,6 +42,41 @@ def _fix(node: ast.Call, name: str, ctx: FileContext):  # type: ignore[no-untype
                     [replace(ctx.source, node, f"{torch}.tensor({data}, dtype={dtype}{device})")])
 
 class LegacyTensorConstructor(Rule):
+    """## What it does
+    Flags calls of the legacy constructors `torch.Tensor(...)`, `torch.FloatTensor(...)`,
+    `torch.LongTensor(...)`, `torch.cuda.FloatTensor(...)` and the other typed tensor classes.
+    `isinstance(x, torch.Tensor)`, annotations and base classes are not flagged.
+
+    ## Why is this bad?
+    The legacy constructors are ambiguous: `torch.Tensor(3)` is an *uninitialised* tensor of size
+    3 (whatever was in memory), not a tensor holding 3, while `torch.Tensor([3])` holds 3. They
+    also ignore the default dtype and device conventions of the factory functions.
+
+    ## Example
+    ```python
+    t = torch.Tensor(3)
+    labels = torch.LongTensor(batch_labels)
+    ```
+
+    ## Use instead
+    ```python
+    t = torch.empty(3)         # a shape
+    t = torch.tensor([3.0])    # a value
+    labels = torch.tensor(batch_labels, dtype=torch.long)
+    ```
+
+    ## Fix safety
+    Safe, only for a list literal of numbers: `torch.FloatTensor([1, 2])` becomes
+    `torch.tensor([1, 2], dtype=torch.float32)` (`torch.Tensor([...])` keeps the default dtype
+    with `dtype=torch.get_default_dtype()`, since `torch.tensor` would infer `int64` from
+    integers; `torch.cuda.*Tensor` adds `device="cuda"`). A size argument (`torch.Tensor(3)`) or
+    any other argument has no fix: which of the two meanings was intended is not certain.
+
+    ## References
+    - [torch.tensor](https://pytorch.org/docs/stable/generated/torch.tensor.html)
+    - [Tensor: constructors](https://pytorch.org/docs/stable/tensors.html)
+    """
+
     code = "TL205"
     name = "legacy-tensor-constructor"
     summary = "Legacy constructor torch.Tensor(...)/torch.FloatTensor(...)"

@@ -11,6 +11,43 @@ _PACKERS = frozenset(f"torch.nn.utils.rnn.{n}" for n in ("pack_padded_sequence",
 
 
 class PackedSequenceUnpacking(Rule):
+    """## What it does
+    Flags the result of `torch.nn.utils.rnn.pack_padded_sequence(...)` or `pack_sequence(...)`
+    unpacked into a number of names other than four: `packed, lengths = pack_padded_sequence(...)`.
+
+    ## Why is this bad?
+    These functions return one `PackedSequence`, a named tuple with four fields (`data`,
+    `batch_sizes`, `sorted_indices`, `unsorted_indices`). Unpacking it into two names raises on
+    every torch release that has the four fields (checked on torch 2.13):
+
+    ```
+    ValueError: too many values to unpack (expected 2)
+    ```
+
+    The two-value form belongs to `pad_packed_sequence`, which returns `(padded, lengths)`; the
+    two are easily confused.
+
+    ## Example
+    ```python
+    packed, lengths = pack_padded_sequence(emb, lens, batch_first=True)
+    out, _ = lstm(packed)
+    ```
+
+    ## Use instead
+    ```python
+    packed = pack_padded_sequence(emb, lens, batch_first=True)
+    out, _ = lstm(packed)
+    out, lengths = pad_packed_sequence(out, batch_first=True)
+    ```
+
+    ## Fix safety
+    No automatic fix: which name the code meant to keep is not certain.
+
+    ## References
+    - [torch.nn.utils.rnn.pack_padded_sequence](https://pytorch.org/docs/stable/generated/torch.nn.utils.rnn.pack_padded_sequence.html)
+    - [torch.nn.utils.rnn.PackedSequence](https://pytorch.org/docs/stable/generated/torch.nn.utils.rnn.PackedSequence.html)
+    """
+
     code = "TL208"
     name = "packed-sequence-unpacking"
     summary = "A PackedSequence (four fields) unpacked into a different number of names"

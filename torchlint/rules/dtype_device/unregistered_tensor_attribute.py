@@ -40,6 +40,50 @@ def _handled_elsewhere(uses: dict[str, tuple[bool, int, int]], attr: str) -> boo
 
 
 class UnregisteredTensorAttribute(Rule):
+    """## What it does
+    Flags `self.x = torch.<factory>(...)` (`zeros`, `ones`, `arange`, `tensor`, `randn`, ...) in an
+    `nn.Module` subclass's `__init__` that is neither wrapped in `nn.Parameter` nor registered
+    with `register_buffer`.
+
+    Not flagged: `torch.tensor(x)` of something that may be a scalar (a 0-dim CPU tensor combines
+    with tensors on any device); an attribute the class moves itself at every use
+    (`self.bins.to(x.device)`); an attribute another method replaces before use (a setter).
+
+    Subclasses of framework modules count as Modules: `pytorch_lightning`/`lightning`
+    `LightningModule`, Hugging Face `PreTrainedModel` (and `*PreTrainedModel`), diffusers
+    `ModelMixin`, and the model classes of `torchvision.models` and `timm` (one table in
+    `torchlint/analysis/frameworks.py`). Extend it with the top-level config key
+    `module-bases = ["mypkg.layers.Base"]`. A base defined in another file of the project is not
+    resolved yet.
+
+    ## Why is this bad?
+    A plain tensor attribute is invisible to the module machinery: `.to(device)`/`.cuda()` do not
+    move it and `state_dict()` does not save it. After `model.cuda()`, `forward` mixes a CPU
+    tensor with CUDA activations: `RuntimeError: Expected all tensors to be on the same device`.
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mask = torch.tril(torch.ones(8, 8))
+    ```
+
+    ## Use instead
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mask", torch.tril(torch.ones(8, 8)))
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.nn.Module.register_buffer](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer)
+    """
+
     code = "TL206"
     name = "unregistered-tensor-attribute"
     summary = "Plain tensor attribute in nn.Module: not moved by .to(), not in state_dict()"

@@ -21,6 +21,45 @@ def _branch_on_training(node: ast.AST) -> bool:
 
 
 class FunctionalDropoutAlwaysOn(Rule):
+    """## What it does
+    Flags `F.dropout` and `F.dropout1d/2d/3d` inside an `nn.Module` method without a
+    `training=` argument, unless it sits under a test of `self.training` (`if self.training:`),
+    which already limits it to training mode. `F.alpha_dropout` and `F.feature_alpha_dropout`
+    are not flagged: their `training` defaults to `False`, so without the argument they never
+    drop anything (a different bug, but not this one).
+
+    It stays silent when the probability is already zero outside training: `p=self.p if
+    self.training else 0.0`, a local bound from such an expression, a call under
+    `if self.training:`, or a parameter that every same-class caller passes gated
+    (`self.attend(..., dropout_p=self.p if self.training else 0.0)`). Framework modules count
+    as Modules (see TL206).
+
+    ## Why is this bad?
+    The functional form does not know about `model.eval()`: its `training` argument defaults to
+    `True`, so dropout keeps zeroing activations during evaluation and inference. Metrics are
+    noisy and lower than they should be, silently.
+
+    ## Example
+    ```python
+    class Block(nn.Module):
+        def forward(self, x):
+            return F.dropout(self.fc(x), p=0.1)
+    ```
+
+    ## Use instead
+    ```python
+    class Block(nn.Module):
+        def forward(self, x):
+            return F.dropout(self.fc(x), p=0.1, training=self.training)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.nn.functional.dropout](https://pytorch.org/docs/stable/generated/torch.nn.functional.dropout.html)
+    """
+
     code = "TL402"
     name = "functional-dropout-always-on"
     summary = "F.dropout without training= stays on in eval()"

@@ -15,6 +15,37 @@ _MODULES = frozenset({"torch.nn.Softmax", "torch.nn.LogSoftmax", "torch.nn.Softm
 
 
 class ImplicitSoftmaxDim(Rule):
+    """## What it does
+    Flags `F.softmax`, `F.log_softmax`, `F.softmin`, `torch.softmax`, `torch.log_softmax` and
+    `nn.Softmax()/LogSoftmax()/Softmin()` without `dim`, and `F.softmax(x, axis=...)`.
+    `torch.softmax(x, axis=1)` and `torch.log_softmax(x, axis=1)` are not flagged: those two
+    accept NumPy's `axis=` as an alias of `dim` (checked on torch 2.13).
+
+    ## Why is this bad?
+    For the functional forms torch chooses the dimension implicitly and warns
+    (`UserWarning: Implicit dimension choice for softmax has been deprecated`): dim 0 for 0-, 1-
+    and 3-D input, dim 1 otherwise. For a 3-D `(batch, seq, classes)` tensor that normalises
+    across the *batch*, silently wrong. `torch.softmax(x)` without `dim` raises `TypeError`
+    (`missing 1 required positional arguments: "dim"`), and the functional forms reject `axis=`
+    (`TypeError: softmax() got an unexpected keyword argument 'axis'`).
+
+    ## Example
+    ```python
+    probs = F.softmax(logits)
+    ```
+
+    ## Use instead
+    ```python
+    probs = F.softmax(logits, dim=-1)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.nn.functional.softmax](https://pytorch.org/docs/stable/generated/torch.nn.functional.softmax.html)
+    """
+
     code = "TL403"
     name = "implicit-softmax-dim"
     summary = "softmax/log_softmax/softmin without dim"

@@ -110,6 +110,47 @@ def _forward_value_activation(value: ast.AST, forward: ast.FunctionDef, cls: ast
 
 
 class SoftmaxBeforeCrossEntropy(Rule):
+    """## What it does
+    Flags the input of `nn.CrossEntropyLoss` / `F.cross_entropy` when it is a `softmax` result
+    (directly, or through a local variable assigned from it);
+    `nn.BCEWithLogitsLoss` / `F.binary_cross_entropy_with_logits` on a `sigmoid` result; and
+    `nn.NLLLoss` / `F.nll_loss` on a `softmax` (not `log_softmax`) result. Using the softmax for
+    metrics while the loss gets the logits is not flagged, and neither is a `log_softmax` result
+    fed to `CrossEntropyLoss`: redundant, but `log_softmax` is idempotent, so the loss and its
+    gradients are the same.
+
+    The output of a module of the same file counts too, one level deep: `self.head(x)` with
+    `self.head = nn.Sequential(..., nn.Softmax())`, or `out = net(x)` (also unpacked from a tuple)
+    where `net = Net()` and `Net.forward` returns such a head's output.
+
+    ## Why is this bad?
+    `CrossEntropyLoss` applies `log_softmax` itself and `BCEWithLogitsLoss` applies `sigmoid`
+    itself. Applying it first computes a different loss: softmax outputs lie in (0, 1), so the
+    second softmax sees nearly flat logits, the loss can never approach 0, and the gradients
+    shrink; training is slow or stalls, with no error. `NLLLoss` expects log-probabilities,
+    not probabilities.
+
+    ## Example
+    ```python
+    probs = F.softmax(model(x), dim=-1)
+    loss = F.cross_entropy(probs, y)
+    ```
+
+    ## Use instead
+    ```python
+    logits = model(x)
+    loss = F.cross_entropy(logits, y)
+    probs = logits.softmax(dim=-1)  # for metrics only
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.nn.CrossEntropyLoss](https://pytorch.org/docs/stable/generated/torch.nn.CrossEntropyLoss.html)
+    - [torch.nn.BCEWithLogitsLoss](https://pytorch.org/docs/stable/generated/torch.nn.BCEWithLogitsLoss.html)
+    """
+
     code = "TL401"
     name = "softmax-before-cross-entropy"
     summary = "softmax/sigmoid applied before a loss that already applies it"

@@ -8,7 +8,6 @@ from typing import Optional
 from torchlint.checker import FileContext
 from torchlint.fix.edits import edit, make_fix
 from torchlint.rules.base import Rule
-from torchlint.rules.codes import KNOWN_CODES
 from torchlint.source import ALL_CODES, CODE_SPLIT, _comment_part
 
 _DIRECTIVE = re.compile(r"#\s*noqa:\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*)", re.IGNORECASE)
@@ -16,6 +15,37 @@ _TL_CODE = re.compile(r"TL[0-9]{3}")
 
 
 class UnusedNoqa(Rule):
+    """## What it does
+    Flags a `# noqa: TLxxx` comment whose torchlint codes suppress nothing on that line: the
+    rule named is enabled for the file and did not fire there, or no torchlint rule has that
+    code. Like ruff's `RUF100`, it is opt-in: `--extend-select TL001`.
+
+    Only `TL` codes are judged. Other tools' codes in the same comment (`E501`, `B008`) and a
+    bare `# noqa` (which silences every tool) are never reported, and a code whose rule is not
+    enabled for the file (left out by `select`, `ignore` or `per-file-ignores`) is not judged.
+
+    ## Why is this bad?
+    A stale suppression hides the next real finding on that line, and tells readers the line has
+    a problem it no longer has.
+
+    ## Example
+    ```python
+    x = torch.zeros(3)  # noqa: TL801, E501
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.zeros(3)  # noqa: E501
+    ```
+
+    ## Fix safety
+    Safe. The fix removes only the unused `TL` codes; other codes stay, and the whole directive
+    goes only when nothing else is left in it (text after the codes is kept as a comment).
+
+    ## References
+    - [ruff: unused-noqa (RUF100)](https://docs.astral.sh/ruff/rules/unused-noqa/)
+    """
+
     code = "TL001"
     name = "unused-noqa"
     summary = "Unused `noqa` directive: a torchlint code on a line where nothing is suppressed"
@@ -32,16 +62,20 @@ class UnusedNoqa(Rule):
         # Only codes enabled for this file are judged: a rule left out by --select or
         # per-file-ignores might still need its noqa elsewhere.
         judged = ctx.enabled_codes
+        # Imported here: the catalog imports every rule module, this one included.
+        from torchlint.catalog import static_codes
+
+        known = static_codes()
         for row, codes in sorted(source.noqa_rows().items()):
             if codes is ALL_CODES:
                 continue  # a bare noqa directive also silences other tools: not ours to judge
             unused = [c for c in codes
-                      if _TL_CODE.fullmatch(c) and (c not in KNOWN_CODES or c in judged)
+                      if _TL_CODE.fullmatch(c) and (c not in known or c in judged)
                       and (row, c) not in source.noqa_hits and c != self.code]
             if unused:
-                self._report(ctx, row, sorted(unused), KNOWN_CODES)
+                self._report(ctx, row, sorted(unused), known)
 
-    def _report(self, ctx: FileContext, row: int, unused: list[str], known: set[str]) -> None:
+    def _report(self, ctx: FileContext, row: int, unused: list[str], known: frozenset[str]) -> None:
         line = ctx.source.line(row)
         comment = _comment_part(line)
         match = _DIRECTIVE.search(comment) if comment else None

@@ -13,6 +13,38 @@ _CHECKPOINTS = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.che
 
 
 class CheckpointWithoutUseReentrant(Rule):
+    """## What it does
+    Flags `torch.utils.checkpoint.checkpoint(...)` and `checkpoint_sequential(...)` called without
+    `use_reentrant=`. Calls that pass `**kwargs` are not flagged. Not reported when
+    `torch-version` is below 2.1.
+
+    ## Why is this bad?
+    On torch 2.13 such a call warns ("the use_reentrant parameter should be passed explicitly.
+    Starting in PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception")
+    and then runs the *reentrant* variant (`use_reentrant=True`). Despite the warning's wording,
+    torch 2.13 still only warns. torch recommends the non-reentrant variant, which supports
+    `torch.autograd.grad`, keyword arguments and inputs that do not require grad.
+
+    ## Example
+    ```python
+    h = checkpoint(self.block, h)
+    ```
+
+    ## Use instead
+    ```python
+    h = checkpoint(self.block, h, use_reentrant=False)
+    ```
+
+    ## Fix safety
+    Unsafe (applied with `--unsafe-fixes`): the fix adds `use_reentrant=False`, the variant torch
+    recommends, which is not the one that ran before (the two differ in what they support and
+    in how they recompute). Pass `use_reentrant=True` by hand to keep today's behaviour exactly.
+
+    ## References
+    - [torch.utils.checkpoint](https://pytorch.org/docs/stable/checkpoint.html)
+    - TorchFix TOR003
+    """
+
     code = "TL903"
     name = "checkpoint-without-use-reentrant"
     summary = "torch.utils.checkpoint called without an explicit `use_reentrant=`"

@@ -23,6 +23,50 @@ _LAST = frozenset(n.rsplit(".", 1)[1] for n in _MOVED)
 
 
 class CudaAmpNamespace(Rule):
+    """## What it does
+    Flags `torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler`, `torch.cpu.amp.autocast` and
+    `torch.cuda.amp.custom_fwd`/`custom_bwd`, however imported. Not reported when
+    `torch-version` is below 2.4 (the release that deprecated them; `torch.amp.GradScaler`
+    itself only exists since 2.3).
+
+    It stays silent inside the `except (AttributeError, TypeError, ImportError):` fallback of a
+    version check (`try: torch.amp.GradScaler("cuda") except AttributeError: torch.cuda.amp.GradScaler()`):
+    there the old name is what an older torch needs, and replacing it would break the fallback.
+
+    ## Why is this bad?
+    Since torch 2.4 these names are deprecated in favour of the device-generic `torch.amp`
+    API. On torch 2.13 each call warns FutureWarning, for example that
+    `torch.cuda.amp.autocast(args...)` is deprecated and `torch.amp.autocast('cuda', args...)`
+    is the replacement.
+
+    ## Example
+    ```python
+    scaler = torch.cuda.amp.GradScaler()
+    with torch.cuda.amp.autocast(dtype=torch.bfloat16):
+        loss = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.amp.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(x)
+    ```
+
+    ## Fix safety
+    Safe, for calls spelled through the module with keyword arguments only: the name becomes
+    `torch.amp.*` and the device goes first, which is what the old classes do internally.
+    Positional arguments are not rewritten (they would shift: the second positional argument of
+    `torch.amp.autocast` is `dtype`, not `enabled`), nor are bare imported names or
+    `custom_fwd`/`custom_bwd` (which take `device_type=`). One difference remains: the old
+    `torch.cuda.amp.autocast()` passes `dtype=torch.float16` explicitly, while
+    `torch.amp.autocast("cuda")` uses the autocast dtype set with `torch.set_autocast_dtype`,
+    which is float16 unless the program changed it.
+
+    ## References
+    - [Automatic mixed precision](https://pytorch.org/docs/stable/amp.html)
+    """
+
     code = "TL906"
     name = "cuda-amp-namespace"
     summary = "`torch.cuda.amp.*` / `torch.cpu.amp.autocast` are deprecated; use `torch.amp.*` with a device"

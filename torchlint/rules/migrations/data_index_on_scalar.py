@@ -36,6 +36,42 @@ def _scalar_source(value: ast.AST, ctx: FileContext) -> Optional[str]:
 
 
 class DataIndexOnScalar(Rule):
+    """## What it does
+    Flags `x.data[0]` where `x` is certainly a 0-dim tensor: the value of a loss call with the
+    default reduction (`criterion(out, y)`, `F.nll_loss(out, y)`, any call whose name contains
+    `loss` or `criterion`), or of a full reduction with no `dim` (`.sum()`, `.mean()`, ...).
+    Losses with `reduction="none"` or the legacy `reduce=`/`size_average=` flags are not flagged.
+
+    ## Why is this bad?
+    In torch 0.3 a loss was a one-element vector and `loss.data[0]` read its value; tutorials
+    still show it. Since 0.4 a loss is 0-dim, and since 0.5 indexing it raises (checked on torch
+    2.13):
+
+    ```
+    IndexError: invalid index of a 0-dim tensor. Use `tensor.item()` in Python ...
+    ```
+
+    ## Example
+    ```python
+    loss = criterion(output, target)
+    total += loss.data[0]
+    ```
+
+    ## Use instead
+    ```python
+    loss = criterion(output, target)
+    total += loss.item()
+    ```
+
+    ## Fix safety
+    Safe: `.item()` returns the Python number that `.data[0]` returned in torch 0.3; the old
+    code raises on every current torch.
+
+    ## References
+    - [PyTorch 0.4 migration guide](https://pytorch.org/blog/pytorch-0_4_0-migration-guide/)
+    - [torch.Tensor.item](https://pytorch.org/docs/stable/generated/torch.Tensor.item.html)
+    """
+
     code = "TL909"
     name = "data-index-on-scalar"
     summary = "`loss.data[0]` on a 0-dim loss raises IndexError; use `loss.item()`"

@@ -16,6 +16,62 @@ _UPSAMPLE_MODES = {"upsample-nearest": 'mode="nearest"', "upsample-bilinear": 'm
 
 
 class DeprecatedTorchApi(Rule):
+    """## What it does
+    Flags calls to torch APIs that are deprecated or removed (including `with` items and
+    constructors), read from one data table shipped
+    with torchlint (`torchlint/data/deprecated_api.toml`): the linear-algebra functions replaced
+    by `torch.linalg` (`torch.solve`, `torch.symeig`, `torch.eig`, `torch.lstsq`,
+    `torch.matrix_rank`, `torch.qr`, `torch.cholesky`, `torch.lu`, `torch.lu_solve`,
+    `torch.triangular_solve`, `torch.chain_matmul`, `torch.svd`, `torch.norm`, `torch.ger`),
+    `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
+    `torch.testing.assert_allclose`, `nn.utils.weight_norm`, `torch.backends.cuda.sdp_kernel`,
+    `torch.utils._pytree._register_pytree_node` and `functorch.*` (now `torch.func.*`).
+
+    Each row records the torch release that deprecated it, the one that removed it, and what
+    torch 2.13 does when it is called (raises, warns, or only documents the deprecation),
+    checked by calling it; the message says which. Removed APIs are reported as errors.
+
+    The `torch-version` setting (`torch-version = "2.4"` at the top level of the config, or
+    `--torch-version`; default `"2.4"`) is the oldest torch the code must still run on: an API
+    deprecated after that release is not reported, since its replacement may not exist there.
+
+    ## Why is this bad?
+    Removed APIs raise `RuntimeError` on current torch (`torch.solve`: "This function was
+    deprecated since version 1.9 and is now removed"). Deprecated ones warn on every call, are
+    no longer maintained (`torch.norm`'s docs: "its documentation and behavior may be
+    incorrect"), and will be removed.
+
+    ## Example
+    ```python
+    x = torch.solve(b, A).solution
+    n = torch.norm(v, dim=1)
+    batched = functorch.vmap(f)
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.linalg.solve(A, b)
+    n = torch.linalg.vector_norm(v, dim=1)
+    batched = torch.func.vmap(f)
+    ```
+
+    ## Fix safety
+    Safe, and offered only where the replacement is a drop-in with the same arguments and
+    result: `torch.ger` → `torch.outer`, `functorch.X` → `torch.func.X`,
+    `torch.cholesky(A)` (one argument) → `torch.linalg.cholesky(A)`,
+    `nn.UpsamplingNearest2d(...)` → `nn.Upsample(..., mode="nearest")` and
+    `nn.UpsamplingBilinear2d(...)` → `nn.Upsample(..., mode="bilinear", align_corners=True)`
+    (those classes are `Upsample` with these arguments fixed). Uses through a bare imported
+    name are not rewritten (the import would have to change too). The others change argument
+    order, return types or defaults (the table's `why` column says how), so they are left to a
+    person.
+
+    ## References
+    - [torch.linalg](https://pytorch.org/docs/stable/linalg.html)
+    - [torch.func migrating from functorch](https://pytorch.org/docs/stable/func.migrating.html)
+    - [TorchFix deprecated symbols](https://github.com/pytorch-labs/torchfix)
+    """
+
     code = "TL901"
     name = "deprecated-torch-api"
     summary = "Deprecated or removed torch API (for the configured torch-version)"

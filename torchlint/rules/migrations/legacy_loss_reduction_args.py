@@ -32,6 +32,36 @@ def reduction_for(size_average: object, reduce: object) -> Optional[str]:
 
 
 class LegacyLossReductionArgs(Rule):
+    """## What it does
+    Flags `size_average=` and `reduce=` passed to a `torch.nn` loss class or a
+    `torch.nn.functional` loss function.
+
+    ## Why is this bad?
+    Both were replaced by `reduction=` ('mean', 'sum', 'none'). On torch 2.13 every such call
+    warns ("size_average and reduce args will be deprecated, please use reduction='sum'
+    instead"), and the pair is easy to misread: `size_average=False` means *sum*, and
+    `reduce=False` means *no reduction at all*, whatever `size_average` says.
+
+    ## Example
+    ```python
+    criterion = nn.MSELoss(size_average=False)
+    ```
+
+    ## Use instead
+    ```python
+    criterion = nn.MSELoss(reduction="sum")
+    ```
+
+    ## Fix safety
+    Safe: literal values are mapped exactly as torch maps them
+    (`torch.nn._reduction.legacy_get_string`): `reduce=False` → `'none'`,
+    `size_average=False` → `'sum'`, otherwise `'mean'`. Non-literal values, calls that also pass
+    `reduction=`, and keywords separated by other arguments are not rewritten.
+
+    ## References
+    - [torch.nn loss functions](https://pytorch.org/docs/stable/nn.html#loss-functions)
+    """
+
     code = "TL907"
     name = "legacy-loss-reduction-args"
     summary = "Loss `size_average=`/`reduce=` arguments are deprecated; use `reduction=`"

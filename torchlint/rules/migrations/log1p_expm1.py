@@ -25,6 +25,44 @@ def _plus_one_operand(node: ast.AST) -> Optional[ast.AST]:
 
 
 class Log1pExpm1(Rule):
+    """## What it does
+    Flags `torch.log(1 + x)` (or `x + 1`) and `torch.exp(x) - 1`.
+
+    Off by default (enable with `--extend-select TL905`): whether the lost digits matter depends
+    on the magnitude of `x`, which a linter cannot see. On the training corpus of 24 projects
+    all 4 findings were harmless: integer durations (`torch.log(dur + 1)`,
+    `torch.round(torch.exp(log_dur) - 1)` in fairseq's text-to-speech models), where `x` is never
+    small and the result is rounded anyway. That is below the 90% true-positive bar for a
+    default-on rule.
+
+    ## Why is this bad?
+    For small `x`, `1 + x` rounds to 1 before the logarithm sees it, and `exp(x)` rounds to 1
+    before the subtraction: every digit of `x` is lost. On torch 2.13 in float32,
+    `torch.log(1 + torch.tensor(1e-8))` is `0.0` while `torch.log1p(torch.tensor(1e-8))` is
+    `1e-08`; the same holds for `exp(x) - 1` against `expm1(x)`. The dedicated functions are exact
+    there.
+
+    ## Example
+    ```python
+    log_prob = torch.log(1 + torch.exp(-z))
+    ```
+
+    ## Use instead
+    ```python
+    log_prob = torch.log1p(torch.exp(-z))
+    ```
+
+    ## Fix safety
+    Safe: `log1p(x)` and `expm1(x)` compute `log(1 + x)` and `exp(x) - 1`, only without the
+    rounding (results differ in the last bits, towards the exact value). Calls through a bare
+    imported `log`/`exp`, and calls with keyword arguments, are not rewritten.
+
+    ## References
+    - [torch.log1p](https://pytorch.org/docs/stable/generated/torch.log1p.html)
+    - [torch.expm1](https://pytorch.org/docs/stable/generated/torch.expm1.html)
+    - TorchFix TOR106, TOR107
+    """
+
     code = "TL905"
     name = "log1p-expm1"
     summary = "`torch.log(1 + x)` / `torch.exp(x) - 1` lose precision; use log1p / expm1"

@@ -14,6 +14,34 @@ _PUBLIC = {f"{_PRIVATE_MODULE}.{n}": f"torch.utils.data.{n}" for n in ("default_
 
 
 class NonPublicCollateImport(Rule):
+    """## What it does
+    Flags `default_collate` and `default_convert` taken from the private module
+    `torch.utils.data._utils.collate`, imported or used as an attribute.
+
+    ## Why is this bad?
+    Modules under `_utils` are private: they can move or change without a deprecation period.
+    Both functions are public as `torch.utils.data.default_collate` and
+    `torch.utils.data.default_convert`.
+
+    ## Example
+    ```python
+    from torch.utils.data._utils.collate import default_collate
+    ```
+
+    ## Use instead
+    ```python
+    from torch.utils.data import default_collate
+    ```
+
+    ## Fix safety
+    Safe: the public names are the same functions. An import statement that also imports other
+    private names, or holds a comment, is not rewritten.
+
+    ## References
+    - [torch.utils.data.default_collate](https://pytorch.org/docs/stable/data.html#torch.utils.data.default_collate)
+    - TorchFix TOR104, TOR105
+    """
+
     code = "TL904"
     name = "non-public-collate-import"
     summary = "`default_collate`/`default_convert` used from the private `torch.utils.data._utils`"

@@ -13,6 +13,38 @@ _RENAMES = {"pretrained": "weights", "pretrained_backbone": "weights_backbone"}
 
 
 class TorchvisionPretrained(Rule):
+    """## What it does
+    Flags torchvision model builders (`torchvision.models.*`) called with `pretrained=` or
+    `pretrained_backbone=`.
+
+    ## Why is this bad?
+    torchvision 0.13 replaced these flags with `weights=` / `weights_backbone=`, which name the
+    exact weights (`ResNet50_Weights.IMAGENET1K_V2`, `"DEFAULT"`, or `None`). The old flags warn
+    on every call and are slated for removal. (torchvision is not installed next to torch on the
+    machine this rule was written on, so this is torchvision's documented behaviour, not a run.)
+
+    ## Example
+    ```python
+    net = torchvision.models.resnet50(pretrained=True)
+    ```
+
+    ## Use instead
+    ```python
+    net = torchvision.models.resnet50(weights=torchvision.models.ResNet50_Weights.IMAGENET1K_V1)
+    ```
+
+    ## Fix safety
+    `pretrained=False` → `weights=None` is safe (no weights either way). `pretrained=True` →
+    `weights="DEFAULT"` is unsafe (applied with `--unsafe-fixes`): `"DEFAULT"` is the best
+    weights torchvision has, which for some models are newer than the ones `pretrained=True`
+    loaded, so the numbers change; name the legacy enum value (`IMAGENET1K_V1`) to keep them.
+    Non-literal values are not rewritten.
+
+    ## References
+    - [torchvision models: weights](https://pytorch.org/vision/stable/models.html)
+    - TorchFix TOR201
+    """
+
     code = "TL902"
     name = "torchvision-pretrained"
     summary = "torchvision model built with the deprecated `pretrained=` instead of `weights=`"

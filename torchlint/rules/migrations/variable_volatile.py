@@ -11,6 +11,38 @@ _VARIABLE = ("torch.autograd.Variable", "torch.autograd.variable.Variable")
 
 
 class VariableVolatile(Rule):
+    """## What it does
+    Flags `Variable(..., volatile=...)` (`torch.autograd.Variable`).
+
+    ## Why is this bad?
+    Before torch 0.4, a volatile input turned off graph recording for everything computed from
+    it: the way to run inference. The flag was removed in 0.4 and now does nothing; torch 2.13
+    only warns "volatile was removed and now has no effect. Use `with torch.no_grad():`
+    instead." A forward pass on such a "volatile" input therefore records an autograd graph for
+    the model's parameters and keeps every activation alive: evaluation uses far more memory
+    than intended.
+
+    ## Example
+    ```python
+    x = Variable(images, volatile=True)
+    preds = model(x)
+    ```
+
+    ## Use instead
+    ```python
+    with torch.no_grad():
+        preds = model(images)
+    ```
+
+    ## Fix safety
+    No automatic fix: the replacement is a `with torch.no_grad():` block around the code that
+    uses the value, whose extent is not certain.
+
+    ## References
+    - [PyTorch 0.4 migration guide](https://pytorch.org/blog/pytorch-0_4_0-migration-guide/)
+    - [torch.no_grad](https://pytorch.org/docs/stable/generated/torch.no_grad.html)
+    """
+
     code = "TL908"
     name = "variable-volatile"
     summary = "`Variable(..., volatile=True)` has no effect since torch 0.4: the graph is still built"

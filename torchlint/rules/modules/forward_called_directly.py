@@ -10,6 +10,32 @@ from torchlint.rules.base import Rule, dotted
 
 
 class ForwardCalledDirectly(Rule):
+    """## What it does
+    Flags `module.forward(x)` on any receiver except `self` and `super()` (and the unbound
+    `Base.forward(self, x)`).
+
+    ## Why is this bad?
+    `module(x)` runs `__call__`, which runs forward pre-hooks, `forward`, and forward hooks, and
+    is what DDP, FSDP, quantization observers, `torch.compile` guards and profilers hook into.
+    Calling `.forward` directly skips all of them, so wrappers silently misbehave.
+
+    ## Example
+    ```python
+    out = model.forward(x)
+    ```
+
+    ## Use instead
+    ```python
+    out = model(x)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.nn.Module.__call__ / hooks](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_forward_hook)
+    """
+
     code = "TL703"
     name = "forward-called-directly"
     summary = "module.forward(x) called directly skips hooks"

@@ -24,6 +24,45 @@ def _calls_self_method(fn: ast.FunctionDef, names: set[str]) -> bool:
 
 
 class MissingSuperInit(Rule):
+    """## What it does
+    Flags an `nn.Module` subclass (direct, or through classes of the same file) whose `__init__`
+    never calls `super().__init__()`, `super(Cls, self).__init__()` or `Base.__init__(self)`.
+    Reported at `def __init__`.
+
+    Subclasses of framework modules count as Modules: `pytorch_lightning`/`lightning`
+    `LightningModule`, Hugging Face `PreTrainedModel` (and `*PreTrainedModel`), diffusers
+    `ModelMixin`, and the model classes of `torchvision.models` and `timm` (one table in
+    `torchlint/analysis/frameworks.py`). Extend it with the top-level config key
+    `module-bases = ["mypkg.layers.Base"]`. A base defined in another file of the project is not
+    resolved yet.
+
+    ## Why is this bad?
+    `nn.Module.__init__` creates the dictionaries that hold parameters, buffers and submodules.
+    Without it the first assignment of a submodule or parameter raises
+    `AttributeError: cannot assign module before Module.__init__() call`.
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            self.fc = nn.Linear(4, 2)
+    ```
+
+    ## Use instead
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.nn.Module](https://pytorch.org/docs/stable/generated/torch.nn.Module.html)
+    """
+
     code = "TL702"
     name = "missing-super-init"
     summary = "nn.Module subclass __init__ does not call super().__init__()"

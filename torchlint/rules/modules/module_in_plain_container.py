@@ -25,6 +25,44 @@ def _registers_manually(cls: ast.ClassDef) -> bool:
 
 
 class ModuleInPlainContainer(Rule):
+    """## What it does
+    Flags, in an `nn.Module` subclass, a list, tuple or dict (literal or comprehension) containing
+    `nn.Module` instances assigned to `self.<attr>`.
+
+    Subclasses of framework modules count as Modules: `pytorch_lightning`/`lightning`
+    `LightningModule`, Hugging Face `PreTrainedModel` (and `*PreTrainedModel`), diffusers
+    `ModelMixin`, and the model classes of `torchvision.models` and `timm` (one table in
+    `torchlint/analysis/frameworks.py`). Extend it with the top-level config key
+    `module-bases = ["mypkg.layers.Base"]`. A base defined in another file of the project is not
+    resolved yet.
+
+    ## Why is this bad?
+    `nn.Module` registers submodules only when they are assigned directly or held in
+    `nn.ModuleList`/`nn.ModuleDict`. Modules in a plain container are invisible: their
+    parameters are missing from `model.parameters()` (the optimizer never updates them),
+    `.to()`/`.cuda()` do not move them, and `state_dict()` does not save them.
+
+    ## Example
+    ```python
+    self.layers = [nn.Linear(d, d) for _ in range(n)]
+    ```
+
+    ## Use instead
+    ```python
+    self.layers = nn.ModuleList([nn.Linear(d, d) for _ in range(n)])
+    ```
+
+    ## Fix safety
+    Unsafe (applied with `--unsafe-fixes`): the container is wrapped in
+    `nn.ModuleList(...)` / `nn.ModuleDict(...)` when every element is a module call (and a dict's
+    keys are string literals). The parameters then join `parameters()`, the optimizer and
+    `state_dict()`, so checkpoints saved before the fix lack those keys and no longer load with
+    `strict=True`.
+
+    ## References
+    - [torch.nn.ModuleList](https://pytorch.org/docs/stable/generated/torch.nn.ModuleList.html)
+    """
+
     code = "TL701"
     name = "module-in-plain-container"
     summary = "nn.Module instances in a plain list/dict attribute are not registered"

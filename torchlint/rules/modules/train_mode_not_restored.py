@@ -25,6 +25,47 @@ def _steps(call: ast.Call) -> bool:
 
 
 class TrainModeNotRestored(Rule):
+    """## What it does
+    Flags `model.eval()` inside a loop that trains (calls `.backward()`) when the loop never calls
+    `.train()`. Reported at the `.eval()` call, or at the call of a function of the same file that
+    calls `.eval()` (an `evaluate()` helper) without switching back. Calls to same-file helpers
+    count, one level deep, on both sides.
+
+    It leaves out `eval()` of a copy that is not the trained model: a `copy.deepcopy(...)`, an
+    `AveragedModel`/`ModelEma`/EMA helper, or a name like `ema`, `shadow`, `teacher`, `target`,
+    `*_copy`. And it needs the loop to train: a `backward()` and an optimizer `step()`
+    (itself or in a same-file helper); a loop that only inspects gradients (saliency, gradient
+    norms) never trains, so eval mode there is harmless.
+
+    ## Why is this bad?
+    `eval()` switches dropout off and makes batch norm use running statistics. If the training
+    loop never switches back, every epoch after the first validation trains in eval mode: no
+    dropout regularisation, frozen batch-norm statistics. Accuracy is quietly worse.
+
+    ## Example
+    ```python
+    for epoch in range(epochs):
+        train_one_epoch(model, loader)  # calls loss.backward()
+        model.eval()
+        validate(model)
+    ```
+
+    ## Use instead
+    ```python
+    for epoch in range(epochs):
+        model.train()
+        train_one_epoch(model, loader)
+        model.eval()
+        validate(model)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.nn.Module.train](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.train)
+    """
+
     code = "TL704"
     name = "train-mode-not-restored"
     summary = "Loop calls model.eval() but never model.train(): later epochs train in eval mode"

@@ -19,6 +19,46 @@ _RANDOM = frozenset(f"torch.{n}" for n in ("rand", "randn", "randint", "randperm
 
 
 class CreateThenMove(Rule):
+    """## What it does
+    Flags a tensor factory immediately moved to a device: `torch.zeros(...).to(device)`,
+    `torch.randn(...).cuda()`, `torch.tensor(data).to(x.device)`. A `.to(dtype)` alone is not
+    flagged.
+
+    For `*_like` factories (`zeros_like`, `randn_like`, ...) the tensor is allocated on the
+    *input's* device, not the CPU; the message says so (a copy follows only when that device is
+    not the target). It leaves out one-shot code, where a perf hint is noise: an
+    `if __name__ == "__main__":` block, a function named `main` or like a warm-up or demo, and a
+    loop over warm-up steps.
+
+    ## Why is this bad?
+    The tensor is first allocated and filled on the CPU, then copied to the device: two
+    allocations and a host-to-device transfer (which synchronises) where passing `device=` to the
+    factory allocates it once, on the device.
+
+    `--verify` shows the extra host-to-device copy on CUDA; on the CPU the move copies nothing, so the probe reports `not-reproduced` there.
+
+    ## Example
+    ```python
+    mask = torch.ones(n, n).to(device)
+    ```
+
+    ## Use instead
+    ```python
+    mask = torch.ones(n, n, device=device)
+    ```
+
+    ## Fix safety
+    `device=` is passed to the factory and the move removed: `torch.zeros(n).cuda()` becomes
+    `torch.zeros(n, device="cuda")`. Safe for deterministic factories (the same values on the same
+    device). Unsafe for random factories (`rand`, `randn`, `randint`, `randperm`, `*_like`): the
+    device's generator draws different numbers than the CPU's; and when `requires_grad` is
+    passed, since the result becomes a leaf tensor. Moves with more than a device
+    (`.to(device, dtype)`, `non_blocking=`) are not rewritten.
+
+    ## References
+    - [CUDA semantics: best practices](https://pytorch.org/docs/stable/notes/cuda.html#best-practices)
+    """
+
     code = "TL801"
     name = "create-then-move"
     summary = "Tensor created on CPU then moved; create it on the device"

@@ -101,6 +101,50 @@ def exclusive(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) ->
     return any(sides.get(node, side) != side for node, side in b)
 
 class Float16AutocastWithoutGradScaler(Rule):
+    """## What it does
+    Flags `.backward()` on a loss computed under float16 autocast
+    (`torch.autocast(..., dtype=torch.float16)`, `torch.autocast("cuda")` whose default is float16,
+    `torch.cuda.amp.autocast()`) when the function creates no `GradScaler` and calls no
+    `.scale(...)`. bfloat16 and CPU autocast are not flagged.
+
+    It follows the branch the backward is in: a backward in the `else:` of the `if` whose other
+    branch enters float16 autocast never sees a float16 loss. The dtype may be picked from a
+    table that holds float16 (`{"fp16": torch.float16, ...}[args.precision]`, a module-level
+    `DTYPES` table, `.get(...)`, or `torch.float16 if fp16 else ...`), and `device_type=device`
+    counts as CUDA unless `device` is bound to a literal other than `"cuda"`.
+
+    ## Why is this bad?
+    float16 cannot represent magnitudes below about 6e-8: small gradients underflow to zero in
+    the backward pass and those parameters stop learning, with no error. `GradScaler` multiplies
+    the loss before backward and unscales before the step to keep gradients representable.
+
+    `--verify` reports this rule as `skipped`: whether gradients underflow depends on their sizes during training, which the code does not state: float16 flushes magnitudes below 2**-24 (about 6e-8) to zero, but no run short of the training itself shows that this model's gradients get that small.
+
+    ## Example
+    ```python
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(x, y)
+    loss.backward()
+    optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    scaler = torch.amp.GradScaler("cuda")
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(x, y)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [Automatic mixed precision: gradient scaling](https://pytorch.org/docs/stable/amp.html#gradient-scaling)
+    """
+
     code = "TL804"
     name = "float16-autocast-without-grad-scaler"
     summary = "float16 autocast backward without GradScaler: small gradients underflow"

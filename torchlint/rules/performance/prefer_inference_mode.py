@@ -26,6 +26,41 @@ def _needs_autograd_later(fn: ast.AST) -> bool:
 
 
 class PreferInferenceMode(Rule):
+    """## What it does
+    Flags a function decorated with `@torch.no_grad()`, or whose whole body is one
+    `with torch.no_grad():` block, when its results do not appear to meet autograd again (it does
+    not store results on objects, update tensors in place, or touch `.grad`/`requires_grad`). Off
+    by default: whether results are reused with autograd cannot be known statically.
+
+    ## Why is this bad?
+    `torch.inference_mode()` disables view tracking and version counter bumps in addition to
+    gradient recording, so pure inference code runs faster. Tensors created under it cannot be
+    used in autograd later, which is why this is only a suggestion.
+
+    `--verify` reports this rule as `skipped`: a speed suggestion; no wrong result to show.
+
+    ## Example
+    ```python
+    @torch.no_grad()
+    def predict(model, x):
+        return model(x).argmax(-1)
+    ```
+
+    ## Use instead
+    ```python
+    @torch.inference_mode()
+    def predict(model, x):
+        return model(x).argmax(-1)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.inference_mode](https://pytorch.org/docs/stable/generated/torch.inference_mode.html)
+    - [Autograd: inference mode](https://pytorch.org/docs/stable/notes/autograd.html#inference-mode)
+    """
+
     code = "TL803"
     name = "prefer-inference-mode"
     summary = "torch.no_grad() where torch.inference_mode() is faster"

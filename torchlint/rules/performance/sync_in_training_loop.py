@@ -13,6 +13,44 @@ _SYNCING = frozenset({"item", "cpu", "numpy", "tolist"})
 
 
 class SyncInTrainingLoop(Rule):
+    """## What it does
+    Flags `.item()`, `.cpu()`, `.numpy()`, `.tolist()` and `print(<tensor>)` on every iteration of a
+    loop that calls `.backward()` (not inside an `if`, which usually rate-limits logging). Off by
+    default: useful when profiling.
+
+    ## Why is this bad?
+    Each of these copies a value to the host, so the CPU waits until the GPU has finished all
+    queued work: the pipeline drains every step and GPU utilisation drops.
+
+    `--verify` reports this rule as `skipped`: the cost is a throughput loss that depends on the GPU and the model; no wrong result to show.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = step(x, y)
+        loss.backward()
+        history.append(loss.item())
+    ```
+
+    ## Use instead
+    ```python
+    running = torch.zeros((), device=device)
+    for i, (x, y) in enumerate(loader):
+        loss = step(x, y)
+        loss.backward()
+        running += loss.detach()
+        if i % 100 == 0:
+            history.append(running.item() / 100)
+            running.zero_()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [CUDA semantics: asynchronous execution](https://pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution)
+    """
+
     code = "TL802"
     name = "sync-in-training-loop"
     summary = ".item()/.cpu()/.numpy()/print(tensor) every training step forces a device sync"

@@ -22,6 +22,45 @@ def _in_type_error_fallback(ctx: FileContext) -> bool:
 
 
 class UnsafeTorchLoad(Rule):
+    """## What it does
+    Flags `torch.load(...)` with `weights_only=False` (severity error) or without `weights_only`
+    (severity warning). A call that passes `**kwargs` may carry `weights_only` and is not flagged;
+    neither is a call inside an `except TypeError:` fallback written for old torch versions.
+
+    The unset form (no `weights_only=`) is a hazard only before torch 2.6, where `weights_only`
+    defaulted to `False`. It reads the torch floor from `torch-version` / `--torch-version`, and
+    when both are unset, from the project's own requirement in `pyproject.toml`
+    (`[project] dependencies = ["torch>=2.7"]`): with a floor of 2.6 or newer only an explicit
+    `weights_only=False` is reported.
+
+    ## Why is this bad?
+    `torch.load` with `weights_only=False` unpickles arbitrary Python objects: a malicious
+    checkpoint (a downloaded model, a shared file) executes code on load. Before torch 2.6 that
+    was the default. Since torch 2.6 the default is `weights_only=True`, and checkpoints that
+    pickled whole objects fail with `UnpicklingError: Weights only load failed`, so code without
+    an explicit argument is unsafe on old versions and broken on new ones.
+
+    ## Example
+    ```python
+    model = torch.load("model.pt")
+    ```
+
+    ## Use instead
+    ```python
+    model.load_state_dict(torch.load("model.pt", weights_only=True))
+    ```
+
+    ## Fix safety
+    Unsafe (applied with `--unsafe-fixes`): adding `weights_only=True` makes loading a
+    checkpoint that pickles whole objects (a saved `nn.Module`, custom classes) fail with an
+    `UnpicklingError` instead of running its code. An explicit `weights_only=False` is never
+    rewritten.
+
+    ## References
+    - [torch.load](https://pytorch.org/docs/stable/generated/torch.load.html)
+    - [Serialization semantics: weights_only](https://pytorch.org/docs/stable/notes/serialization.html#weights-only)
+    """
+
     code = "TL601"
     name = "unsafe-torch-load"
     summary = "torch.load with weights_only=False (or unset) can execute arbitrary code"

@@ -1,0 +1,65 @@
+"""The catalog finds every rule and runtime check in its family package, and is the one
+table of codes: nothing else lists them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from torchlint import catalog
+from torchlint.rules.base import Rule
+from torchlint.runtime.checks import RuntimeCheck
+
+PACKAGE = Path(catalog.__file__).resolve().parent
+
+
+def test_every_module_of_a_family_declares_exactly_one_entry_and_all_are_found():
+    found = {e.__module__ for e in catalog.entries()}
+    modules = {"torchlint.rules." + ".".join(p.relative_to(PACKAGE / "rules").with_suffix("").parts)
+               for p in (PACKAGE / "rules").glob("*/*.py") if p.name != "__init__.py"}
+    assert found == modules
+    assert len(found) == len(catalog.entries())
+
+
+def test_the_family_directory_matches_the_code():
+    for entry in catalog.entries():
+        family = entry.__module__.split(".")[2]
+        assert catalog.FAMILIES.index(family) == int(entry.code[2]), entry.code
+
+
+def test_static_rules_and_runtime_checks_share_one_lookup():
+    assert [e.code for e in catalog.entries()] == sorted(e.code for e in catalog.entries())
+    assert catalog.by_code()["TL401"].name == "softmax-before-cross-entropy"
+    assert catalog.by_name()["parameter-without-gradient"].code == "TL120"
+    assert catalog.lookup("tl120") is catalog.lookup("parameter-without-gradient")
+    assert catalog.static_rule("TL120") is None and catalog.static_rule("TL401") is not None
+    assert catalog.static_rule("softmax-before-cross-entropy") is catalog.by_code()["TL401"]
+    assert all(issubclass(r, Rule) for r in catalog.static_rules())
+    assert all(issubclass(c, RuntimeCheck) for c in catalog.runtime_checks())
+    assert catalog.static_codes().isdisjoint(catalog.runtime_codes())
+    assert catalog.static_codes() | catalog.runtime_codes() == set(catalog.by_code())
+
+
+def test_a_misfiled_or_duplicate_entry_is_refused(monkeypatch):
+    class Stray(Rule):
+        code, name, summary = "TL401", "stray", "a duplicate code"
+
+    with pytest.raises(AssertionError, match="duplicate"):
+        catalog._check([*catalog.entries(), Stray])
+
+    class BadSeverity(Rule):
+        code, name, summary, severity = "TL998", "bad-severity", "x", "fatal"
+
+    with pytest.raises(AssertionError, match="severity"):
+        catalog._check([BadSeverity])
+
+
+def test_no_module_outside_the_catalog_keeps_a_table_of_codes():
+    """The old hand-kept registries are gone, and rules do not fill a code set on import."""
+    assert not (PACKAGE / "rules" / "registry.py").exists()
+    assert not (PACKAGE / "rules" / "codes.py").exists()
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"\b(ALL_RULES|RULES_BY_CODE|KNOWN_CODES)\b", text), path

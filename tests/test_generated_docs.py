@@ -1,0 +1,67 @@
+"""rules_docs/*.md and the README's rule tables are generated from the catalog (each rule's
+docstring and metadata) by scripts/generate_docs.py; they must be up to date. With
+`--snapshot-update` the test rewrites them instead (ruff's `generate-all`)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "generate_docs.py"
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("generate_docs", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_generated_files_are_up_to_date(request):
+    gen = _generator()
+    if request.config.getoption("--snapshot-update"):
+        gen.update()
+    stale = [str(p.relative_to(ROOT)) for p in gen.stale()]
+    assert not stale, f"out of date: {stale}; run `python scripts/generate_docs.py`"
+
+
+def test_a_page_is_the_docstring_under_the_metadata_header():
+    from torchlint.catalog import by_code
+
+    page = _generator().doc_page(by_code()["TL401"])
+    assert page.startswith("# TL401 softmax-before-cross-entropy\n\n**Default:** on · **Severity:** error\n\n"
+                           "## What it does\nFlags the input of `nn.CrossEntropyLoss`")
+    assert page.endswith("CrossEntropyLoss.html)\n- [torch.nn.BCEWithLogitsLoss]"
+                         "(https://pytorch.org/docs/stable/generated/torch.nn.BCEWithLogitsLoss.html)\n")
+
+
+def test_check_mode_names_a_stale_page_and_update_repairs_it(tmp_path, monkeypatch):
+    """The generator notices an edited page, a page of no rule and an edited README table,
+    and `update` restores all three (run on a copy, not the checkout)."""
+    gen = _generator()
+    docs = tmp_path / "rules_docs"
+    docs.mkdir()
+    for path, text in gen.expected_files().items():
+        (tmp_path / path.relative_to(ROOT)).write_text(text, encoding="utf-8")
+    monkeypatch.setattr(gen, "DOCS", docs)
+    monkeypatch.setattr(gen, "README", tmp_path / "README.md")
+    assert gen.stale() == []
+    page = docs / "TL401-softmax-before-cross-entropy.md"
+    page.write_text(page.read_text(encoding="utf-8").replace("Flags", "Finds"), encoding="utf-8")
+    (docs / "TL999-gone.md").write_text("# TL999 gone\n", encoding="utf-8")
+    readme = tmp_path / "README.md"
+    readme.write_text(readme.read_text(encoding="utf-8").replace("| softmax-before-cross-entropy | on |",
+                                                                 "| softmax-before-cross-entropy | off |"),
+                      encoding="utf-8")
+    assert {p.name for p in gen.stale()} == {page.name, "TL999-gone.md", "README.md"}
+    gen.update()
+    assert gen.stale() == [] and not (docs / "TL999-gone.md").exists()
+    assert "Flags the input" in page.read_text(encoding="utf-8")
+
+
+def test_the_script_checks_from_the_command_line():
+    done = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
