@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from torchlint import catalog
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Evidence, Rule
 from torchlint.runtime.checks import RuntimeCheck
 
 PACKAGE = Path(catalog.__file__).resolve().parent
@@ -63,3 +63,32 @@ def test_no_module_outside_the_catalog_keeps_a_table_of_codes():
     for path in PACKAGE.rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"\b(ALL_RULES|RULES_BY_CODE|KNOWN_CODES)\b", text), path
+
+
+def test_every_rule_declares_its_evidence_and_the_named_functions_exist():
+    from torchlint.runtime import analysis
+    from torchlint.verify.instrument import SLICE_RULES
+
+    for rule in catalog.static_rules():
+        assert isinstance(vars(rule).get("evidence"), Evidence), rule.code
+    monitors = analysis.static_monitors()
+    assert set(monitors) == {r.code for r in catalog.static_rules() if r.evidence.runtime}
+    assert all(callable(m) for m in monitors.values())
+    # A slice judge is useless without the slice that feeds it, and a slice without a judge.
+    assert set(SLICE_RULES) == {r.code for r in catalog.static_rules() if r.evidence.judge}
+    worker_side = "".join((PACKAGE / "verify" / name).read_text(encoding="utf-8")
+                          for name in ("probes.py", "slices.py", "evidence_index.py"))
+    for rule in catalog.static_rules():
+        probe = rule.evidence.probe
+        if callable(probe):  # written beside the rule: the generator copies it for the worker
+            assert probe.__module__ == rule.__module__, rule.code
+            probe = probe.__name__
+        for name in filter(None, (probe, rule.evidence.judge)):
+            assert re.search(rf"^(def {name}\(|{name} = )", worker_side, re.M), (rule.code, name)
+
+
+def test_evidence_is_a_probe_or_a_reason():
+    assert Evidence(probe="p").reason is None and Evidence(reason="why").probe is None
+    for bad in ({}, {"probe": "p", "reason": "why"}):
+        with pytest.raises(ValueError):
+            Evidence(**bad)

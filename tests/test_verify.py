@@ -172,7 +172,7 @@ def test_rules_no_run_can_decide_are_skipped_with_their_reason(code):
     runner.verify_findings([finding], device="cpu", timeout=60, sources=lambda _: source)
     assert code not in PROBED
     assert finding.verify["verdict"] == "skipped", finding.verify
-    assert finding.verify["runs"][0]["evidence"] == catalog.by_code()[code].verify_note
+    assert finding.verify["runs"][0]["evidence"] == catalog.by_code()[code].evidence.reason
 
 
 def test_tl602_note_is_true_of_the_installed_torch():

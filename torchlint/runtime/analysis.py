@@ -374,17 +374,17 @@ def _tl601(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
                                     "containers", hits)
 
 
-STATIC_MONITORS: dict[str, Callable[[Observation, str, tuple[int, int], Path], Verdict]] = {
-    "TL101": _tl101, "TL102": _tl102, "TL103": _tl103, "TL104": _tl104, "TL201": _tl201, "TL301": _tl301,
-    "TL401": _tl401, "TL402": _tl402, "TL403": _tl403, "TL501": _tl501, "TL601": _tl601, "TL704": _tl704,
-}
+def static_monitors() -> dict[str, Callable[[Observation, str, tuple[int, int], Path], Verdict]]:
+    """code -> the judge each static rule names as its `evidence.runtime`."""
+    return {r.code: globals()[r.evidence.runtime] for r in catalog.static_rules() if r.evidence.runtime}
 
 
 def judge_static(findings: list[Finding], obs: Observation, cwd: Path, stopped_early: Optional[str] = None) -> None:
     """Attach a runtime verdict to each static finding (in place). `stopped_early` says why the
     program did not run to its end (budget, timeout), for findings it did not reach."""
+    monitors = static_monitors()
     for f in findings:
-        monitor = STATIC_MONITORS.get(f.code)
+        monitor = monitors.get(f.code)
         if monitor is None:
             f.runtime = _verdict("not-monitored", f"torchlint run has no runtime monitor for {f.code}", 0)
             continue

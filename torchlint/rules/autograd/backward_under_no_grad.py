@@ -6,7 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword, dotted, keyword, literal
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword, dotted, keyword, literal
 
 _AUTOGRAD_FUNCS = {"torch.autograd.backward": "tensors", "torch.autograd.grad": "outputs"}
 
@@ -70,6 +70,7 @@ class BackwardUnderNoGrad(Rule):
     tags = ("correctness", "autograd")
     requires_text = ('backward', 'autograd')
     precision = "very-high"
+    evidence = Evidence(probe="backward_under_no_grad", judge="_judge_tl101", runtime="_tl101")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         region = ctx.grad_region

@@ -9,7 +9,7 @@ from torchlint.analysis import inference
 from torchlint.analysis.training_step import in_forward_backward_window
 from torchlint.checker import FileContext
 from torchlint.fix.edits import UNSAFE, edit, end_of, has_comment, make_fix, module_alias, start_of, text_of
-from torchlint.rules.base import Option, Rule, dotted
+from torchlint.rules.base import Evidence, Option, Rule, dotted
 
 _NOT_TENSORS = ("self", "cls")
 # Weight set-up code (initialisation, checkpoint conversion and loading, deploy-time fusion)
@@ -137,6 +137,7 @@ class DataAttributeMutation(Rule):
             "Stay silent inside weight set-up functions (names containing `init`, `reset_parameters`, "
             "`convert`, `load`, `fuse`): no autograd graph exists when they run."),
     }
+    evidence = Evidence(probe="data_attribute_mutation", judge="_judge_tl102", runtime="_tl102")
 
     def _in_initializer(self, ctx: FileContext) -> bool:
         if not self.settings["skip-initializers"]:

@@ -6,7 +6,7 @@ import ast
 
 from torchlint.checker import FileContext
 from torchlint.fix.edits import end_of, insert_at, make_fix
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Evidence, Rule
 
 _MODES = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled")
 
@@ -52,6 +52,7 @@ class GradModeNotCalled(Rule):
     tags = ("correctness", "autograd")
     requires_text = ('no_grad', 'enable_grad', 'inference_mode', 'set_grad_enabled')
     precision = "very-high"
+    evidence = Evidence(probe="grad_mode_not_called", judge="_judge_tl108")
 
     def _check(self, node: ast.AST, ctx: FileContext) -> None:
         for item in node.items:  # type: ignore[attr-defined]

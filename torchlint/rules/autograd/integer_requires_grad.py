@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.analysis.torch_api import is_int_dtype
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, keyword, literal
+from torchlint.rules.base import Evidence, Rule, keyword, literal
 
 _INT_DEFAULT_FACTORIES = frozenset({"torch.randint", "torch.randperm"})
 
@@ -65,6 +65,7 @@ class IntegerRequiresGrad(Rule):
     tags = ("correctness", "autograd", "dtype")
     requires_text = ('requires_grad',)
     precision = "very-high"
+    evidence = Evidence(probe="integer_requires_grad", judge="_judge_tl106")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         rg = keyword(node, "requires_grad")

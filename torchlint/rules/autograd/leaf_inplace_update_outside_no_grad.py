@@ -9,7 +9,7 @@ from torchlint.analysis import inference
 from torchlint.analysis.frozen import parameters_of, frozen_before
 from torchlint.analysis.scopes import Binding
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, dotted, keyword, literal
+from torchlint.rules.base import Evidence, Rule, dotted, keyword, literal
 
 # In-place methods that do not modify the tensor's values.
 _NOT_VALUE_WRITES = frozenset({"requires_grad_", "retain_grad", "share_memory_", "detach_", "record_stream"})
@@ -66,6 +66,7 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
     severity = "error"
     tags = ("correctness", "autograd")
     requires_text = ('requires_grad', 'Parameter', 'parameters')
+    evidence = Evidence(probe="leaf_inplace", judge="_judge_tl105")
 
     def _requires_grad_leaf(self, node: ast.AST, ctx: FileContext) -> bool:
         if not isinstance(node, ast.Name):

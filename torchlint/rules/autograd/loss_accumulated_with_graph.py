@@ -8,7 +8,7 @@ from typing import Optional
 
 from torchlint.analysis.loops import is_backward
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, dotted
+from torchlint.rules.base import Evidence, Rule, dotted
 
 _DETACHING = frozenset({"item", "detach", "tolist", "cpu", "numpy"})
 
@@ -72,6 +72,7 @@ class LossAccumulatedWithGraph(Rule):
     requires_text = ('backward',)
 
     help = "Accumulate `loss.item()` (or `loss.detach()`)"
+    evidence = Evidence(probe="loss_accumulated", judge="_judge_tl107")
 
     # The walk collects, for every enclosing loop of the current function, what its body
     # backpropagates, detaches, re-assigns and accumulates; `leave_For` decides once.

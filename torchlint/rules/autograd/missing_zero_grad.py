@@ -6,7 +6,7 @@ import ast
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, is_zero_grad
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Evidence, Rule
 
 
 def _per_context_gradients(loop: ast.AST, backward: ast.Call, ctx: FileContext) -> bool:
@@ -73,6 +73,7 @@ class MissingZeroGrad(Rule):
     severity = "warning"
     tags = ("correctness", "training-loop")
     requires_text = ('backward',)
+    evidence = Evidence(probe="missing_zero_grad", judge="_judge_tl103", runtime="_tl103")
 
     def _check(self, node: ast.AST, ctx: FileContext) -> None:
         backward = None

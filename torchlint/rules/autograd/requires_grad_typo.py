@@ -6,7 +6,7 @@ import ast
 
 from torchlint.checker import FileContext
 from torchlint.fix.edits import edit, end_of, make_fix, start_of
-from torchlint.rules.base import Rule, dotted
+from torchlint.rules.base import Evidence, Rule, dotted
 
 _TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "requiresgrad", "requires_gradient"})
 
@@ -50,6 +50,7 @@ class RequiresGradTypo(Rule):
     tags = ("correctness", "autograd")
     requires_text = ('require_grad', 'requires_grads', 'requiresgrad', 'requires_gradient')
     precision = "very-high"
+    evidence = Evidence(probe="requires_grad_typo", judge="_judge_tl109")
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         for target in node.targets:

@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, dotted
+from torchlint.rules.base import Evidence, Rule, dotted
 
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")
 
@@ -57,6 +57,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     tags = ("correctness", "training-loop")
     requires_text = ('zero_grad',)
     precision = "very-high"
+    evidence = Evidence(probe="zero_grad_between", judge="_judge_tl104", runtime="_tl104")
 
     def _scan(self, stmts: list[ast.stmt], ctx: FileContext) -> None:
         state = 0

@@ -6,7 +6,7 @@ import ast
 
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword, literal
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword, literal
 
 
 class ConflictingSamplerOptions(Rule):
@@ -45,6 +45,7 @@ class ConflictingSamplerOptions(Rule):
     tags = ("correctness", "data-loading")
     requires_text = ('DataLoader',)
     precision = "very-high"
+    evidence = Evidence(probe="conflicting_sampler", judge="_judge_tl304")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != DATALOADER:

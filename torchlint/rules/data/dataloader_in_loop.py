@@ -9,7 +9,7 @@ from torchlint.analysis.scopes import assigned_names, iter_scope
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.analysis.dataloader import nonzero_workers
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, keyword, literal
+from torchlint.rules.base import Evidence, Rule, keyword, literal
 
 
 class DataloaderInLoop(Rule):
@@ -54,6 +54,7 @@ class DataloaderInLoop(Rule):
     severity = "warning"
     tags = ("performance", "data-loading")
     requires_text = ('DataLoader',)
+    evidence = Evidence(probe="dataloader_in_loop")
 
     def setup(self, ctx: FileContext) -> None:
         self._varying: dict[int, set[str]] = {}

@@ -9,7 +9,7 @@ from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.analysis.dataloader import iterated, nonzero_workers
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, keyword, literal
+from torchlint.rules.base import Evidence, Rule, keyword, literal
 
 _START_METHODS = ("fork", "spawn", "forkserver")
 _SET_START_METHOD = ("multiprocessing.set_start_method", "torch.multiprocessing.set_start_method")
@@ -70,6 +70,7 @@ class DataloaderWithoutMainGuard(Rule):
     severity = "warning"
     tags = ("portability", "data-loading")
     requires_text = ('DataLoader',)
+    evidence = Evidence(probe="main_guard")
 
     def end_file(self, ctx: FileContext) -> None:
         if ctx.source.path.endswith(".ipynb"):

@@ -7,7 +7,7 @@ import ast
 from torchlint.analysis.scopes import grad_mode_of
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, keyword
+from torchlint.rules.base import Evidence, Rule, keyword
 
 
 class NoGradInCollateFn(Rule):
@@ -49,7 +49,7 @@ class NoGradInCollateFn(Rule):
     default_enabled = False
     tags = ("clarity", "data-loading")
     requires_text = ('collate_fn',)
-    verify_note = 'the pattern has no effect to observe; it is flagged as noise, not a wrong result'
+    evidence = Evidence(reason='the pattern has no effect to observe; it is flagged as noise, not a wrong result')
 
     help = "Remove it"
 

@@ -8,7 +8,7 @@ from typing import Optional
 from torchlint.analysis.torch_api import DATALOADER, RNG_CONSTRUCTORS
 from torchlint.analysis.dataloader import nonzero_workers
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword, has_star_kwargs, keyword, literal
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, keyword, literal
 
 _SAMPLING_METHODS = ("__getitem__", "__getitems__", "__iter__")
 
@@ -65,6 +65,7 @@ class WorkerRngDuplication(Rule):
     severity = "warning"
     tags = ("correctness", "data-loading", "reproducibility")
     requires_text = ('DataLoader',)
+    evidence = Evidence(probe="worker_rng", judge="_judge_tl301", runtime="_tl301")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != DATALOADER:

@@ -10,7 +10,7 @@ from torchlint.analysis.scopes import assigned_names
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.analysis.dataloader import iterated
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword, keyword, literal
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword, keyword, literal
 
 SAMPLER = "torch.utils.data.DistributedSampler"
 
@@ -60,6 +60,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     severity = "warning"
     tags = ("correctness", "distributed", "data-loading")
     requires_text = ('DistributedSampler',)
+    evidence = Evidence(probe="sampler_set_epoch")
 
     def _shuffling_sampler(self, node: Optional[ast.AST], lineno: int, ctx: FileContext) -> Optional[ast.Call]:
         if isinstance(node, ast.Name):

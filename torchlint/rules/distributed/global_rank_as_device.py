@@ -6,7 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, keyword
+from torchlint.rules.base import Evidence, Rule, keyword
 
 _GET_RANK = "torch.distributed.get_rank"
 _DDP = ("torch.nn.parallel.DistributedDataParallel",)
@@ -57,8 +57,8 @@ class GlobalRankAsDevice(Rule):
     tags = ("correctness", "distributed", "device")
     precision = "very-high"
     requires_text = ("get_rank",)
-    verify_note = ("the failure needs more than one node (a global rank at or above one machine's GPU "
-                   "count); a single CPU machine cannot show it")
+    evidence = Evidence(reason=("the failure needs more than one node (a global rank at or above one machine's GPU "
+                                "count); a single CPU machine cannot show it"))
 
     def _is_global_rank(self, node: ast.AST, ctx: FileContext) -> bool:
         if isinstance(node, ast.Call):

@@ -9,7 +9,7 @@ from typing import Optional
 from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import DDP, MEAN_REDUCTION_FUNCTIONS, MEAN_REDUCTION_LOSSES
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword, keyword, literal
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword, keyword, literal
 
 _LEGACY_REDUCTION_ARGS = ("size_average", "reduce")
 # Losses whose mean divides by the number of targets that are not ignored (or by their weights).
@@ -134,6 +134,7 @@ class MeanReductionUnderDdp(Rule):
     requires_text = ('DistributedDataParallel',)
     precision = "medium"
     help = "Use reduction='sum' and divide by the global count from `dist.all_reduce`"
+    evidence = Evidence(probe="mean_under_ddp", runtime="_tl501")
 
     def setup(self, ctx: FileContext) -> None:
         self.ddp_scopes: set[int] = set()

@@ -9,7 +9,7 @@ from torchlint.analysis import inference
 from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
 from torchlint.fix.edits import edit, end_of, has_comment, make_fix, module_alias, text_of
-from torchlint.rules.base import Rule, dotted
+from torchlint.rules.base import Evidence, Rule, dotted
 
 _DTYPE_METHODS = frozenset({"float", "half", "double", "bfloat16", "long", "int"})
 _DEVICE_METHODS = frozenset({"cuda", "cpu"})
@@ -106,6 +106,7 @@ class ChainedConversion(Rule):
     # twice; the tensor's dtype (and so whether `.float()` copies at all) is rarely known statically.
     default_enabled = False
     tags = ("performance", "dtype", "device")
+    evidence = Evidence(probe="chained_conversion", judge="_judge_tl203")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         outer = _conversion_kind(node, ctx)

@@ -6,7 +6,7 @@ import ast
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, dotted
+from torchlint.rules.base import Evidence, Rule, dotted
 
 _CONVERSIONS = frozenset({"long", "int", "contiguous", "detach", "clone", "pin_memory",
                           "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type"})
@@ -68,6 +68,7 @@ class DiscardedConversion(Rule):
     summary = "Tensor conversion result discarded (tensor conversions are not in place)"
     severity = "error"
     tags = ("correctness", "dtype", "device")
+    evidence = Evidence(probe="discarded_conversion", judge="_judge_tl202")
 
     def visit_Expr(self, node: ast.Expr, ctx: FileContext) -> None:
         call = node.value

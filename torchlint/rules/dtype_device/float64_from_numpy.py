@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.analysis.torch_api import dtype_name
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, keyword, literal
+from torchlint.rules.base import Evidence, Rule, keyword, literal
 
 _ALWAYS_FLOAT64 = frozenset({
     "numpy.random.rand", "numpy.random.randn", "numpy.random.random", "numpy.random.uniform",
@@ -67,6 +67,7 @@ class Float64FromNumpy(Rule):
     severity = "warning"
     tags = ("performance", "dtype", "numpy")
     requires_text = ('numpy',)
+    evidence = Evidence(probe="float64_from_numpy", judge="_judge_tl204")
 
     def _float64_source(self, node: ast.AST, ctx: FileContext) -> Optional[str]:
         name = ctx.call_name(node)

@@ -6,7 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Evidence, Rule
 
 
 def _is_cuda_literal(node: ast.AST) -> bool:
@@ -65,7 +65,7 @@ class HardcodedCuda(Rule):
     default_enabled = False
     tags = ("portability", "device")
     requires_text = ('cuda',)
-    verify_note = 'portability depends on the machine the code will run on, not on this one'
+    evidence = Evidence(reason='portability depends on the machine the code will run on, not on this one')
     precision = "medium"
 
     def _guarded(self, ctx: FileContext) -> bool:

@@ -9,7 +9,7 @@ from torchlint.analysis.torch_api import (CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_
                                           float_cast, receiver_chain)
 from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword
 
 # A float target built from these is a deliberate probability distribution.
 _PROBABILITY_SOURCES = frozenset({"one_hot", "softmax", "log_softmax", "sigmoid", "softmin"})
@@ -60,6 +60,7 @@ class LabelFloatCast(Rule):
     severity = "error"
     tags = ("correctness", "dtype", "loss")
     requires_text = ('cross_entropy', 'nll_loss', 'CrossEntropyLoss', 'NLLLoss')
+    evidence = Evidence(probe="label_float_cast", judge="_judge_tl201", runtime="_tl201")
 
     def setup(self, ctx: FileContext) -> None:
         self.losses = LossCalls(CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_LOSS_FUNCTIONS)

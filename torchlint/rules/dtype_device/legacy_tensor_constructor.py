@@ -7,7 +7,7 @@ import ast
 from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
 from torchlint.checker import FileContext
 from torchlint.fix.edits import make_fix, module_alias, replace, text_of
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Evidence, Rule
 
 _DTYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
            "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16",
@@ -83,6 +83,7 @@ class LegacyTensorConstructor(Rule):
     severity = "warning"
     tags = ("correctness", "dtype")
     requires_text = ('Tensor',)
+    evidence = Evidence(probe="legacy_constructor", judge="_judge_tl205")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Evidence, Rule
 
 _PACKERS = frozenset(f"torch.nn.utils.rnn.{n}" for n in ("pack_padded_sequence", "pack_sequence"))
 
@@ -55,8 +55,8 @@ class PackedSequenceUnpacking(Rule):
     tags = ("correctness",)
     precision = "very-high"
     requires_text = ("pack_padded_sequence", "pack_sequence")
-    verify_note = ("checked once on torch 2.13: unpacking pack_padded_sequence/pack_sequence into two names "
-                   "raises ValueError (tests/test_migrations.py repeats it when torch is installed)")
+    evidence = Evidence(reason=("checked once on torch 2.13: unpacking pack_padded_sequence/pack_sequence into two names "
+                                "raises ValueError (tests/test_migrations.py repeats it when torch is installed)"))
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         name = ctx.call_name(node.value)

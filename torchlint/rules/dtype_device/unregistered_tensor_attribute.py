@@ -7,7 +7,7 @@ import ast
 from torchlint.analysis.inference import TENSOR_FACTORIES
 from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
 from torchlint.checker import FileContext
-from torchlint.rules.base import MODULE_BASES_OPTION, Rule
+from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule
 
 
 def _attribute_uses(cls: ast.ClassDef) -> dict[str, tuple[bool, int, int]]:
@@ -91,6 +91,7 @@ class UnregisteredTensorAttribute(Rule):
     tags = ("correctness", "device", "module")
     requires_text = ('__init__',)
     options = {"module-bases": MODULE_BASES_OPTION}
+    evidence = Evidence(probe="unregistered_tensor", judge="_judge_tl206")
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         fn = ctx.function

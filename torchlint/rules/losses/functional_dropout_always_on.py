@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import MODULE_BASES_OPTION, Rule, arg_or_keyword, has_star_kwargs, literal
+from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule, arg_or_keyword, has_star_kwargs, literal
 
 # Only those whose `training` defaults to True: alpha_dropout and feature_alpha_dropout
 # default to training=False (torch 2.13), so without the argument they are always off.
@@ -67,6 +67,7 @@ class FunctionalDropoutAlwaysOn(Rule):
     tags = ("correctness", "module")
     requires_text = ('dropout',)
     options = {"module-bases": MODULE_BASES_OPTION}
+    evidence = Evidence(probe="functional_dropout", runtime="_tl402")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword, has_star_kwargs, keyword
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, keyword
 
 _FUNCS = frozenset({"torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
                     "torch.nn.functional.softmin", "torch.softmax", "torch.log_softmax"})
@@ -55,6 +55,7 @@ class ImplicitSoftmaxDim(Rule):
     precision = "very-high"
 
     help = "Pass `dim=-1` (or the class dimension)"
+    evidence = Evidence(probe="implicit_softmax_dim", judge="_judge_tl403", runtime="_tl403")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)

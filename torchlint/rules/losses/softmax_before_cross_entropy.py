@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword
 
 # loss (class or function) -> activations that must not precede it. log_softmax before
 # cross_entropy is redundant but harmless: log_softmax is idempotent, so loss and gradients
@@ -158,6 +158,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
     tags = ("correctness", "loss")
     # Functions and methods are lower case; the layers (`nn.Softmax()` in a head) are not.
     requires_text = ('softmax', 'sigmoid', 'Softmax', 'Sigmoid')
+    evidence = Evidence(probe="softmax_before_ce", judge="_judge_tl401", runtime="_tl401")
 
     def setup(self, ctx: FileContext) -> None:
         self.losses = LossCalls(frozenset(k for k in _FORBIDDEN if not k.startswith("torch.nn.functional.")),

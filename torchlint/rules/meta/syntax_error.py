@@ -1,5 +1,5 @@
 from torchlint.diagnostics import SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME, SYNTAX_ERROR_SEVERITY
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Evidence, Rule
 
 
 class SyntaxErrorRule(Rule):
@@ -39,4 +39,4 @@ class SyntaxErrorRule(Rule):
     severity = SYNTAX_ERROR_SEVERITY
     tags = ("correctness",)
     precision = "very-high"
-    verify_note = "a syntax error needs no run-time confirmation"
+    evidence = Evidence(reason="a syntax error needs no run-time confirmation")

@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.fix.edits import edit, make_fix
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Evidence, Rule
 from torchlint.source import ALL_CODES, CODE_SPLIT, _comment_part
 
 _DIRECTIVE = re.compile(r"#\s*noqa:\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*)", re.IGNORECASE)
@@ -55,7 +55,7 @@ class UnusedNoqa(Rule):
     precision = "very-high"
     requires_text = ("noqa", "NOQA", "Noqa")
     runs_last = True
-    verify_note = "a statement about this file's comments, not about torch: nothing to run"
+    evidence = Evidence(reason="a statement about this file's comments, not about torch: nothing to run")
 
     def end_file(self, ctx: FileContext) -> None:
         source = ctx.source

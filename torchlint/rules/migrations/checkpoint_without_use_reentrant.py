@@ -7,7 +7,7 @@ import ast
 from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
 from torchlint.fix.edits import UNSAFE, add_keyword, make_fix
-from torchlint.rules.base import Rule, TORCH_VERSION_OPTION, has_star_kwargs, keyword
+from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, has_star_kwargs, keyword
 
 _CHECKPOINTS = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential")
 
@@ -53,8 +53,8 @@ class CheckpointWithoutUseReentrant(Rule):
     precision = "very-high"
     requires_text = ("checkpoint",)
     options = {"torch-version": TORCH_VERSION_OPTION}
-    verify_note = ("checked once on torch 2.13: the call warns and runs the reentrant variant "
-                   "(tests/test_migrations.py repeats it when torch is installed)")
+    evidence = Evidence(reason=("checked once on torch 2.13: the call warns and runs the reentrant variant "
+                                "(tests/test_migrations.py repeats it when torch is installed)"))
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func

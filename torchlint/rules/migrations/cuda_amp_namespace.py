@@ -9,7 +9,7 @@ from typing import Optional
 from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
 from torchlint.fix.edits import edit, end_of, make_fix, module_alias, replace, start_of
-from torchlint.rules.base import Rule, TORCH_VERSION_OPTION
+from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION
 
 # old name -> (new name, device, how the device is passed)
 _MOVED = {
@@ -75,8 +75,8 @@ class CudaAmpNamespace(Rule):
     precision = "very-high"
     requires_text = ("amp",)
     options = {"torch-version": TORCH_VERSION_OPTION}
-    verify_note = ("checked once on torch 2.13: each name warns FutureWarning naming its torch.amp "
-                   "replacement (tests/test_migrations.py repeats it when torch is installed)")
+    evidence = Evidence(reason=("checked once on torch 2.13: each name warns FutureWarning naming its torch.amp "
+                                "replacement (tests/test_migrations.py repeats it when torch is installed)"))
 
     def _check(self, node: ast.AST, call: Optional[ast.Call], ctx: FileContext) -> None:
         name = ctx.qualname(node)

@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.fix.edits import make_fix, replace, text_of
-from torchlint.rules.base import Rule, keyword, literal
+from torchlint.rules.base import Evidence, Rule, keyword, literal
 
 _REDUCTIONS = frozenset({"sum", "mean", "norm", "prod", "max", "min", "std", "var"})
 _LOSS_WORDS = ("loss", "criterion", "crit")
@@ -79,8 +79,8 @@ class DataIndexOnScalar(Rule):
     tags = ("migration", "correctness")
     precision = "high"
     requires_text = (".data[0]",)
-    verify_note = ("checked once on torch 2.13: indexing a 0-dim tensor's `.data` raises IndexError "
-                   "(tests/test_migrations.py repeats it when torch is installed)")
+    evidence = Evidence(reason=("checked once on torch 2.13: indexing a 0-dim tensor's `.data` raises IndexError "
+                                "(tests/test_migrations.py repeats it when torch is installed)"))
 
     def visit_Subscript(self, node: ast.Subscript, ctx: FileContext) -> None:
         data = node.value

@@ -9,7 +9,7 @@ from typing import Optional
 from torchlint.analysis.torch_versions import DeprecatedApi, at_least, deprecated_apis
 from torchlint.checker import FileContext
 from torchlint.fix.edits import add_keyword, make_fix, module_alias, replace
-from torchlint.rules.base import Rule, TORCH_VERSION_OPTION
+from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION
 
 _LAST_NAMES = frozenset(api.short for api in deprecated_apis().values())
 _UPSAMPLE_MODES = {"upsample-nearest": 'mode="nearest"', "upsample-bilinear": 'mode="bilinear", align_corners=True'}
@@ -80,8 +80,8 @@ class DeprecatedTorchApi(Rule):
     precision = "very-high"
     requires_text = tuple(sorted(_LAST_NAMES))
     options = {"torch-version": TORCH_VERSION_OPTION}
-    verify_note = ("the table's `on_current` column was checked by calling every API on torch 2.13 "
-                   "(tests/test_migrations.py repeats it whenever torch is installed)")
+    evidence = Evidence(reason=("the table's `on_current` column was checked by calling every API on torch 2.13 "
+                                "(tests/test_migrations.py repeats it whenever torch is installed)"))
 
     # Calls only (a `with`, a decorator with arguments and a constructor are calls too): a
     # handler on every Name and Attribute node cost more than all the other rules' gates.

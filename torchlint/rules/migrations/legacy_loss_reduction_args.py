@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.fix.edits import edit, end_of, has_comment, make_fix, start_of, text_of
-from torchlint.rules.base import Rule, keyword, literal
+from torchlint.rules.base import Evidence, Rule, keyword, literal
 
 _LEGACY = ("size_average", "reduce")
 
@@ -69,8 +69,8 @@ class LegacyLossReductionArgs(Rule):
     tags = ("migration", "deprecation", "loss")
     precision = "very-high"
     requires_text = ("size_average", "reduce=")
-    verify_note = ("checked once on torch 2.13: the loss warns and maps the pair to `reduction=` exactly as "
-                   "the fix does (tests/test_migrations.py repeats it when torch is installed)")
+    evidence = Evidence(reason=("checked once on torch 2.13: the loss warns and maps the pair to `reduction=` exactly as "
+                                "the fix does (tests/test_migrations.py repeats it when torch is installed)"))
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         found = [kw for kw in node.keywords if kw.arg in _LEGACY]

@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.fix.edits import make_fix, replace, text_of
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Evidence, Rule
 
 
 def _is_one(node: ast.AST) -> bool:
@@ -73,8 +73,8 @@ class Log1pExpm1(Rule):
     tags = ("numerics",)
     precision = "very-high"
     requires_text = ("log", "exp")
-    verify_note = ("a precision claim shown once on torch 2.13 (float32 x = 1e-8: log(1 + x) is 0.0, "
-                   "log1p(x) is 1e-08); the doc quotes it")
+    evidence = Evidence(reason=("a precision claim shown once on torch 2.13 (float32 x = 1e-8: log(1 + x) is 0.0, "
+                                "log1p(x) is 1e-08); the doc quotes it"))
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if len(node.args) != 1 or node.keywords or ctx.call_name(node) != "torch.log":

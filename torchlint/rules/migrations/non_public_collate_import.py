@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.fix.edits import has_comment, make_fix, module_alias, replace, text_of
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Evidence, Rule
 
 _PRIVATE_MODULE = "torch.utils.data._utils.collate"
 _PUBLIC = {f"{_PRIVATE_MODULE}.{n}": f"torch.utils.data.{n}" for n in ("default_collate", "default_convert")}
@@ -49,7 +49,7 @@ class NonPublicCollateImport(Rule):
     tags = ("migration",)
     precision = "very-high"
     requires_text = ("_utils.collate",)
-    verify_note = "a statement about where a name is imported from: nothing to run"
+    evidence = Evidence(reason="a statement about where a name is imported from: nothing to run")
 
     def visit_ImportFrom(self, node: ast.ImportFrom, ctx: FileContext) -> None:
         if node.level or node.module != _PRIVATE_MODULE:

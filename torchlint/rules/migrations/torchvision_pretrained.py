@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.fix.edits import UNSAFE, SAFE, make_fix, replace
-from torchlint.rules.base import Rule, literal
+from torchlint.rules.base import Evidence, Rule, literal
 
 _RENAMES = {"pretrained": "weights", "pretrained_backbone": "weights_backbone"}
 
@@ -52,8 +52,8 @@ class TorchvisionPretrained(Rule):
     tags = ("migration", "deprecation")
     precision = "very-high"
     requires_text = ("torchvision",)  # the builders come from there
-    verify_note = ("torchvision is not installed next to torch here, so nothing can be run; the message "
-                   "states torchvision's documented behaviour (0.13 deprecated `pretrained=`)")
+    evidence = Evidence(reason=("torchvision is not installed next to torch here, so nothing can be run; the message "
+                                "states torchvision's documented behaviour (0.13 deprecated `pretrained=`)"))
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if not any(kw.arg in _RENAMES for kw in node.keywords):

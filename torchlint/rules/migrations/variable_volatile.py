@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, literal
+from torchlint.rules.base import Evidence, Rule, literal
 
 _VARIABLE = ("torch.autograd.Variable", "torch.autograd.variable.Variable")
 
@@ -50,8 +50,8 @@ class VariableVolatile(Rule):
     tags = ("migration", "autograd")
     precision = "very-high"
     requires_text = ("volatile",)
-    verify_note = ("checked once on torch 2.13: it warns 'volatile was removed and now has no effect' and the "
-                   "result of an op on it has a grad_fn (tests/test_migrations.py repeats it)")
+    evidence = Evidence(reason=("checked once on torch 2.13: it warns 'volatile was removed and now has no effect' and the "
+                                "result of an op on it has a grad_fn (tests/test_migrations.py repeats it)"))
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         for kw in node.keywords:

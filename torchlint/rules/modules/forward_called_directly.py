@@ -6,7 +6,7 @@ import ast
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, dotted
+from torchlint.rules.base import Evidence, Rule, dotted
 
 
 class ForwardCalledDirectly(Rule):
@@ -42,6 +42,7 @@ class ForwardCalledDirectly(Rule):
     severity = "warning"
     tags = ("correctness", "module")
     requires_text = ('.forward',)
+    evidence = Evidence(probe="forward_directly", judge="_judge_tl703")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import MODULE_BASES_OPTION, Rule
+from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule
 
 
 def _calls_base_init(fn: ast.FunctionDef) -> bool:
@@ -71,6 +71,7 @@ class MissingSuperInit(Rule):
     requires_text = ('__init__',)
     options = {"module-bases": MODULE_BASES_OPTION}
     precision = "very-high"
+    evidence = Evidence(probe="missing_super", judge="_judge_tl702")
 
     def visit_ClassDef(self, node: ast.ClassDef, ctx: FileContext) -> None:
         # A stub (.pyi) declares `__init__`'s signature; it has no body to call anything.

@@ -8,7 +8,7 @@ from typing import Optional
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
 from torchlint.fix.edits import UNSAFE, make_fix, module_alias, replace, text_of
-from torchlint.rules.base import MODULE_BASES_OPTION, Rule
+from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule
 
 
 def _registers_manually(cls: ast.ClassDef) -> bool:
@@ -70,6 +70,7 @@ class ModuleInPlainContainer(Rule):
     tags = ("correctness", "module")
     requires_text = ('Module', 'nn.', 'torch.nn', 'PreTrainedModel', 'ModelMixin')
     options = {"module-bases": MODULE_BASES_OPTION}
+    evidence = Evidence(probe="plain_container", judge="_judge_tl701")
 
     def _container(self, value: ast.AST, ctx: FileContext) -> Optional[str]:
         elements: list[ast.AST] = []

@@ -7,7 +7,7 @@ import ast
 from torchlint.analysis.frozen import is_copy_of_model
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name, receiver_name
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, dotted, literal
+from torchlint.rules.base import Evidence, Rule, dotted, literal
 
 
 def _is_train_call(call: ast.Call) -> bool:
@@ -74,6 +74,7 @@ class TrainModeNotRestored(Rule):
     requires_text = ('.eval(',)
 
     help = "Call `model.train()` at the start of each epoch"
+    evidence = Evidence(probe="train_mode", judge="_judge_tl704", runtime="_tl704")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if not ctx.loops:

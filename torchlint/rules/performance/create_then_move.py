@@ -8,7 +8,7 @@ from typing import Optional
 from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
 from torchlint.fix.edits import UNSAFE, SAFE, add_keyword, edit, end_of, has_comment, make_fix, text_of
-from torchlint.rules.base import Rule, literal
+from torchlint.rules.base import Evidence, Rule, literal
 
 _FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
@@ -65,6 +65,7 @@ class CreateThenMove(Rule):
     severity = "info"
     tags = ("performance", "device")
     requires_text = ('.to(', '.cuda(')
+    evidence = Evidence(probe="create_then_move")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func

@@ -9,7 +9,7 @@ from torchlint.analysis.loops import is_backward, method_name
 from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import dtype_name
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword, literal
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword, literal
 
 _SCALERS = ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler")
 
@@ -151,9 +151,9 @@ class Float16AutocastWithoutGradScaler(Rule):
     severity = "warning"
     tags = ("correctness", "mixed-precision")
     requires_text = ('autocast',)
-    verify_note = ('whether gradients underflow depends on their sizes during training, which the code '
-                   'does not state: float16 flushes magnitudes below 2**-24 (about 6e-8) to zero, but no run short '
-                   "of the training itself shows that this model's gradients get that small")
+    evidence = Evidence(reason=('whether gradients underflow depends on their sizes during training, which the code '
+                                'does not state: float16 flushes magnitudes below 2**-24 (about 6e-8) to zero, but no run short '
+                                "of the training itself shows that this model's gradients get that small"))
 
     def visit_With(self, node: ast.With, ctx: FileContext) -> None:
         what = next((w for w in (float16_autocast(i.context_expr, ctx) for i in node.items) if w), None)

@@ -6,7 +6,7 @@ import ast
 
 from torchlint.analysis.scopes import grad_mode_of, iter_scope
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Evidence, Rule
 
 
 def _needs_autograd_later(fn: ast.AST) -> bool:
@@ -68,7 +68,7 @@ class PreferInferenceMode(Rule):
     default_enabled = False
     tags = ("performance",)
     requires_text = ('no_grad',)
-    verify_note = 'a speed suggestion; no wrong result to show'
+    evidence = Evidence(reason='a speed suggestion; no wrong result to show')
     precision = "medium"
 
     def _check(self, fn: ast.AST, ctx: FileContext) -> None:

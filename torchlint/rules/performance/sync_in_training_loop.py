@@ -7,7 +7,7 @@ import ast
 from torchlint.analysis import inference
 from torchlint.analysis.loops import is_backward
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, dotted
+from torchlint.rules.base import Evidence, Rule, dotted
 
 _SYNCING = frozenset({"item", "cpu", "numpy", "tolist"})
 
@@ -58,7 +58,7 @@ class SyncInTrainingLoop(Rule):
     default_enabled = False
     tags = ("performance", "training-loop")
     requires_text = ('backward',)
-    verify_note = 'the cost is a throughput loss that depends on the GPU and the model; no wrong result to show'
+    evidence = Evidence(reason='the cost is a throughput loss that depends on the GPU and the model; no wrong result to show')
     precision = "medium"
 
     def setup(self, ctx: FileContext) -> None:

@@ -6,7 +6,7 @@ import ast
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
-from torchlint.rules.base import Rule, arg_or_keyword, dotted
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword, dotted
 
 
 class SaveWholeModule(Rule):
@@ -45,10 +45,10 @@ class SaveWholeModule(Rule):
     severity = "warning"
     tags = ("maintainability", "serialization")
     requires_text = ('save',)
-    verify_note = ('whether the file loads is decided later, by the program that loads it (its torch.load '
-                   'arguments, the classes it allow-lists, whether the class can still be imported); since torch 2.6 '
-                   'a default torch.load refuses every pickled module whose class is not allow-listed, whatever '
-                   "the code's values, so a run here cannot come out either way")
+    evidence = Evidence(reason=('whether the file loads is decided later, by the program that loads it (its torch.load '
+                                'arguments, the classes it allow-lists, whether the class can still be imported); since torch 2.6 '
+                                'a default torch.load refuses every pickled module whose class is not allow-listed, whatever '
+                                "the code's values, so a run here cannot come out either way"))
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != "torch.save":

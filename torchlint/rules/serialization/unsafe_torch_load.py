@@ -7,7 +7,7 @@ import ast
 from torchlint.checker import FileContext
 from torchlint.fix.edits import UNSAFE, add_keyword, make_fix
 from torchlint.analysis.torch_versions import at_least
-from torchlint.rules.base import TORCH_VERSION_OPTION, Rule, has_star_kwargs, keyword, literal
+from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, has_star_kwargs, keyword, literal
 
 
 def _catches_type_error(node: ast.AST) -> bool:
@@ -69,6 +69,7 @@ class UnsafeTorchLoad(Rule):
     requires_text = ('load',)
     security_severity = 8.8
     options = {"torch-version": TORCH_VERSION_OPTION}
+    evidence = Evidence(probe="unsafe_load", runtime="_tl601")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != "torch.load" or has_star_kwargs(node):

@@ -1,6 +1,7 @@
-"""rules_docs/*.md and the README's rule tables are generated from the catalog (each rule's
-docstring and metadata) by scripts/generate_docs.py; they must be up to date. With
-`--snapshot-update` the test rewrites them instead (ruff's `generate-all`)."""
+"""rules_docs/*.md, the README's rule tables and the --verify evidence index are generated from
+the catalog (each rule's docstring, metadata and `evidence`) by scripts/generate_all.py; they
+must be up to date. With `--snapshot-update` the test rewrites them instead (ruff's
+`generate-all`)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "scripts" / "generate_docs.py"
+SCRIPT = ROOT / "scripts" / "generate_all.py"
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("generate_docs", SCRIPT)
+    spec = importlib.util.spec_from_file_location("generate_all", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -25,7 +26,7 @@ def test_generated_files_are_up_to_date(request):
     if request.config.getoption("--snapshot-update"):
         gen.update()
     stale = [str(p.relative_to(ROOT)) for p in gen.stale()]
-    assert not stale, f"out of date: {stale}; run `python scripts/generate_docs.py`"
+    assert not stale, f"out of date: {stale}; run `python scripts/generate_all.py`"
 
 
 def test_a_page_is_the_docstring_under_the_metadata_header():
@@ -45,9 +46,12 @@ def test_check_mode_names_a_stale_page_and_update_repairs_it(tmp_path, monkeypat
     docs = tmp_path / "rules_docs"
     docs.mkdir()
     for path, text in gen.expected_files().items():
-        (tmp_path / path.relative_to(ROOT)).write_text(text, encoding="utf-8")
+        copy = tmp_path / path.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(text, encoding="utf-8")
     monkeypatch.setattr(gen, "DOCS", docs)
     monkeypatch.setattr(gen, "README", tmp_path / "README.md")
+    monkeypatch.setattr(gen, "EVIDENCE_INDEX", tmp_path / gen.EVIDENCE_INDEX.relative_to(ROOT))
     assert gen.stale() == []
     page = docs / "TL401-softmax-before-cross-entropy.md"
     page.write_text(page.read_text(encoding="utf-8").replace("Flags", "Finds"), encoding="utf-8")
@@ -56,7 +60,8 @@ def test_check_mode_names_a_stale_page_and_update_repairs_it(tmp_path, monkeypat
     readme.write_text(readme.read_text(encoding="utf-8").replace("| softmax-before-cross-entropy | on |",
                                                                  "| softmax-before-cross-entropy | off |"),
                       encoding="utf-8")
-    assert {p.name for p in gen.stale()} == {page.name, "TL999-gone.md", "README.md"}
+    gen.EVIDENCE_INDEX.write_text("PROBES = {}\n", encoding="utf-8")
+    assert {p.name for p in gen.stale()} == {page.name, "TL999-gone.md", "README.md", "evidence_index.py"}
     gen.update()
     assert gen.stale() == [] and not (docs / "TL999-gone.md").exists()
     assert "Flags the input" in page.read_text(encoding="utf-8")
