@@ -17,7 +17,7 @@ def probe_worker_options(params: dict, device: str) -> tuple[str, str]:
     option = params.get("option", "persistent_workers")
     given = {"persistent_workers": True} if option == "persistent_workers" else {"prefetch_factor": 2}
     try:
-        DataLoader(list(range(4)), num_workers=0, **given)
+        DataLoader(list(range(4)), num_workers=0, **given)  # type: ignore[arg-type]  # a list is a dataset
     except ValueError as exc:
         return "confirmed", f"DataLoader(..., num_workers=0, {option}=...) raised ValueError: {str(exc).splitlines()[0]}"
     return "not-reproduced", f"this torch accepts {option} with num_workers=0"
