@@ -70,15 +70,15 @@ def test_no_module_outside_the_catalog_keeps_a_table_of_codes():
 
 def test_every_rule_declares_its_evidence_and_the_named_functions_exist():
     from torchlint.runtime import analysis
-    from torchlint.verify.instrument import SLICE_RULES
+    from torchlint.verify.instrument import SLICES
 
     for rule in catalog.static_rules():
         assert isinstance(vars(rule).get("evidence"), Evidence), rule.code
     monitors = analysis.static_monitors()
     assert set(monitors) == {r.code for r in catalog.static_rules() if r.evidence.runtime}
     assert all(callable(m) for m in monitors.values())
-    # A slice judge is useless without the slice that feeds it, and a slice without a judge.
-    assert set(SLICE_RULES) == {r.code for r in catalog.static_rules() if r.evidence.judge}
+    named_slices = {r.evidence.slice for r in catalog.static_rules() if r.evidence.slice}
+    assert named_slices == set(SLICES)  # every shape is used, and every name exists
     worker_side = "".join((PACKAGE / "verify" / name).read_text(encoding="utf-8")
                           for name in ("probes.py", "slices.py", "evidence_index.py"))
     for rule in catalog.static_rules():
@@ -92,6 +92,6 @@ def test_every_rule_declares_its_evidence_and_the_named_functions_exist():
 
 def test_evidence_is_a_probe_or_a_reason():
     assert Evidence(probe="p").reason is None and Evidence(reason="why").probe is None
-    for bad in ({}, {"probe": "p", "reason": "why"}):
+    for bad in ({}, {"probe": "p", "reason": "why"}, {"probe": "p", "judge": "j"}, {"probe": "p", "slice": "s"}):
         with pytest.raises(ValueError):
             Evidence(**bad)

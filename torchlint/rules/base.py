@@ -43,13 +43,16 @@ class Evidence:
     # stdlib only, imported inside it; the generator copies it for the worker):
     # (facts, device) -> (verdict, evidence)
     probe: Union[str, Callable[[dict, str], tuple[str, str]], None] = None
-    judge: Optional[str] = None  # verify/slices.py: judges the runs of the rule's slice
+    slice: Optional[str] = None  # verify/instrument.py's SLICES: how to cut and run the user's code
+    judge: Optional[str] = None  # verify/slices.py: judges the runs of that slice
     runtime: Optional[str] = None  # runtime/analysis.py: `torchlint run`'s verdict on a finding
     reason: Optional[str] = None  # why nothing can be run (no probe)
 
     def __post_init__(self) -> None:
         if (self.probe is None) == (self.reason is None):
             raise ValueError("Evidence: give a probe or the reason there is none, not both")
+        if (self.slice is None) != (self.judge is None):
+            raise ValueError("Evidence: a slice needs its judge, and a judge its slice")
 
 
 # Every rule that reads the `torch-version` setting declares this option; config.py fills it

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
 from torchlint import catalog
-from torchlint.verify.instrument import SLICE_RULES
+from torchlint.verify.instrument import SLICES
 from torchlint.verify.slicer import NotSelfContained, build
 
 # A rule whose `evidence` names a probe has one in probes.py (tests/test_verify.py checks the
@@ -78,7 +78,7 @@ def plan(finding: Finding, source: Optional[str]) -> tuple[Optional[ProbeRequest
     if rule is None:
         return None, "no such rule"
     facts = clean_facts(finding.probe_params)
-    spec = SLICE_RULES.get(code)
+    spec = SLICES[rule.evidence.slice] if rule.evidence.slice else None
     why_not = ""
     if spec is not None:
         if source is None:

@@ -70,7 +70,7 @@ class BackwardUnderNoGrad(Rule):
     tags = ("correctness", "autograd")
     requires_text = ('backward', 'autograd')
     precision = "very-high"
-    evidence = Evidence(probe="backward_under_no_grad", judge="_judge_tl101", runtime="_tl101")
+    evidence = Evidence(probe="backward_under_no_grad", slice="call", judge="_judge_tl101", runtime="_tl101")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         region = ctx.grad_region

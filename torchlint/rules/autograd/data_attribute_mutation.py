@@ -137,7 +137,7 @@ class DataAttributeMutation(Rule):
             "Stay silent inside weight set-up functions (names containing `init`, `reset_parameters`, "
             "`convert`, `load`, `fuse`): no autograd graph exists when they run."),
     }
-    evidence = Evidence(probe="data_attribute_mutation", judge="_judge_tl102", runtime="_tl102")
+    evidence = Evidence(probe="data_attribute_mutation", slice="data-write-before-backward", judge="_judge_tl102", runtime="_tl102")
 
     def _in_initializer(self, ctx: FileContext) -> bool:
         if not self.settings["skip-initializers"]:

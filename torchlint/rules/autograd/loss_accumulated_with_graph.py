@@ -72,7 +72,7 @@ class LossAccumulatedWithGraph(Rule):
     requires_text = ('backward',)
 
     help = "Accumulate `loss.item()` (or `loss.detach()`)"
-    evidence = Evidence(probe="loss_accumulated", judge="_judge_tl107")
+    evidence = Evidence(probe="loss_accumulated", slice="statement-value", judge="_judge_tl107")
 
     # The walk collects, for every enclosing loop of the current function, what its body
     # backpropagates, detaches, re-assigns and accumulates; `leave_For` decides once.

@@ -73,7 +73,7 @@ class MissingZeroGrad(Rule):
     severity = "warning"
     tags = ("correctness", "training-loop")
     requires_text = ('backward',)
-    evidence = Evidence(probe="missing_zero_grad", judge="_judge_tl103", runtime="_tl103")
+    evidence = Evidence(probe="missing_zero_grad", slice="call-twice-with-grads", judge="_judge_tl103", runtime="_tl103")
 
     def _check(self, node: ast.AST, ctx: FileContext) -> None:
         backward = None

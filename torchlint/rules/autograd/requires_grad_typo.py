@@ -50,7 +50,7 @@ class RequiresGradTypo(Rule):
     tags = ("correctness", "autograd")
     requires_text = ('require_grad', 'requires_grads', 'requiresgrad', 'requires_gradient')
     precision = "very-high"
-    evidence = Evidence(probe="requires_grad_typo", judge="_judge_tl109")
+    evidence = Evidence(probe="requires_grad_typo", slice="attribute-typo", judge="_judge_tl109")
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         for target in node.targets:

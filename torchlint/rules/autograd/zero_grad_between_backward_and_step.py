@@ -57,7 +57,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     tags = ("correctness", "training-loop")
     requires_text = ('zero_grad',)
     precision = "very-high"
-    evidence = Evidence(probe="zero_grad_between", judge="_judge_tl104", runtime="_tl104")
+    evidence = Evidence(probe="zero_grad_between", slice="call-with-grads", judge="_judge_tl104", runtime="_tl104")
 
     def _scan(self, stmts: list[ast.stmt], ctx: FileContext) -> None:
         state = 0

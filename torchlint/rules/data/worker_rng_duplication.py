@@ -65,7 +65,7 @@ class WorkerRngDuplication(Rule):
     severity = "warning"
     tags = ("correctness", "data-loading", "reproducibility")
     requires_text = ('DataLoader',)
-    evidence = Evidence(probe="worker_rng", judge="_judge_tl301", runtime="_tl301")
+    evidence = Evidence(probe="worker_rng", slice="call", judge="_judge_tl301", runtime="_tl301")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != DATALOADER:

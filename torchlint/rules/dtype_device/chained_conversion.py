@@ -106,7 +106,7 @@ class ChainedConversion(Rule):
     # twice; the tensor's dtype (and so whether `.float()` copies at all) is rarely known statically.
     default_enabled = False
     tags = ("performance", "dtype", "device")
-    evidence = Evidence(probe="chained_conversion", judge="_judge_tl203")
+    evidence = Evidence(probe="chained_conversion", slice="thunk", judge="_judge_tl203")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         outer = _conversion_kind(node, ctx)

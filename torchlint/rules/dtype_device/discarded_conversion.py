@@ -68,7 +68,7 @@ class DiscardedConversion(Rule):
     summary = "Tensor conversion result discarded (tensor conversions are not in place)"
     severity = "error"
     tags = ("correctness", "dtype", "device")
-    evidence = Evidence(probe="discarded_conversion", judge="_judge_tl202")
+    evidence = Evidence(probe="discarded_conversion", slice="call", judge="_judge_tl202")
 
     def visit_Expr(self, node: ast.Expr, ctx: FileContext) -> None:
         call = node.value

@@ -67,7 +67,7 @@ class Float64FromNumpy(Rule):
     severity = "warning"
     tags = ("performance", "dtype", "numpy")
     requires_text = ('numpy',)
-    evidence = Evidence(probe="float64_from_numpy", judge="_judge_tl204")
+    evidence = Evidence(probe="float64_from_numpy", slice="call", judge="_judge_tl204")
 
     def _float64_source(self, node: ast.AST, ctx: FileContext) -> Optional[str]:
         name = ctx.call_name(node)

@@ -60,7 +60,7 @@ class LabelFloatCast(Rule):
     severity = "error"
     tags = ("correctness", "dtype", "loss")
     requires_text = ('cross_entropy', 'nll_loss', 'CrossEntropyLoss', 'NLLLoss')
-    evidence = Evidence(probe="label_float_cast", judge="_judge_tl201", runtime="_tl201")
+    evidence = Evidence(probe="label_float_cast", slice="target-of-consumer", judge="_judge_tl201", runtime="_tl201")
 
     def setup(self, ctx: FileContext) -> None:
         self.losses = LossCalls(CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_LOSS_FUNCTIONS)

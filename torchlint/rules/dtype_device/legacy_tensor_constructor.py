@@ -83,7 +83,7 @@ class LegacyTensorConstructor(Rule):
     severity = "warning"
     tags = ("correctness", "dtype")
     requires_text = ('Tensor',)
-    evidence = Evidence(probe="legacy_constructor", judge="_judge_tl205")
+    evidence = Evidence(probe="legacy_constructor", slice="call", judge="_judge_tl205")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)

@@ -91,7 +91,7 @@ class UnregisteredTensorAttribute(Rule):
     tags = ("correctness", "device", "module")
     requires_text = ('__init__',)
     options = {"module-bases": MODULE_BASES_OPTION}
-    evidence = Evidence(probe="unregistered_tensor", judge="_judge_tl206")
+    evidence = Evidence(probe="unregistered_tensor", slice="construct-and-read-attribute", judge="_judge_tl206")
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         fn = ctx.function

@@ -55,7 +55,7 @@ class ImplicitSoftmaxDim(Rule):
     precision = "very-high"
 
     help = "Pass `dim=-1` (or the class dimension)"
-    evidence = Evidence(probe="implicit_softmax_dim", judge="_judge_tl403", runtime="_tl403")
+    evidence = Evidence(probe="implicit_softmax_dim", slice="call", judge="_judge_tl403", runtime="_tl403")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)

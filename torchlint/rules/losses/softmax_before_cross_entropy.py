@@ -158,7 +158,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
     tags = ("correctness", "loss")
     # Functions and methods are lower case; the layers (`nn.Softmax()` in a head) are not.
     requires_text = ('softmax', 'sigmoid', 'Softmax', 'Sigmoid')
-    evidence = Evidence(probe="softmax_before_ce", judge="_judge_tl401", runtime="_tl401")
+    evidence = Evidence(probe="softmax_before_ce", slice="input-of-consumer", judge="_judge_tl401", runtime="_tl401")
 
     def setup(self, ctx: FileContext) -> None:
         self.losses = LossCalls(frozenset(k for k in _FORBIDDEN if not k.startswith("torch.nn.functional.")),

@@ -42,7 +42,7 @@ class ForwardCalledDirectly(Rule):
     severity = "warning"
     tags = ("correctness", "module")
     requires_text = ('.forward',)
-    evidence = Evidence(probe="forward_directly", judge="_judge_tl703")
+    evidence = Evidence(probe="forward_directly", slice="call", judge="_judge_tl703")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func

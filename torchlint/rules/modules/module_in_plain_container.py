@@ -70,7 +70,7 @@ class ModuleInPlainContainer(Rule):
     tags = ("correctness", "module")
     requires_text = ('Module', 'nn.', 'torch.nn', 'PreTrainedModel', 'ModelMixin')
     options = {"module-bases": MODULE_BASES_OPTION}
-    evidence = Evidence(probe="plain_container", judge="_judge_tl701")
+    evidence = Evidence(probe="plain_container", slice="construct-and-read-attribute", judge="_judge_tl701")
 
     def _container(self, value: ast.AST, ctx: FileContext) -> Optional[str]:
         elements: list[ast.AST] = []

@@ -74,7 +74,7 @@ class TrainModeNotRestored(Rule):
     requires_text = ('.eval(',)
 
     help = "Call `model.train()` at the start of each epoch"
-    evidence = Evidence(probe="train_mode", judge="_judge_tl704", runtime="_tl704")
+    evidence = Evidence(probe="train_mode", slice="mode-at-backward", judge="_judge_tl704", runtime="_tl704")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if not ctx.loops:
