@@ -13,9 +13,11 @@ tests/test_generated_files.py runs the check (`pytest --snapshot-update` rewrite
 from __future__ import annotations
 
 import argparse
+import ast
 import inspect
 import re
 import sys
+import textwrap
 from pathlib import Path
 from typing import Callable, Union
 
@@ -94,8 +96,24 @@ def _copied_probes(rules: tuple[type[Rule], ...]) -> list[str]:
         if probe.__name__ in taken:
             raise SystemExit(f"{rule.code}: probe name {probe.__name__!r} is already taken")
         taken.add(probe.__name__)
-        lines += ["", "", f"# {rule.code}, from {rule.__module__}", *inspect.getsource(probe).rstrip("\n").split("\n")]
+        source = inspect.getsource(probe)
+        _check_self_contained(rule.code, probe, source)
+        lines += ["", "", f"# {rule.code}, from {rule.__module__}", *source.rstrip("\n").split("\n")]
     return lines
+
+
+def _check_self_contained(code: str, probe: Callable, source: str) -> None:
+    """The worker gets only the function's text: it may not lean on its module's names, nor
+    import torchlint."""
+    borrowed = sorted(inspect.getclosurevars(probe).globals)
+    if borrowed:
+        raise SystemExit(f"{code}: the probe {probe.__name__} uses {borrowed} from its module; "
+                         "import what it needs inside it")
+    for node in ast.walk(ast.parse(textwrap.dedent(source))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+        if any(n == "torchlint" or n.startswith("torchlint.") for n in names):
+            raise SystemExit(f"{code}: the probe {probe.__name__} imports torchlint, which the worker cannot")
 
 
 def evidence_index() -> str:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "generate_all.py"
 
@@ -78,3 +80,23 @@ def test_check_mode_names_a_stale_page_and_update_repairs_it(tmp_path, monkeypat
 def test_the_script_checks_from_the_command_line():
     done = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_probe_beside_its_rule_must_be_self_contained():
+    """Only the probe's text reaches the worker: a module name it leans on, or an import of
+    torchlint, would fail there, so the generator refuses it here."""
+    import inspect
+
+    gen = _generator()
+    scope = {"HELPER": 1}
+    exec("def leans(params, device):\n    return 'confirmed', str(HELPER)\n", scope)  # noqa: S102
+    leans = scope["leans"]
+    with pytest.raises(SystemExit, match="HELPER"):
+        gen._check_self_contained("TLx", leans, "def leans(params, device):\n    return 'confirmed', str(HELPER)\n")
+
+    def imports(params, device):
+        from torchlint import catalog  # noqa: F401
+        return "confirmed", ""
+
+    with pytest.raises(SystemExit, match="imports torchlint"):
+        gen._check_self_contained("TLx", imports, inspect.getsource(imports))
