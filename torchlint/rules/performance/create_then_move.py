@@ -35,7 +35,7 @@ class CreateThenMove(Rule):
     allocations and a host-to-device transfer (which synchronises) where passing `device=` to the
     factory allocates it once, on the device.
 
-    `--verify` shows the extra host-to-device copy on CUDA; on the CPU the move copies nothing, so the probe reports `not-reproduced` there.
+    `--verify` shows the extra host-to-device copy on CUDA. Without a GPU the probe gives no verdict (`skipped: needs CUDA`): the cost exists only on a GPU, so a CPU run is no evidence either way.
 
     ## Example
     ```python
