@@ -16,7 +16,7 @@ from corpus import CORPORA, EXTRA_CORPORA, corpus_path, python_files
 
 from torchlint.api import CheckRequest, check
 from torchlint.config import CliOverrides
-from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE
+from torchlint import catalog
 
 
 def main() -> None:
@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--extra", action="store_true", help="also lint " + ", ".join(EXTRA_CORPORA))
     args = parser.parse_args()
 
-    codes = frozenset(r.code for r in ALL_RULES if args.all_rules or r.default_enabled)
+    codes = frozenset(r.code for r in catalog.static_rules() if args.all_rules or r.default_enabled)
     overrides = CliOverrides(select=["ALL"] if args.all_rules else None)
     by_rule: dict[str, list] = defaultdict(list)
     per_corpus: dict[str, Counter] = {}
@@ -50,21 +50,21 @@ def main() -> None:
     names = corpora
     print(f"Linted {total_files} files.\n")
     print(f"{'code':<7}{'name':<40}{'default':<9}" + "".join(f"{n:>22}" for n in names) + f"{'total':>8}")
-    for rule in ALL_RULES:
+    for rule in catalog.static_rules():
         if rule.code not in codes:
             continue
         row = [per_corpus[n][rule.code] for n in names]
         print(f"{rule.code:<7}{rule.name:<40}{'on' if rule.default_enabled else 'off':<9}"
               + "".join(f"{c:>22}" for c in row) + f"{sum(row):>8}")
 
-    selected = args.rules.split(",") if args.rules else [r.code for r in ALL_RULES if r.default_enabled]
+    selected = args.rules.split(",") if args.rules else [r.code for r in catalog.static_rules() if r.default_enabled]
     rng = random.Random(args.seed)
     for code in selected:
         found = by_rule.get(code, [])
         if not found:
             continue
         sample = found if len(found) <= args.sample else rng.sample(found, args.sample)
-        print(f"\n=== {code} {RULES_BY_CODE[code].name}: {len(sample)} of {len(found)} findings")
+        print(f"\n=== {code} {catalog.by_code()[code].name}: {len(sample)} of {len(found)} findings")
         for f, path in sorted(sample, key=lambda t: (t[0].path, t[0].row)):
             lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
             line = lines[f.row - 1].strip() if f.row <= len(lines) else ""

@@ -23,7 +23,7 @@ import random
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from torchlint.rules.registry import ALL_RULES
+from torchlint import catalog
 
 REPO = Path(__file__).resolve().parent.parent
 CORRECTNESS_FAMILIES = frozenset("123457")  # TL1xx-TL5xx, TL7xx
@@ -130,7 +130,7 @@ def write_packets(json_dir: Path, out: Path, docs: Path, seed: int, full_limit: 
     meta = json.loads((json_dir / "report.json").read_text())
     root = Path(meta["root"]).resolve()
     runs = {label: json.loads((json_dir / f"findings-{label}.json").read_text()) for label in ("default", "ALL")}
-    default_on = {r.code: r.default_enabled for r in ALL_RULES}
+    default_on = {r.code: r.default_enabled for r in catalog.static_rules()}
     by_code: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for label, findings in runs.items():
         for f in findings:

@@ -56,7 +56,8 @@ def reseal(index: dict) -> dict:
 
 def pytest_addoption(parser):
     parser.addoption("--snapshot-update", action="store_true", default=False,
-                     help="rewrite the expected-output (.snap) files of the rule fixtures")
+                     help="rewrite the expected-output (.snap) files of the rule fixtures, and the files "
+                          "generated from the catalog (rules_docs/*.md, the README's rule tables)")
 
 
 def lint_file(path: Path, codes: set[str]):

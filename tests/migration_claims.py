@@ -90,7 +90,7 @@ def check_other_claims() -> None:
     from torch.autograd import Variable
     from torch.nn.utils.rnn import pack_padded_sequence
 
-    from torchlint.rules.legacy_loss_reduction_args import reduction_for
+    from torchlint.rules.migrations.legacy_loss_reduction_args import reduction_for
 
     def warned(fn) -> list[str]:
         with warnings.catch_warnings(record=True) as caught:

@@ -90,7 +90,7 @@ def test_analyses_import_neither_the_walk_nor_rules():
 def test_rules_use_the_binding_api_not_their_own_lookups():
     """`ctx.assignments()` is the model's internal table; rules ask `binding_before`,
     `value_before` or `bindings_reaching` so that scoping is decided in one place."""
-    for path in (PACKAGE / "rules").glob("*.py"):
+    for path in (PACKAGE / "rules").rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert ".assignments(" not in text and "last_before(" not in text, path.name
 

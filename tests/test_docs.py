@@ -8,11 +8,10 @@ import re
 import pytest
 
 from torchlint.docs import SECTIONS, doc_sections, docs_dir, rule_doc
-from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE
-from torchlint.runtime.checks import RUNTIME_CHECKS
+from torchlint import catalog
 
 # Static rules and the runtime-only checks of `torchlint run` share codes, docs and `torchlint rule`.
-EVERY_CODE = (*ALL_RULES, *RUNTIME_CHECKS)
+EVERY_CODE = (*catalog.static_rules(), *catalog.runtime_checks())
 
 
 @pytest.mark.parametrize("rule", EVERY_CODE, ids=lambda r: r.code)
@@ -52,10 +51,10 @@ def test_rule_command(run_cli):
     rows = json.loads(run_cli("rule", "--all", "--output-format", "json")[1])
     assert {r["code"] for r in rows} == {r.code for r in EVERY_CODE}
     assert [r["code"] for r in rows] == sorted(r["code"] for r in rows)
-    assert {r["code"] for r in rows if r["default"] == "run"} == {c.code for c in RUNTIME_CHECKS}
+    assert {r["code"] for r in rows if r["default"] == "run"} == {c.code for c in catalog.runtime_checks()}
     code, out, _ = run_cli("rule", "TL320")
     assert code == 0 and out.startswith("# TL320 identical-worker-random-streams") and "## Use instead" in out
-    assert "TL320" not in RULES_BY_CODE  # a runtime check, not an AST rule: `check --select TL320` rejects it
+    assert "TL320" not in catalog.static_codes()  # a runtime check, not an AST rule: `check --select TL320` rejects it
     code, _, err = run_cli("rule", "TL999")
     assert code == 2 and "TL999" in err
 

@@ -202,11 +202,11 @@ def test_a_fix_that_breaks_the_file_leaves_it_unchanged(tmp_path, monkeypatch, r
 def test_fixed_point_applies_fixes_that_overlap_in_later_passes():
     from torchlint.checker import check_source
     from torchlint.fix.engine import fix_text
-    from torchlint.rules.registry import RULES_BY_CODE
+    from torchlint import catalog
 
     # TL102 rewrites the whole statement, so TL109's edit inside it waits for the second pass.
     text = "import torch\n\n\ndef forward(p: torch.Tensor):\n    p.data.add_(torch.ones(2, require_grad=True))\n"
-    rules = [RULES_BY_CODE[c] for c in ("TL102", "TL109")]
+    rules = [catalog.by_code()[c] for c in ("TL102", "TL109")]
 
     def lint(t: str):
         return check_source("a.py", t.encode(), rules)
@@ -362,9 +362,9 @@ def _mutants(text: str, seed: int) -> list[str]:
 def test_fuzz_fixes_of_mutated_fixtures_always_parse(fixture):
     from torchlint.checker import check_source
     from torchlint.fix.engine import fix_text
-    from torchlint.rules.registry import ALL_RULES
+    from torchlint import catalog
 
-    rules = [r for r in ALL_RULES if r.code != "TL000"]
+    rules = [r for r in catalog.static_rules() if r.code != "TL000"]
 
     def lint(t: str):
         return check_source("m.py", t.encode(), rules)

@@ -15,10 +15,10 @@ from conftest import EXPECT_RE
 from test_cli import write
 from torchlint import notebook as nb
 from torchlint.linter import FileTask, lint_task
-from torchlint.rules.registry import ALL_RULES
+from torchlint import catalog
 
 NOTEBOOKS = Path(__file__).parent / "fixtures" / "notebooks"
-DEFAULT_CODES = frozenset(r.code for r in ALL_RULES if r.default_enabled)
+DEFAULT_CODES = frozenset(r.code for r in catalog.static_rules() if r.default_enabled)
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-2.1.0.json").read_text(encoding="utf-8"))
 # Where each fixture's TL000 is (a syntax error has no `# expect:` marker of its own).
 EXPECTED_ERRORS = {"syntax_error.ipynb": {(2, 1, "TL000")}}

@@ -8,7 +8,7 @@ import ast
 from torchlint.checker import check_file
 from torchlint.linter import FileTask, lint_bytes
 from torchlint.rules.base import Rule
-from torchlint.rules.registry import RULES_BY_CODE
+from torchlint import catalog
 
 SOURCE = b"""import torch
 
@@ -46,7 +46,7 @@ class BrokenSetup(Rule):
 
 
 def test_a_raising_rule_keeps_the_other_rules_findings():
-    rules = [BrokenRule, BrokenAtEnd, BrokenSetup, RULES_BY_CODE["TL601"], RULES_BY_CODE["TL108"]]
+    rules = [BrokenRule, BrokenAtEnd, BrokenSetup, catalog.by_code()["TL601"], catalog.by_code()["TL108"]]
     result = check_file("x.py", SOURCE, rules)
     assert sorted(f.code for f in result.findings) == ["TL108", "TL601"]
     assert [e.code for e in result.rule_errors] == ["TL997", "TL998", "TL999"]
@@ -57,7 +57,7 @@ def test_a_raising_rule_keeps_the_other_rules_findings():
 def test_the_linter_reports_the_rule_error_and_keeps_findings(monkeypatch):
     import torchlint.linter as linter
 
-    monkeypatch.setattr(linter, "rule_classes_for", lambda codes: [BrokenRule, RULES_BY_CODE["TL601"]])
+    monkeypatch.setattr(linter, "rule_classes_for", lambda codes: [BrokenRule, catalog.by_code()["TL601"]])
     result = lint_bytes(FileTask(path="x.py", display="x.py", codes=frozenset({"TL601", "TL999"})), SOURCE)
     assert [f.code for f in result.findings] == ["TL601"]
     assert result.internal_error is not None and "rule TL999" in result.internal_error
@@ -82,7 +82,7 @@ def test_editors_get_the_other_findings_and_one_line_for_the_broken_rule(tmp_pat
     from torchlint import api, linter
 
     monkeypatch.setattr(linter, "rule_classes_for",  # the same linting as `check`'s files
-                        lambda codes: [BrokenRule, RULES_BY_CODE["TL601"], RULES_BY_CODE["TL108"]])
+                        lambda codes: [BrokenRule, catalog.by_code()["TL601"], catalog.by_code()["TL108"]])
     findings = api.lint_document(tmp_path / "x.py", SOURCE)
     codes = sorted(f.code for f in findings)
     assert codes == ["TL000", "TL108", "TL601"]

@@ -12,12 +12,12 @@ import pytest
 
 from conftest import FIXTURES, lint_file
 
-from torchlint.rules.registry import ALL_RULES
+from torchlint import catalog
 
 FIXTURE_FILES = sorted(FIXTURES.glob("TL*/*.py"))
 # Notebook fixtures run every rule (they are not one rule's fixtures); rows are per cell.
 NOTEBOOKS = sorted(FIXTURES.glob("notebooks/*.ipynb"))
-ALL_CODES = {r.code for r in ALL_RULES}
+ALL_CODES = {r.code for r in catalog.static_rules()}
 
 
 def render(path) -> str:

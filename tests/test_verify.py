@@ -122,9 +122,9 @@ FINDING_PAIRS_MORE: dict[str, str] = {
 
 def _lint(code: str, source: str, path: str):
     from torchlint.checker import check_source
-    from torchlint.rules.registry import RULES_BY_CODE
+    from torchlint import catalog
 
-    found = [f for f in check_source(path, source.encode(), [RULES_BY_CODE[code]]) if f.code == code]
+    found = [f for f in check_source(path, source.encode(), [catalog.by_code()[code]]) if f.code == code]
     assert len(found) == 1, (code, path, found)
     return found[0]
 
@@ -152,9 +152,9 @@ def test_tl801_never_flags_a_move_to_the_cpu_and_emits_the_target(worker):
     """`.to("cpu")` of a CPU tensor returns the tensor itself: no finding. A move to a spelled
     device carries it to the probe, which gives no verdict (`skipped: needs CUDA`) without a GPU."""
     from torchlint.checker import check_source
-    from torchlint.rules.registry import RULES_BY_CODE
+    from torchlint import catalog
 
-    assert check_source("x.py", b"import torch\nm = torch.zeros(3).to('cpu')\n", [RULES_BY_CODE["TL801"]]) == []
+    assert check_source("x.py", b"import torch\nm = torch.zeros(3).to('cpu')\n", [catalog.by_code()["TL801"]]) == []
     finding = _lint("TL801", "import torch\nm = torch.zeros(3).to('cuda')\n", "x.py")
     assert finding.probe_params == {"target": "cuda"}
     result = _probe(worker, "TL801", finding.probe_params, "cpu")
@@ -163,7 +163,7 @@ def test_tl801_never_flags_a_move_to_the_cpu_and_emits_the_target(worker):
 
 @pytest.mark.parametrize("code", ["TL602", "TL804"])
 def test_rules_no_run_can_decide_are_skipped_with_their_reason(code):
-    from torchlint.rules.registry import RULES_BY_CODE
+    from torchlint import catalog
 
     source = {"TL602": "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\ntorch.save(model, 'm.pt')\n",
               "TL804": "import torch\ndef step(model, x):\n    with torch.autocast('cuda'):\n"
@@ -172,7 +172,7 @@ def test_rules_no_run_can_decide_are_skipped_with_their_reason(code):
     runner.verify_findings([finding], device="cpu", timeout=60, sources=lambda _: source)
     assert code not in PROBED
     assert finding.verify["verdict"] == "skipped", finding.verify
-    assert finding.verify["runs"][0]["evidence"] == RULES_BY_CODE[code].verify_note
+    assert finding.verify["runs"][0]["evidence"] == catalog.by_code()[code].evidence.reason
 
 
 def test_tl602_note_is_true_of_the_installed_torch():
@@ -445,9 +445,9 @@ def test_lint_findings_carry_no_code_and_survive_deep_expressions(tmp_path, run_
     assert [f["location"]["row"] for f in found] == [3, 4]
     assert all(f.get("verify") is None for f in found)
     from torchlint.checker import check_source
-    from torchlint.rules.registry import ALL_RULES
+    from torchlint import catalog
 
-    findings = check_source("deep.py", (tmp_path / "deep.py").read_bytes(), list(ALL_RULES))
+    findings = check_source("deep.py", (tmp_path / "deep.py").read_bytes(), list(catalog.static_rules()))
     assert findings
     for f in findings:
         assert all(type(v) in (str, int, float, bool) for v in f.probe_params.values()), f.probe_params

@@ -13,7 +13,7 @@ import pytest
 from torchlint.checker import check_file
 from torchlint.diagnostics import Finding
 from torchlint.notebook import lint_notebook
-from torchlint.rules.registry import ALL_RULES
+from torchlint import catalog
 from torchlint.verify import runner
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -22,8 +22,8 @@ SOURCES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".py", ".ipynb")
 
 def _findings(path: Path) -> list[Finding]:
     data = path.read_bytes()
-    found = lint_notebook(str(path), data, ALL_RULES) if path.suffix == ".ipynb" else \
-        check_file(str(path), data, ALL_RULES).findings
+    found = lint_notebook(str(path), data, catalog.static_rules()) if path.suffix == ".ipynb" else \
+        check_file(str(path), data, catalog.static_rules()).findings
     return [f for f in found if f.code != "TL000"]
 
 

@@ -21,12 +21,11 @@ from torchlint.cache import CACHE_DIR_NAME, Cache
 from torchlint.cache import refusal as cache_refusal
 from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, ConfigResolver, Settings
 from torchlint.checker import RuleError
-from torchlint.diagnostics import Finding, syntax_error_finding
+from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
 from torchlint.files import Discovery, display_path
 from torchlint.linter import FileResult, FileTask, lint_findings, load_source, rule_classes_for, run_tasks
 from torchlint.notebook import Notebook, lint_cells
 from torchlint.project_root import project_root
-from torchlint.rules.registry import SYNTAX_ERROR
 from torchlint.safe_io import format_size, printable
 
 if TYPE_CHECKING:
@@ -338,7 +337,7 @@ def lint_notebook_cells(path: Path, notebook: Notebook, resolver: Optional[Confi
         return [replace(error, cell=notebook.cells[0].number)] if notebook.cells else []
     rule_errors: list[RuleError] = []
     findings = lint_cells(notebook, rule_classes_for(task.codes), options={c: dict(v) for c, v in task.options},
-                          parse_all=SYNTAX_ERROR.code in task.codes, rule_errors=rule_errors)
+                          parse_all=SYNTAX_ERROR_CODE in task.codes, rule_errors=rule_errors)
     first_cell = notebook.cells[0].number if notebook.cells else None
     return [f for f in findings if f.code in task.codes] + [
         replace(rule_error_finding(notebook.path, e), cell=first_cell) for e in rule_errors]

@@ -290,7 +290,7 @@ def _report_missing(missing: list[str]) -> None:
 
 def _fix_summary(report) -> str:  # type: ignore[no-untyped-def]
     """ruff's `--show-fixes` listing: fixes applied per file and rule."""
-    from torchlint.rules.registry import RULES_BY_CODE
+    from torchlint import catalog
 
     total = sum(report.applied.values())
     if not total:
@@ -299,7 +299,7 @@ def _fix_summary(report) -> str:  # type: ignore[no-untyped-def]
     for fixed in report.files:
         lines.append(f"- {fixed.display}:")
         for code, count in sorted(fixed.applied.items()):
-            lines.append(f"    {count} × {code} ({RULES_BY_CODE[code].name})")
+            lines.append(f"    {count} × {code} ({catalog.by_code()[code].name})")
     return "\n".join(lines) + "\n"
 
 
@@ -381,16 +381,13 @@ def _require_torch() -> None:
 def rule(code: Optional[str], show_all: bool, output_format: str) -> None:
     """Explain rule CODE (e.g. TL101), or list all rules with --all."""
     from torchlint.docs import rule_doc
-    from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE, RULES_BY_NAME
+    from torchlint import catalog
 
     if show_all:
-        from torchlint.runtime.checks import RUNTIME_CHECKS
-
-        rows = [{"code": r.code, "name": r.name, "default": "on" if r.default_enabled else "off",
-                 "severity": r.severity, "summary": r.summary} for r in ALL_RULES]
-        # Runtime-only checks (reported by `torchlint run`) share the code space.
-        rows = sorted(rows + [{"code": c.code, "name": c.name, "default": "run", "severity": c.severity,
-                               "summary": c.summary} for c in RUNTIME_CHECKS], key=lambda row: row["code"])
+        # Runtime-only checks (reported by `torchlint run`) share the code space: "run".
+        rows = [{"code": r.code, "name": r.name,
+                 "default": ("on" if r.default_enabled else "off") if catalog.is_static(r) else "run",
+                 "severity": r.severity, "summary": r.summary} for r in catalog.entries()]
         if output_format == "json":
             click.echo(json.dumps(rows, indent=2))
         else:
@@ -399,10 +396,7 @@ def rule(code: Optional[str], show_all: bool, output_format: str) -> None:
         return
     if not code:
         raise _fail("give a rule code (e.g. `torchlint rule TL101`) or --all")
-    from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE, RUNTIME_CHECKS_BY_NAME
-
-    found = (RULES_BY_CODE.get(code.upper()) or RULES_BY_NAME.get(code) or RUNTIME_CHECKS_BY_CODE.get(code.upper())
-             or RUNTIME_CHECKS_BY_NAME.get(code))
+    found = catalog.lookup(code)
     if found is None:
         raise _fail(f"unknown rule {code!r}; `torchlint rule --all` lists them")
     doc = rule_doc(found.code)

@@ -17,7 +17,7 @@ from torchlint.options import (DEFAULT_EXCLUDES, DEFAULT_TORCH_VERSION, DEFAULT_
                                DEFAULT_VERIFY_MEMORY_MIB, DEFAULT_VERIFY_TIMEOUT, OPTIONS_BY_KEY, ConfigError,
                                CliOverrides, check_table, check_torch_version, expect_list)
 from torchlint.project_torch import project_torch_floor
-from torchlint.rules.registry import RULES_BY_CODE, RULES_BY_NAME
+from torchlint import catalog
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, is_within, parse_size, read_regular_file
 from torchlint.selection import SelectionError, SelectionLayer, parse_list, resolve
 
@@ -185,7 +185,7 @@ def _validate_options(path: Path, table: Any) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path}: `options` must be a table of per-rule tables")
     out: dict[str, dict[str, Any]] = {}
     for rule_key, values in table.items():
-        rule = RULES_BY_CODE.get(rule_key.upper()) or RULES_BY_NAME.get(rule_key)
+        rule = catalog.static_rule(rule_key)
         if rule is None:
             raise ConfigError(f"{path}: options.{rule_key}: unknown rule (use a code like TL501 or a name like mean-reduction-under-ddp)")
         if not isinstance(values, dict):
@@ -270,7 +270,7 @@ def _rule_options(where: Path, values: dict[str, Any], cli: CliOverrides, root: 
     torch_version = cli.torch_version or values.get("torch-version") or project_torch_floor(root, load_toml) \
         or DEFAULT_TORCH_VERSION
     module_bases = values.get("module-bases", [])
-    for rule in RULES_BY_CODE.values():
+    for rule in catalog.static_rules():
         if "torch-version" in rule.options:
             options.setdefault(rule.code, {}).setdefault("torch-version", torch_version)
         if module_bases and "module-bases" in rule.options:
@@ -287,7 +287,7 @@ def resolve_fixable(fixable: list[str], extend: list[str], unfixable: list[str])
     """Codes matched by `fixable` or `extend-fixable` and not by `unfixable`."""
     def matches(selectors: list[str], code: str) -> bool:
         return any(s == "ALL" or code.startswith(s) for s in selectors)
-    return frozenset(code for code in RULES_BY_CODE
+    return frozenset(code for code in catalog.static_codes()
                      if matches(fixable + extend, code) and not matches(unfixable, code))
 
 

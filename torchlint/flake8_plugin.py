@@ -15,7 +15,7 @@ from typing import Iterator
 
 from torchlint import __version__
 from torchlint.api import lint_document
-from torchlint.rules.registry import SYNTAX_ERROR
+from torchlint.diagnostics import SYNTAX_ERROR_CODE
 
 
 class TorchlintChecker:
@@ -37,7 +37,7 @@ class TorchlintChecker:
             yield 1, 0, f"TL000 torchlint internal error: {type(exc).__name__}: {exc}; please report this", type(self)
             return
         for f in findings:
-            if f.code == SYNTAX_ERROR.code and not f.message.startswith("torchlint "):
+            if f.code == SYNTAX_ERROR_CODE and not f.message.startswith("torchlint "):
                 continue  # flake8's E999 already reports the syntax error
             yield f.row, f.col - 1, f"{f.code} {f.message}", type(self)
 

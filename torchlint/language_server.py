@@ -37,7 +37,7 @@ from torchlint.api import config_error_finding, lint_document, lint_notebook_cel
 from torchlint.lsp_positions import DocumentIndex
 from torchlint.notebook import Cell, Notebook, is_notebook
 from torchlint.output.docs_url import rule_url
-from torchlint.rules.registry import RULES_BY_CODE
+from torchlint import catalog
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file, refusal, too_large_message
 from torchlint.source import DecodeFailure, decode_source, physical_lines
 
@@ -327,7 +327,7 @@ def hover(server: TorchlintServer, params: types.HoverParams) -> Optional[types.
         for code in _CODE.finditer(comment["codes"]):
             start, end = offset + code.start(), offset + code.end()
             if start <= character <= end:
-                rule = RULES_BY_CODE.get(code.group().upper())
+                rule = catalog.static_rule(code.group().upper())
                 if rule is None:
                     return None
                 text = (f"**{rule.code}** ({rule.name}, {rule.severity}): {rule.summary}\n\n"

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Optional
 from torchlint.budget import DEFAULT_LINT_TIMEOUT, LintTimeout, cpu_budget, describe_timeout
 from torchlint.cache import content_hash, settings_key
 from torchlint.checker import RuleError, check_source
-from torchlint.diagnostics import Finding, syntax_error_finding
+from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
 from torchlint import notebook
 from torchlint.rules.base import Rule
-from torchlint.rules.registry import RULES_BY_CODE, SYNTAX_ERROR
+from torchlint import catalog
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
 from torchlint.source import DecodeFailure, SourceFile, decode_source
 
@@ -53,7 +53,7 @@ class FileResult:
 
 @lru_cache(maxsize=64)
 def rule_classes_for(codes: frozenset[str]) -> list[type[Rule]]:
-    return [RULES_BY_CODE[c] for c in sorted(codes) if c != SYNTAX_ERROR.code]
+    return [catalog.by_code()[c] for c in sorted(codes) if c != SYNTAX_ERROR_CODE]  # type: ignore[misc]
 
 
 def lint_bytes(task: FileTask, data: bytes) -> FileResult:
@@ -65,7 +65,7 @@ def lint_bytes(task: FileTask, data: bytes) -> FileResult:
     except LintTimeout:
         assert task.lint_timeout is not None
         f = syntax_error_finding(task.display, describe_timeout(task.lint_timeout), 1, 1)
-        return FileResult(task.display, [f] if SYNTAX_ERROR.code in task.codes else [], parse_error=f, timed_out=True)
+        return FileResult(task.display, [f] if SYNTAX_ERROR_CODE in task.codes else [], parse_error=f, timed_out=True)
 
 
 def lint_findings(task: FileTask, data: bytes, rule_errors: list[RuleError]) -> list[Finding]:
@@ -74,7 +74,7 @@ def lint_findings(task: FileTask, data: bytes, rule_errors: list[RuleError]) -> 
     outside a rule propagate. The CLI's files and the editors' documents both come here."""
     classes = rule_classes_for(task.codes)
     options = {code: dict(values) for code, values in task.options}
-    parse_all = SYNTAX_ERROR.code in task.codes
+    parse_all = SYNTAX_ERROR_CODE in task.codes
     if not notebook.is_notebook(task.display):
         return check_source(task.display, data, classes, options=options, parse_all=parse_all,
                             rule_errors=rule_errors)
@@ -95,7 +95,7 @@ def _lint_bytes(task: FileTask, data: bytes) -> FileResult:
             # One line per failing rule; the file's other findings are kept.
             result.internal_error = "\nerror: ".join(e.describe() for e in rule_errors)
         for f in findings:
-            if f.code == SYNTAX_ERROR.code:
+            if f.code == SYNTAX_ERROR_CODE:
                 result.parse_error = f
         result.findings = [f for f in findings if f.code in task.codes]
     except Exception as exc:  # a rule bug must not stop the run or print a traceback
@@ -122,7 +122,7 @@ def read_task(task: FileTask) -> tuple[Optional[bytes], Optional[FileResult]]:
     except OSError as exc:
         message = f"cannot read file: {exc.strerror or exc}"
     f = syntax_error_finding(task.display, message, 1, 1)
-    return None, FileResult(task.display, [f] if SYNTAX_ERROR.code in task.codes else [], parse_error=f)
+    return None, FileResult(task.display, [f] if SYNTAX_ERROR_CODE in task.codes else [], parse_error=f)
 
 
 def lint_task(task: FileTask) -> FileResult:

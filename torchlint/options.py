@@ -280,10 +280,10 @@ _JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", 
 
 def _rule_option_schemas() -> dict[str, Any]:
     """`options.<rule code or name>`: each rule's own options, typed as the rule declares them."""
-    from torchlint.rules.registry import ALL_RULES
+    from torchlint import catalog
 
     out: dict[str, Any] = {}
-    for rule in ALL_RULES:
+    for rule in catalog.static_rules():
         if not rule.options:
             continue
         props = {}

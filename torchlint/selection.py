@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE
+from torchlint import catalog
 
 
 class SelectionError(ValueError):
@@ -30,11 +30,11 @@ class SelectionLayer:
     extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
 
-    def apply(self, enabled: set[str], codes: Iterable[str] = RULES_BY_CODE) -> set[str]:
+    def apply(self, enabled: set[str], codes: Optional[Iterable[str]] = None) -> set[str]:
         """`enabled` after this layer, over the code table `codes`."""
         positive = (self.select or []) + self.extend_select
         result = set()
-        for code in codes:
+        for code in (catalog.static_codes() if codes is None else codes):
             pos = max((_specificity(p, code) for p in positive), default=-1)
             neg = max((_specificity(p, code) for p in self.ignore), default=-1)
             if pos < 0 and neg < 0:
@@ -88,7 +88,8 @@ class Selector:
         return Selector(tuple(c for c in self.codes if c in keep), self.default & keep)
 
 
-STATIC = Selector(tuple(RULES_BY_CODE), frozenset(r.code for r in ALL_RULES if r.default_enabled))
+STATIC = Selector(tuple(sorted(catalog.static_codes())),
+                  frozenset(r.code for r in catalog.static_rules() if r.default_enabled))
 validate_prefix = STATIC.validate
 parse_list = STATIC.parse
 resolve = STATIC.resolve

@@ -26,8 +26,7 @@ from torchlint.output.docs_url import INFORMATION_URI, rule_url, version
 from torchlint.output.markdown import safe_markdown
 from torchlint.output.text import finding_line
 from torchlint.project_root import relative_to_root
-from torchlint.rules.registry import RULES_BY_CODE
-from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE
+from torchlint import catalog
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -37,7 +36,7 @@ SRCROOT = "%SRCROOT%"
 
 
 def _rule_descriptor(code: str) -> dict[str, Any]:
-    rule = RULES_BY_CODE.get(code) or RUNTIME_CHECKS_BY_CODE[code]
+    rule = catalog.by_code()[code]
     text, markdown = help_text(rule)
     tags = list(rule.tags) or ["correctness"]
     properties: dict[str, Any] = {
@@ -97,7 +96,7 @@ def render(findings: list[Finding], sources: Optional[dict] = None, *,
     over_limit = truncation_warning(len(findings))
     kept = findings[:MAX_RESULTS]
     codes = sorted({*rules, *(f.code for f in findings), *(e.code for e in errors or [])}
-                   & (set(RULES_BY_CODE) | set(RUNTIME_CHECKS_BY_CODE)))
+                   & set(catalog.by_code()))
     index = {code: i for i, code in enumerate(codes)}
     seen: dict[tuple[str, str, str], int] = {}
     results = []

@@ -1,1 +1,1 @@
-"""One module per rule; `registry.py` holds the table of codes."""
+"""One module per rule or runtime check, by family (`torchlint/rules/<family>/`); `torchlint.catalog` finds them."""

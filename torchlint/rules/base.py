@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional, Union
 
 # Re-exported: rules import their AST helpers from here.
 from torchlint.analysis.astutil import arg_or_keyword, dotted, has_star_kwargs, keyword, literal
@@ -16,7 +16,7 @@ from torchlint.analysis.astutil import arg_or_keyword, dotted, has_star_kwargs, 
 if TYPE_CHECKING:
     from torchlint.checker import FileContext
 
-__all__ = ["Option", "Rule", "SEVERITIES", "arg_or_keyword", "dotted", "has_star_kwargs", "keyword", "literal"]
+__all__ = ["Evidence", "Option", "Rule", "SEVERITIES", "arg_or_keyword", "dotted", "has_star_kwargs", "keyword", "literal"]
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -29,6 +29,30 @@ class Option:
     default: Any
     help: str
     item_type: Any = None  # for list options: the type of the items
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What can show a rule's finding on a machine. The fields name functions of modules that
+    cannot import torchlint (the --verify worker's `probes.py` and `slices.py`) or that judge a
+    run (`runtime/analysis.py`); scripts/generate_all.py writes the index the worker reads
+    (`verify/evidence_index.py`). A rule with no probe gives the `reason` instead, which
+    --verify reports as `skipped`."""
+
+    # verify/probes.py's function of that name, or a function beside the rule (torch and the
+    # stdlib only, imported inside it; the generator copies it for the worker):
+    # (facts, device) -> (verdict, evidence)
+    probe: Union[str, Callable[[dict, str], tuple[str, str]], None] = None
+    slice: Optional[str] = None  # verify/instrument.py's SLICES: how to cut and run the user's code
+    judge: Optional[str] = None  # verify/slices.py: judges the runs of that slice
+    runtime: Optional[str] = None  # runtime/analysis.py: `torchlint run`'s verdict on a finding
+    reason: Optional[str] = None  # why nothing can be run (no probe)
+
+    def __post_init__(self) -> None:
+        if (self.probe is None) == (self.reason is None):
+            raise ValueError("Evidence: give a probe or the reason there is none, not both")
+        if (self.slice is None) != (self.judge is None):
+            raise ValueError("Evidence: a slice needs its judge, and a judge its slice")
 
 
 # Every rule that reads the `torch-version` setting declares this option; config.py fills it
@@ -52,9 +76,8 @@ class Rule:
     precision: ClassVar[str] = "high"  # SARIF precision: very-high / high / medium / low
     security_severity: ClassVar[Optional[float]] = None  # only for security rules
     options: ClassVar[dict[str, Option]] = {}
-    # What `--verify` can do for this rule: "probe" (it has one), or a reason it cannot
-    # be shown on a machine (reported as `skipped`).
-    verify_note: ClassVar[Optional[str]] = None
+    # What `--verify` and `torchlint run` can do for this rule (see Evidence).
+    evidence: ClassVar[Evidence]
 
     # The rule can only fire in a file whose text contains one of these strings (checked
     # before the walk, so a rule costs nothing in files it cannot apply to). Empty: always run.

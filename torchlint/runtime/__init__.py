@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchlint.runtime.checks import RUNTIME_CHECKS, RUNTIME_CHECKS_BY_CODE, RuntimeCheck
+from torchlint.runtime.checks import RuntimeCheck
 
 _API = ("TrainingStepFailed", "check_training_step", "monitor_findings", "monitored")
 
@@ -16,6 +16,11 @@ __all__ = ["RUNTIME_CHECKS", "RUNTIME_CHECKS_BY_CODE", "RuntimeCheck", *_API]
 
 
 def __getattr__(name: str) -> Any:
+    if name in ("RUNTIME_CHECKS", "RUNTIME_CHECKS_BY_CODE"):  # the catalog's, kept for callers of this API
+        from torchlint import catalog
+
+        checks = catalog.runtime_checks()
+        return checks if name == "RUNTIME_CHECKS" else {c.code: c for c in checks}
     if name in _API:
         from torchlint.runtime import api
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.files import display_path
-from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE
+from torchlint import catalog
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
 from torchlint.source import DecodeFailure, SourceFile, decode_source
 
@@ -374,17 +374,17 @@ def _tl601(obs: Observation, path: str, rows: tuple[int, int], cwd: Path) -> Ver
                                     "containers", hits)
 
 
-STATIC_MONITORS: dict[str, Callable[[Observation, str, tuple[int, int], Path], Verdict]] = {
-    "TL101": _tl101, "TL102": _tl102, "TL103": _tl103, "TL104": _tl104, "TL201": _tl201, "TL301": _tl301,
-    "TL401": _tl401, "TL402": _tl402, "TL403": _tl403, "TL501": _tl501, "TL601": _tl601, "TL704": _tl704,
-}
+def static_monitors() -> dict[str, Callable[[Observation, str, tuple[int, int], Path], Verdict]]:
+    """code -> the judge each static rule names as its `evidence.runtime`."""
+    return {r.code: globals()[r.evidence.runtime] for r in catalog.static_rules() if r.evidence.runtime}
 
 
 def judge_static(findings: list[Finding], obs: Observation, cwd: Path, stopped_early: Optional[str] = None) -> None:
     """Attach a runtime verdict to each static finding (in place). `stopped_early` says why the
     program did not run to its end (budget, timeout), for findings it did not reach."""
+    monitors = static_monitors()
     for f in findings:
-        monitor = STATIC_MONITORS.get(f.code)
+        monitor = monitors.get(f.code)
         if monitor is None:
             f.runtime = _verdict("not-monitored", f"torchlint run has no runtime monitor for {f.code}", 0)
             continue
@@ -621,7 +621,7 @@ def problem_findings(problems: list[RuntimeProblem], cwd: Path) -> list[Finding]
     out = []
     sources: dict[str, Optional[SourceFile]] = {}
     for p in problems:
-        check = RUNTIME_CHECKS_BY_CODE[p.code]
+        check = catalog.by_code()[p.code]
         path, row = (p.site[0], p.site[1]) if p.site else ("<unknown>", 1)
         if path not in sources:
             sources[path] = _source(path)

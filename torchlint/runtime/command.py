@@ -21,7 +21,7 @@ from torchlint.project_root import project_root
 from torchlint.runtime.analysis import (Observation, RuntimeProblem, judge_static, load_events, problem_findings,
                                         runtime_problems)
 from torchlint.runtime.crashes import confirm_by_crash, crash_events, crash_messages
-from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE
+from torchlint import catalog
 from torchlint.runtime.launcher import Outcome, program_env, run_program
 from torchlint.selection import STATIC, SelectionError, SelectionLayer
 
@@ -53,8 +53,8 @@ class RunOptions:
 
 
 # `--select TL1` covers TL101 and TL120: one selector over static rules and runtime checks.
-SELECTOR = STATIC.extended(RUNTIME_CHECKS_BY_CODE)
-RUNTIME_SELECTOR = SELECTOR.only(RUNTIME_CHECKS_BY_CODE)
+SELECTOR = STATIC.extended(sorted(catalog.runtime_codes()))
+RUNTIME_SELECTOR = SELECTOR.only(catalog.runtime_codes())
 
 
 def _selectors(value: Optional[str], option: str) -> Optional[list[str]]:

@@ -1,6 +1,7 @@
 """Per rule: which extra code a slice needs and where it is observed. The flagged call or
 statement is wrapped so the worker records its inputs, its value or its exception, and
-stops the run there (or, for TL102, after the next backward pass).
+stops the run there (or, for a data write, after the next backward pass). Each rule names its
+slice shape (a key of `SLICES`) in its `evidence.slice`.
 
 Wrappers (defined by the worker, names reserved: the validator refuses `_tl_` in user code):
 - `_tl_call(tag, f, *args, **kwargs)`: records f, args, value or exception;
@@ -261,28 +262,20 @@ def _self_attribute(sl: Slice) -> dict[str, str]:
     return {"attribute": node.attr} if isinstance(node, ast.Attribute) else {}
 
 
-SLICE_RULES: dict[str, SliceRule] = {
-    "TL101": SliceRule(_on_call),
-    "TL103": SliceRule(_on_call, stop="flag*2", grads=True),
-    "TL104": SliceRule(_on_call, grads=True),
-    "TL206": SliceRule(_construct, construct=True, observe=_self_attribute),
-    "TL701": SliceRule(_construct, construct=True, observe=_self_attribute),
-    "TL702": SliceRule(_construct, construct=True),
-    "TL703": SliceRule(_on_call),
-    "TL704": SliceRule(_tl704, stop="backward", extra_seed=_backward_statements),
-    "TL102": SliceRule(_tl102, stop="backward", extra_seed=_backward_statements),
-    "TL105": SliceRule(_tl105),
-    "TL106": SliceRule(_on_call),
-    "TL107": SliceRule(_on_statement("value")),
-    "TL108": SliceRule(_on_statement("cm")),
-    "TL109": SliceRule(_tl109),
-    "TL203": SliceRule(_on_thunk),
-    "TL301": SliceRule(_on_call),
-    "TL201": SliceRule(_on_consumer(1, "target", None), related=_consumer(1, "target")),
-    "TL202": SliceRule(_on_call),
-    "TL204": SliceRule(_on_call),
-    "TL205": SliceRule(_on_call),
-    "TL304": SliceRule(_on_call),
-    "TL401": SliceRule(_on_consumer(0, "input", "act"), related=_consumer(0, "input")),
-    "TL403": SliceRule(_on_call),
+# Slice shapes, by the name a rule's `evidence.slice` gives.
+SLICES: dict[str, SliceRule] = {
+    "call": SliceRule(_on_call),
+    "call-twice-with-grads": SliceRule(_on_call, stop="flag*2", grads=True),
+    "call-with-grads": SliceRule(_on_call, grads=True),
+    "construct-and-read-attribute": SliceRule(_construct, construct=True, observe=_self_attribute),
+    "construct": SliceRule(_construct, construct=True),
+    "mode-at-backward": SliceRule(_tl704, stop="backward", extra_seed=_backward_statements),
+    "data-write-before-backward": SliceRule(_tl102, stop="backward", extra_seed=_backward_statements),
+    "leaf-inplace": SliceRule(_tl105),
+    "statement-value": SliceRule(_on_statement("value")),
+    "with-statement": SliceRule(_on_statement("cm")),
+    "attribute-typo": SliceRule(_tl109),
+    "thunk": SliceRule(_on_thunk),
+    "target-of-consumer": SliceRule(_on_consumer(1, "target", None), related=_consumer(1, "target")),
+    "input-of-consumer": SliceRule(_on_consumer(0, "input", "act"), related=_consumer(0, "input")),
 }

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
-from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE
-from torchlint.verify.instrument import SLICE_RULES
+from torchlint import catalog
+from torchlint.verify.instrument import SLICES
 from torchlint.verify.slicer import NotSelfContained, build
 
-# A rule without a `verify_note` has a fact probe in probes.py (tests/test_verify.py checks
-# the two agree); the note says why the others cannot be shown on a machine.
-PROBED = frozenset(r.code for r in ALL_RULES if r.verify_note is None)
+# A rule whose `evidence` names a probe has one in probes.py (tests/test_verify.py checks the
+# two agree); the others give the reason they cannot be shown on a machine.
+PROBED = frozenset(r.code for r in catalog.static_rules() if r.evidence.probe is not None)
 _MAX_FACT = 200
 _HERE = Path(__file__).resolve().parent
 # The code that decides a verdict: a change to any of it invalidates cached verdicts.
@@ -74,11 +74,11 @@ def clean_facts(params: Any) -> tuple[tuple[str, Any], ...]:
 def plan(finding: Finding, source: Optional[str]) -> tuple[Optional[ProbeRequest], Optional[str]]:
     """(request, None) to run something, or (None, reason) for `skipped`."""
     code = finding.code
-    rule = RULES_BY_CODE.get(code)
+    rule = catalog.static_rule(code)
     if rule is None:
         return None, "no such rule"
     facts = clean_facts(finding.probe_params)
-    spec = SLICE_RULES.get(code)
+    spec = SLICES[rule.evidence.slice] if rule.evidence.slice else None
     why_not = ""
     if spec is not None:
         if source is None:
@@ -98,7 +98,7 @@ def plan(finding: Finding, source: Optional[str]) -> tuple[Optional[ProbeRequest
             except (RecursionError, MemoryError, ValueError):
                 why_not = "the code could not be sliced"
     if code not in PROBED:
-        reason = rule.verify_note or "no probe"
+        reason = rule.evidence.reason or "no probe"
         return None, f"{reason}; the flagged code could not run in isolation ({why_not})" if why_not else reason
     return ProbeRequest(code, facts, (), "flag", why_not), None
 

@@ -28,21 +28,12 @@ import tempfile
 import warnings
 from typing import Any, Callable
 
+import evidence_index  # next to this file in the worker's sys.path (generated)
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 Result = tuple[str, str]
-PROBES: dict[str, Callable[[dict, str], Result]] = {}
-
-
-def probe(code: str) -> Callable[[Callable[[dict, str], Result]], Callable[[dict, str], Result]]:
-    def register(fn: Callable[[dict, str], Result]) -> Callable[[dict, str], Result]:
-        PROBES[code] = fn
-        return fn
-    return register
-
-
 def _raises(fn: Callable[[], Any]) -> BaseException | None:
     try:
         fn()
@@ -62,7 +53,6 @@ DTYPES = {"torch.float32": torch.float32, "torch.float64": torch.float64,
 
 
 # -- autograd ----------------------------------------------------------------------
-@probe("TL101")
 def backward_under_no_grad(params: dict, device: str) -> Result:
     mode = params.get("mode", "torch.no_grad")
     ctx = {"torch.no_grad": torch.no_grad, "torch.inference_mode": torch.inference_mode,
@@ -84,7 +74,6 @@ def backward_under_no_grad(params: dict, device: str) -> Result:
     return "not-reproduced", f"{call} inside {mode} did not raise ({exc!r})"
 
 
-@probe("TL102")
 def data_attribute_mutation(params: dict, device: str) -> Result:
     def grad_after(mutate: Callable[[torch.Tensor], None]) -> torch.Tensor:
         w = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
@@ -110,7 +99,6 @@ def _no_grad_mul(w: torch.Tensor) -> None:
         w.mul_(10.0)
 
 
-@probe("TL103")
 def missing_zero_grad(params: dict, device: str) -> Result:
     torch.manual_seed(0)
     model = nn.Linear(2, 1, bias=False).to(device)
@@ -126,7 +114,6 @@ def missing_zero_grad(params: dict, device: str) -> Result:
     return "not-reproduced", f".grad after 3 steps is {accumulated}"
 
 
-@probe("TL104")
 def zero_grad_between(params: dict, device: str) -> Result:
     model = nn.Linear(2, 1).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
@@ -139,7 +126,6 @@ def zero_grad_between(params: dict, device: str) -> Result:
     return "not-reproduced", "the weights changed"
 
 
-@probe("TL105")
 def leaf_inplace(params: dict, device: str) -> Result:
     w = torch.randn(3, device=device, requires_grad=True)
     exc = _raises(lambda: w.sub_(0.1))
@@ -148,7 +134,6 @@ def leaf_inplace(params: dict, device: str) -> Result:
     return "not-reproduced", f"in-place update of a leaf did not raise ({exc!r})"
 
 
-@probe("TL106")
 def integer_requires_grad(params: dict, device: str) -> Result:
     exc = _raises(lambda: torch.tensor([1, 2, 3], device=device, requires_grad=True))
     if exc is not None and "floating point" in str(exc):
@@ -156,7 +141,6 @@ def integer_requires_grad(params: dict, device: str) -> Result:
     return "not-reproduced", f"no error ({exc!r})"
 
 
-@probe("TL107")
 def loss_accumulated(params: dict, device: str) -> Result:
     model = nn.Linear(4, 1).to(device)
     total: Any = 0
@@ -182,7 +166,6 @@ def _count_graph(fn: Any) -> int:
     return len(seen)
 
 
-@probe("TL108")
 def grad_mode_not_called(params: dict, device: str) -> Result:
     cls = getattr(torch, params.get("mode", "no_grad"), torch.no_grad)
 
@@ -195,7 +178,6 @@ def grad_mode_not_called(params: dict, device: str) -> Result:
     return "not-reproduced", "the class worked as a context manager"
 
 
-@probe("TL109")
 def requires_grad_typo(params: dict, device: str) -> Result:
     x = torch.zeros(3, device=device)
     x.require_grad = True  # type: ignore[attr-defined]
@@ -207,7 +189,6 @@ def requires_grad_typo(params: dict, device: str) -> Result:
 
 
 # -- dtype and device -------------------------------------------------------------
-@probe("TL201")
 def label_float_cast(params: dict, device: str) -> Result:
     dtype = DTYPES.get(params.get("dtype", "torch.float32"), torch.float32)
     loss_name = params.get("loss", "F.cross_entropy")
@@ -226,7 +207,6 @@ def label_float_cast(params: dict, device: str) -> Result:
     return "not-reproduced", f"{loss_name} accepted {dtype} class-index targets{precision}"
 
 
-@probe("TL202")
 def discarded_conversion(params: dict, device: str) -> Result:
     method = str(params.get("method", "float"))
     x = torch.arange(6, device=device).reshape(2, 3).t()
@@ -247,7 +227,6 @@ def discarded_conversion(params: dict, device: str) -> Result:
     return "not-reproduced", "the receiver changed in place"
 
 
-@probe("TL203")
 def chained_conversion(params: dict, device: str) -> Result:
     x = torch.randint(0, 10, (256, 256), device=device)
     chained = count_copies(lambda: x.float().to(torch.float64))
@@ -264,7 +243,6 @@ def count_copies(fn: Callable[[], Any]) -> int:
     return sum(1 for e in prof.events() if e.name == "aten::_to_copy")
 
 
-@probe("TL204")
 def float64_from_numpy(params: dict, device: str) -> Result:
     import numpy as np
     source = str(params.get("source", "np.random.rand"))
@@ -285,7 +263,6 @@ def float64_from_numpy(params: dict, device: str) -> Result:
     return "not-reproduced", f"dtype {t.dtype}"
 
 
-@probe("TL205")
 def legacy_constructor(params: dict, device: str) -> Result:
     # The constructor the flagged code calls (torch.cuda.* types are tried as their CPU twin).
     name = str(params.get("constructor", "torch.Tensor")).replace("torch.cuda.", "torch.")
@@ -299,7 +276,6 @@ def legacy_constructor(params: dict, device: str) -> Result:
     return "not-reproduced", f"shape {tuple(t.shape)}"
 
 
-@probe("TL206")
 def unregistered_tensor(params: dict, device: str) -> Result:
     class M(nn.Module):
         def __init__(self) -> None:
@@ -355,7 +331,6 @@ def _worker_streams(kind: str, workers: int) -> dict[int, list[float]]:
     return streams
 
 
-@probe("TL301")
 def worker_rng(params: dict, device: str) -> Result:
     kind = params.get("rng", "np.random.default_rng")
     workers = params.get("num_workers", 2)
@@ -370,7 +345,6 @@ def worker_rng(params: dict, device: str) -> Result:
         ", ".join(str(v[:2]) for v in values)
 
 
-@probe("TL302")
 def main_guard(params: dict, device: str) -> Result:
     import subprocess
     # The start method the flagged code pins (the loader's context, else the module's
@@ -400,7 +374,6 @@ def main_guard(params: dict, device: str) -> Result:
     raise RuntimeError(f"the unguarded script exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
 
 
-@probe("TL303")
 def dataloader_in_loop(params: dict, device: str) -> Result:
     import multiprocessing
     code_workers = params.get("num_workers")
@@ -443,7 +416,6 @@ def dataloader_in_loop(params: dict, device: str) -> Result:
                               f"built before the loop ({once}): a loop that runs once restarts nothing")
 
 
-@probe("TL304")
 def conflicting_sampler(params: dict, device: str) -> Result:
     data = list(range(8))
     sampler = torch.utils.data.RandomSampler(data)
@@ -458,7 +430,6 @@ def conflicting_sampler(params: dict, device: str) -> Result:
 
 
 # -- losses -------------------------------------------------------------------------
-@probe("TL401")
 def softmax_before_ce(params: dict, device: str) -> Result:
     act = params.get("activation", "softmax")
     loss_name = str(params.get("loss", "F.cross_entropy"))
@@ -491,7 +462,6 @@ def softmax_before_ce(params: dict, device: str) -> Result:
     return "not-reproduced", "losses agree"
 
 
-@probe("TL402")
 def functional_dropout(params: dict, device: str) -> Result:
     # An input shape each functional dropout accepts (dropout1d wants 2-D or 3-D, and so on).
     shapes = {"dropout": (1000,), "alpha_dropout": (1000,), "dropout1d": (10, 100, 1),
@@ -521,7 +491,6 @@ def functional_dropout(params: dict, device: str) -> Result:
     return "not-reproduced", f"in eval() mode `{shown}` left all {x.numel()} activations unchanged: {why}"
 
 
-@probe("TL403")
 def implicit_softmax_dim(params: dict, device: str) -> Result:
     x = torch.randn(2, 3, 4, device=device)
     with warnings.catch_warnings():
@@ -580,7 +549,6 @@ def _no_loopback_tcp() -> bool:
     return layers is not None and "net namespace" not in layers and "UNSANDBOXED" not in layers
 
 
-@probe("TL501")
 def mean_under_ddp(params: dict, device: str) -> Result:
     import torch.multiprocessing as mp
     if _no_loopback_tcp():
@@ -613,7 +581,6 @@ def mean_under_ddp(params: dict, device: str) -> Result:
     return "not-reproduced", f"DDP and global-mean gradients agree (max diff {diff:.2e})"
 
 
-@probe("TL502")
 def sampler_set_epoch(params: dict, device: str) -> Result:
     data = list(range(16))
     per_epoch = params.get("seed_per_epoch") is True
@@ -640,7 +607,6 @@ class _Payload:
         return (os.getpid, ())  # harmless callable; proves code runs during unpickling
 
 
-@probe("TL601")
 def unsafe_load(params: dict, device: str) -> Result:
     buf = io.BytesIO()
     torch.save({"weights": torch.ones(1), "payload": _Payload()}, buf, pickle_protocol=pickle.HIGHEST_PROTOCOL)
@@ -661,7 +627,6 @@ def unsafe_load(params: dict, device: str) -> Result:
 
 
 # -- module structure ----------------------------------------------------------------
-@probe("TL701")
 def plain_container(params: dict, device: str) -> Result:
     class M(nn.Module):
         def __init__(self) -> None:
@@ -674,7 +639,6 @@ def plain_container(params: dict, device: str) -> Result:
     return "not-reproduced", f"parameters() yields {n} tensors"
 
 
-@probe("TL702")
 def missing_super(params: dict, device: str) -> Result:
     class M(nn.Module):
         def __init__(self) -> None:
@@ -686,7 +650,6 @@ def missing_super(params: dict, device: str) -> Result:
     return "not-reproduced", "no error"
 
 
-@probe("TL703")
 def forward_directly(params: dict, device: str) -> Result:
     m = nn.Linear(2, 2).to(device)
     calls: list[int] = []
@@ -700,7 +663,6 @@ def forward_directly(params: dict, device: str) -> Result:
     return "not-reproduced", f"hook calls: {direct} direct, {len(calls) - direct} via __call__"
 
 
-@probe("TL704")
 def train_mode(params: dict, device: str) -> Result:
     model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -716,7 +678,6 @@ def train_mode(params: dict, device: str) -> Result:
 
 
 # -- performance and mixed precision -------------------------------------------------
-@probe("TL801")
 def create_then_move(params: dict, device: str) -> Result:
     # The rule never flags a move to "cpu" (nothing is copied); `target` names the device the
     # code spells, when it does.
@@ -736,3 +697,8 @@ def create_then_move(params: dict, device: str) -> Result:
     if moved > direct:
         return "confirmed", f"create-then-move ran {moved} host-to-device copy events, creating on the device {direct}"
     return "not-reproduced", f"{moved} vs {direct} copy events"
+
+
+# code -> probe, from the rules' `evidence` (generated: verify/evidence_index.py).
+PROBES: dict[str, Callable[[dict, str], Result]] = {
+    code: getattr(evidence_index, name, None) or globals()[name] for code, name in evidence_index.PROBES.items()}

@@ -22,6 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from safety import ALLOWED_BUILTINS  # next to this file in the worker's sys.path
+import evidence_index  # next to this file in the worker's sys.path (generated)
 from probes import count_copies, first_line  # shared with the fact probes
 
 Result = tuple[str, str]
@@ -559,36 +560,26 @@ def _judge_tl301(facts: dict, rec: Record, runs: list[dict[str, Any]]) -> Option
         str(v[0][:2]) for v in values[:3])
 
 
+_judge_tl101 = _expect_raise(_says("does not require grad"), "the call", _tl101_fine)
+
+_judge_tl702 = _expect_raise(lambda exc: isinstance(exc, AttributeError) and "__init__() call" in str(exc),
+                             "constructing the module",
+                             lambda rec: "the module was constructed: __init__ assigns no submodule, parameter or buffer")
+
+_judge_tl105 = _expect_raise(_says("leaf Variable"), "the in-place update", lambda rec: "the in-place update ran")
+
+_judge_tl106 = _expect_raise(_says("floating point"), "the call",
+                             lambda rec: f"the call created {describe(rec.get('value'))}")
+
+_judge_tl108 = _expect_raise(lambda exc: isinstance(exc, (TypeError, AttributeError)), "entering the with-statement",
+                             lambda rec: "the object worked as a context manager")
+
+_judge_tl304 = _expect_raise(_says("sampler", "mutually exclusive"), "the DataLoader call",
+                             lambda rec: "the DataLoader accepted these options")
+
+# code -> judge, from the rules' `evidence` (generated: verify/evidence_index.py).
 JUDGES: dict[str, Callable[[dict, list[dict[str, Any]]], Optional[Result]]] = {
-    "TL101": _expect_raise(_says("does not require grad"), "the call", _tl101_fine),
-    "TL102": _judge_tl102,
-    "TL103": _judge_tl103,
-    "TL104": _judge_tl104,
-    "TL206": _judge_tl206,
-    "TL701": _judge_tl701,
-    "TL703": _judge_tl703,
-    "TL704": _judge_tl704,
-    "TL702": _expect_raise(lambda exc: isinstance(exc, AttributeError) and "__init__() call" in str(exc),
-                           "constructing the module",
-                           lambda rec: "the module was constructed: __init__ assigns no submodule, parameter or buffer"),
-    "TL105": _expect_raise(_says("leaf Variable"), "the in-place update", lambda rec: "the in-place update ran"),
-    "TL106": _expect_raise(_says("floating point"), "the call",
-                           lambda rec: f"the call created {describe(rec.get('value'))}"),
-    "TL107": _judge_tl107,
-    "TL108": _expect_raise(lambda exc: isinstance(exc, (TypeError, AttributeError)), "entering the with-statement",
-                           lambda rec: "the object worked as a context manager"),
-    "TL109": _judge_tl109,
-    "TL201": _judge_tl201,
-    "TL203": _judge_tl203,
-    "TL301": _judge_tl301,
-    "TL202": _judge_tl202,
-    "TL204": _judge_tl204,
-    "TL205": _judge_tl205,
-    "TL304": _expect_raise(_says("sampler", "mutually exclusive"), "the DataLoader call",
-                           lambda rec: "the DataLoader accepted these options"),
-    "TL401": _judge_tl401,
-    "TL403": _judge_tl403,
-}
+    code: globals()[name] for code, name in evidence_index.JUDGES.items()}
 
 
 def run_slice(code: str, facts: dict, variants: list[str], stop: str, want_grads: bool = False,

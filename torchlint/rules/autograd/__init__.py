@@ -1,0 +1,1 @@
+"""TL1xx: autograd and the training loop."""

@@ -1,0 +1,138 @@
+"""TL101: `.backward()` / `torch.autograd.grad` on a tensor computed under no_grad."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword, dotted, keyword, literal
+
+_AUTOGRAD_FUNCS = {"torch.autograd.backward": "tensors", "torch.autograd.grad": "outputs"}
+
+
+class BackwardUnderNoGrad(Rule):
+    """## What it does
+    Flags `.backward()`, `torch.autograd.backward(...)` and `torch.autograd.grad(...)` inside a
+    grad-disabled region (`with torch.no_grad():`, `with torch.inference_mode():`,
+    `with torch.set_grad_enabled(False):`, or a function decorated with `@torch.no_grad()` /
+    `@torch.inference_mode()`) when the tensor being differentiated was computed inside that
+    same region, e.g. a whole training loop wrapped in `no_grad`.
+
+    ## Why is this bad?
+    Under `no_grad` torch records no graph: the loss has no `grad_fn` and `requires_grad=False`.
+    Calling backward on it does **not** fail silently (as some tutorials claim); torch raises
+
+    ```
+    RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn
+    ```
+
+    so the job dies at the first step, often after a long data-loading warm-up, or in a code
+    path (a fine-tuning branch, a rarely-used flag) that CI never runs.
+
+    A region that only does the parameter update (`p -= lr * p.grad`) or computes metrics is
+    correct and is not flagged. Neither is `backward()` under `no_grad` on a loss that was
+    computed *before* the region (the graph already exists), nor code under
+    `torch.enable_grad()` nested in the region.
+
+    ## Example
+    ```python
+    with torch.no_grad():
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()   # RuntimeError
+            opt.step()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+
+    with torch.no_grad():      # evaluation only
+        val_loss = F.cross_entropy(model(xv), yv)
+    ```
+
+    ## Fix safety
+    No automatic fix: where the region should end depends on intent.
+
+    ## References
+    - [torch.no_grad](https://pytorch.org/docs/stable/generated/torch.no_grad.html)
+    - [Autograd mechanics: locally disabling gradient computation](https://pytorch.org/docs/stable/notes/autograd.html#locally-disabling-gradient-computation)
+    """
+
+    code = "TL101"
+    name = "backward-under-no-grad"
+    summary = "backward()/autograd.grad on a tensor computed inside a grad-disabled region"
+    severity = "error"
+    tags = ("correctness", "autograd")
+    requires_text = ('backward', 'autograd')
+    precision = "very-high"
+    evidence = Evidence(probe="backward_under_no_grad", slice="call", judge="_judge_tl101", runtime="_tl101")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        region = ctx.grad_region
+        if region is None or not region.disabled:
+            return
+        func = node.func
+        name = ctx.call_name(node)
+        if name not in _AUTOGRAD_FUNCS and isinstance(func, ast.Attribute) and func.attr == "backward":
+            target: Optional[ast.AST] = func.value
+            what = f"{dotted(func.value)}.backward()"
+            call = "backward"
+        elif name in _AUTOGRAD_FUNCS:
+            target = arg_or_keyword(node, 0, _AUTOGRAD_FUNCS[name])
+            what = f"{name}(...)"
+            call = name
+        else:
+            return
+        if target is None or not self._computed_in_region(target, region.node, node.lineno, ctx):
+            return
+        mode = region.kind.rsplit(".", 1)[1]
+        self.report(node, f"`{what}` raises: its input, computed under `{mode}`, has no grad_fn",
+                    help="Compute the loss outside the grad-disabled block, or wrap it in `torch.enable_grad()`",
+                    params={"mode": region.kind, "call": call})
+
+    def _computed_in_region(self, target: ast.AST, region: ast.AST, lineno: int, ctx: FileContext) -> bool:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            return any(self._computed_in_region(e, region, lineno, ctx) for e in target.elts)
+        if isinstance(target, ast.Name):
+            start = region.body[0].lineno  # type: ignore[attr-defined]
+            end = region.end_lineno or lineno  # type: ignore[attr-defined]
+            last = ctx.binding_before(target.id, lineno)
+            if last is None:
+                return False
+            if isinstance(last.node, ast.arg) or not (start <= last.lineno <= end):
+                return False
+            # A leaf created with requires_grad=True inside the region still has grad.
+            value = last.value
+            if isinstance(value, ast.Call) and literal(getattr(keyword(value, "requires_grad"), "value", None)) is True:
+                return False
+            if isinstance(last.node, ast.AugAssign):
+                return True
+            return isinstance(last.node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and _computes(value)
+        # Attributes and subscripts may hold anything computed elsewhere; any other
+        # expression (a call, arithmetic) is evaluated right here, under no_grad.
+        return _computes(target)
+
+
+def _computes(expr: Optional[ast.AST]) -> bool:
+    """Does evaluating `expr` run tensor operations (which record no graph under no_grad)?
+    Collecting existing tensors (`[p.grad for p in params]`, `out[0]`) does not."""
+    if isinstance(expr, ast.Call):
+        if isinstance(expr.func, ast.Name) and expr.func.id in ("list", "tuple"):
+            return any(_computes(a) for a in expr.args)
+        return True
+    if isinstance(expr, (ast.BinOp, ast.UnaryOp)):
+        return True
+    if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+        return any(_computes(e) for e in expr.elts)
+    if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+        return _computes(expr.elt)
+    if isinstance(expr, ast.Subscript):
+        return _computes(expr.value)
+    if isinstance(expr, ast.IfExp):
+        return _computes(expr.body) or _computes(expr.orelse)
+    return False

@@ -1,0 +1,256 @@
+"""TL102: writes through `.data` that autograd never sees."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis import inference
+from torchlint.analysis.training_step import in_forward_backward_window
+from torchlint.checker import FileContext
+from torchlint.fix.edits import UNSAFE, edit, end_of, has_comment, make_fix, module_alias, start_of, text_of
+from torchlint.rules.base import Evidence, Option, Rule, dotted
+
+_NOT_TENSORS = ("self", "cls")
+# Weight set-up code (initialisation, checkpoint conversion and loading, deploy-time fusion)
+# runs before any autograd graph exists, so `.data` writes there cannot corrupt a gradient.
+_SETUP_NAME_PARTS = ("init", "reset_parameters", "convert", "load", "fuse")
+# In-place methods that change only shape or strides, never values a backward could read.
+_METADATA_ONLY = frozenset({"unsqueeze_", "squeeze_", "resize_", "resize_as_", "t_", "transpose_",
+                            "swapdims_", "swapaxes_", "as_strided_", "requires_grad_", "share_memory_",
+                            "detach_", "retain_grad"})
+# `p.data = p.data.float()`: a dtype/device/layout change that keeps the Parameter object.
+_CONVERSIONS = frozenset({"float", "half", "double", "bfloat16", "to", "type", "cuda", "cpu", "contiguous",
+                          "clone", "detach", "pin_memory"})
+_AUG_OPS = {ast.Add: "+=", ast.Sub: "-=", ast.Mult: "*=", ast.Div: "/=", ast.Pow: "**=",
+            ast.FloorDiv: "//=", ast.Mod: "%=", ast.BitAnd: "&=", ast.BitOr: "|=", ast.MatMult: "@="}
+
+
+def _data_receiver(node: ast.AST) -> Optional[ast.Attribute]:
+    """The `X.data` node when `node` is `X.data` or `X.data[...]`."""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Attribute) and node.attr == "data":
+        return node
+    return None
+
+
+class DataAttributeMutation(Rule):
+    """## What it does
+    Flags writes through `Tensor.data`: `p.data -= ...`, `p.data = ...`, `p.data[i] = ...`, and
+    in-place tensor methods (`add_`, `mul_`, `copy_`, `zero_`, `fill_`, `normal_`, `uniform_`,
+    `clamp_`, any method ending in `_`) called on `x.data`.
+
+    Every write needs a receiver known to be a tensor or parameter (a loop variable over
+    `.parameters()`/`.named_parameters()`/`.buffers()`, also through `zip(...)`, an optimizer's
+    `group["params"]`, a `.weight`/`.bias`, a `torch.*` or `nn.Parameter` result, the output of
+    calling a module, an argument annotated `torch.Tensor`/`nn.Parameter`), so `self.data = data`,
+    `batch.data.append(x)` and a namedtuple's `data` field stay silent. Writes on `p.grad.data`
+    are not flagged (gradient buffers are never saved for backward), nor are in-place methods
+    that change only the shape (`unsqueeze_`, `squeeze_`, `resize_`, `t_`, `transpose_`).
+
+    It fires only where the write can change a tensor that a live graph saved: inside a
+    forward→backward window of a training step (a forward or loss computed, then the `.data`
+    write, then `backward()` on that loss, in the same loop body or function, also when the
+    write sits in a same-file helper called inside that window, or the backward is
+    `scaler.scale(loss).backward()`, `accelerator.backward(loss)`, `self.manual_backward(loss)`
+    or a same-file helper that calls it), or inside `forward()`. The window comes from
+    `torchlint.analysis.training_step`, which other rules share.
+
+    What it leaves out (no graph can have saved the tensor): head re-initialisation before the
+    first forward, a custom `Optimizer.step` (it runs after backward, under `no_grad`), LoRA
+    merges and other between-step weight edits (EMA, clipping after `step()`), an upcast
+    `p.data = p.data.float()` / `.to(dtype)` that keeps the Parameter, gradient buffers reached
+    through an alias (`g = p.grad; g.data.div_(n)`), and writes in a nested loop whose own body
+    has no backward (an epoch-level loop around the batch loop). One line is reported once.
+
+    What really happens: the write itself succeeds. It matters only when the tensor is saved for
+    a backward pass that has not run yet (a write between a forward and its `backward()`); the
+    gradient is then computed from the new values with no error. On an activation (a clamp or
+    mask applied through `.data` to a module's output), the forward pass sees the edit and the
+    backward pass does not: gradients flow as if it had not happened (a straight-through edit,
+    sometimes deliberate). Writes between steps (after
+    `optimizer.step()`, in EMA or weight-clipping code) are harmless, which is why the message
+    says the write is *invisible to autograd's check*, not that a gradient is wrong.
+
+    Writes inside weight set-up functions (names containing `init`, `reset_parameters`, `convert`,
+    `load` or `fuse`: `__init__`, `_init_weights`, `convert_checkpoint`, `load_tf_weights`,
+    `fuse_bn`) are skipped by default, because no autograd graph exists when they run. To flag
+    them too (to migrate to `torch.nn.init.*` / `torch.no_grad()`):
+
+    ```toml
+    [tool.torchlint.options.data-attribute-mutation]
+    skip-initializers = false
+    ```
+
+    ## Why is this bad?
+    `.data` returns a tensor that shares storage with the original but is detached from
+    autograd, and in-place changes through it do not bump the version counter autograd uses to
+    detect modified saved tensors. If the tensor was saved for backward (most weights are), the
+    gradient is computed from the *new* values and is silently wrong. The same in-place write
+    done under `torch.no_grad()` on the tensor itself is tracked: torch raises
+    `one of the variables needed for gradient computation has been modified by an inplace
+    operation` instead of returning a wrong gradient.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        for p in model.parameters():
+            p.data.clamp_(-0.01, 0.01)  # the graph of `loss` saved these weights
+        loss.backward()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            for p in model.parameters():
+                p.clamp_(-0.01, 0.01)  # after the step: no graph holds them
+    ```
+
+    ## Fix safety
+    Unsafe (applied with `--unsafe-fixes`). A call statement on a line of its own,
+    `p.data.mul_(x)`, becomes `with torch.no_grad():` + `p.mul_(x)`. The rewrite changes
+    behaviour exactly where the old code was silently wrong: under `no_grad` the in-place write
+    bumps the version counter, so a tensor saved for backward now raises instead of producing a
+    wrong gradient. Assignments (`p.data = ...`, `p.data -= ...`) and calls sharing a line with
+    other code are not rewritten; review those by hand.
+
+    ## References
+    - [PyTorch 0.4 migration guide: what about .data?](https://pytorch.org/blog/pytorch-0_4_0-migration-guide/)
+    - [Autograd mechanics: in-place operations](https://pytorch.org/docs/stable/notes/autograd.html#in-place-operations-with-autograd)
+    """
+
+    code = "TL102"
+    name = "data-attribute-mutation"
+    summary = "In-place write through `.data` bypasses autograd"
+    severity = "warning"
+    tags = ("correctness", "autograd")
+    requires_text = ('.data',)
+    options = {
+        "skip-initializers": Option(
+            bool, True,
+            "Stay silent inside weight set-up functions (names containing `init`, `reset_parameters`, "
+            "`convert`, `load`, `fuse`): no autograd graph exists when they run."),
+    }
+    evidence = Evidence(probe="data_attribute_mutation", slice="data-write-before-backward", judge="_judge_tl102", runtime="_tl102")
+
+    def _in_initializer(self, ctx: FileContext) -> bool:
+        if not self.settings["skip-initializers"]:
+            return False
+        for fn in ctx.functions:
+            name = getattr(fn, "name", "").lower()
+            if any(part in name for part in _SETUP_NAME_PARTS):
+                return True
+        return False
+
+    help = "Write under `with torch.no_grad():` so autograd can detect a conflicting backward"
+
+    def _message(self, data: ast.Attribute, target: Optional[ast.AST] = None) -> str:
+        where = "in forward()" if getattr(self.ctx.function, "name", "") == "forward" \
+            else "before backward()"
+        if isinstance(target, ast.Attribute):  # `p.data = value` swaps the data, not a write into it
+            return f"`{dotted(data)} = ...` {where} swaps saved data unseen by autograd"
+        return f"Write through `{dotted(data)}` {where} is unseen by autograd's version check"
+
+    def _known_tensor(self, receiver: ast.AST, ctx: FileContext) -> bool:
+        """Only tensors whose `.data` is Tensor.data: not `p.grad` (never saved for
+        backward), and not an object that merely has a `data` field (a namedtuple)."""
+        if isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
+            return False
+        if isinstance(receiver, ast.Name):
+            if receiver.id in _NOT_TENSORS:
+                return False
+            value = ctx.value_before(receiver, receiver.lineno)  # `g = p.grad; g.data.mul_(...)`
+            if isinstance(value, ast.Attribute) and value.attr in ("grad", "data") \
+                    and (value.attr == "grad" or _is_grad(value.value)):
+                return False
+        return inference.kind_of(receiver, ctx) in (inference.TENSOR, inference.PARAMETER)
+
+    def setup(self, ctx: FileContext) -> None:
+        self._lines: set[int] = set()  # one finding per line: `p.data = p.data.clamp_(...)`
+
+    def _at_risk(self, data: ast.Attribute, ctx: FileContext) -> bool:
+        """A write can corrupt a gradient only while a graph that saved the tensor is alive:
+        between a forward and its backward, or inside forward() (see training_step)."""
+        return data.lineno not in self._lines and self._known_tensor(data.value, ctx) \
+            and not self._in_initializer(ctx) and in_forward_backward_window(ctx, data.lineno)
+
+    def _report(self, data: ast.Attribute, message: str, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        self._lines.add(data.lineno)
+        self.report(data, message, **kwargs)
+
+    def _check_store(self, target: ast.AST, ctx: FileContext, op: str, value: Optional[ast.AST] = None) -> None:
+        data = _data_receiver(target)
+        if data is None or (value is not None and _same_tensor_converted(data, value)):
+            return
+        if self._at_risk(data, ctx):
+            self._report(data, self._message(data, target if op == "=" else None), params={"op": op})
+
+    def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
+        for target in node.targets:
+            self._check_store(target, ctx, "=", node.value)
+
+    def visit_AugAssign(self, node: ast.AugAssign, ctx: FileContext) -> None:
+        op = _AUG_OPS.get(type(node.op), "op=")
+        self._check_store(node.target, ctx, op)
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        func = node.func
+        if not isinstance(func, ast.Attribute):
+            return
+        method = func.attr
+        if not method.endswith("_") or method.startswith("_") or method in _METADATA_ONLY:
+            return
+        data = _data_receiver(func.value)
+        if data is None or not self._at_risk(data, ctx):
+            return
+        self._report(data, self._message(data), params={"op": method}, fix=_no_grad_fix(node, data, ctx))
+
+
+def _is_grad(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "grad"
+
+
+def _same_tensor_converted(data: ast.Attribute, value: ast.AST) -> bool:
+    """`p.data = p.data.float()` / `p.data = p.to(dtype)`: the same values in another
+    dtype, device or layout, kept in the same Parameter (an fp32 upcast)."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _CONVERSIONS):
+        return False
+    base = value.func.value
+    wanted = ast.dump(data.value)
+    return ast.dump(base) == wanted or (isinstance(base, ast.Attribute) and base.attr == "data"
+                                        and ast.dump(base.value) == wanted)
+
+
+def _no_grad_fix(call: ast.Call, data: ast.Attribute, ctx: FileContext):  # type: ignore[no-untyped-def]
+    """`p.data.mul_(x)` as a statement of its own -> `with torch.no_grad():` + `p.mul_(x)`."""
+    statement = ctx.parent
+    if not isinstance(statement, ast.Expr) or statement.value is not call:
+        return None
+    parent = ctx.parents[-2] if len(ctx.parents) > 1 else None
+    if parent is None or not any(statement in getattr(parent, f, ()) for f in ("body", "orelse", "finalbody")):
+        return None
+    torch = module_alias(ctx.imports.aliases, "torch")
+    if torch is None:
+        return None
+    source = ctx.source
+    row, col = start_of(source, statement)
+    end_row, end_col = end_of(source, statement)
+    indent, after = source.line(row)[:col - 1], source.line(end_row)[end_col - 1:]
+    text = text_of(source, statement)
+    if indent.strip() or (after.strip() and not after.lstrip().startswith("#")) or has_comment(text):
+        return None  # shares its line with other code (`if x: ...`, `a; b`): left alone
+    step = "\t" if indent.startswith("\t") else "    "
+    receiver = text_of(source, data.value)
+    rest = text[len(text_of(source, data)):]
+    if not text.startswith(text_of(source, data)):
+        return None
+    body = (receiver + rest).replace("\n", "\n" + step)
+    return make_fix(f"Write in place under `{torch}.no_grad()`",
+                    [edit((row, col), (end_row, end_col), f"with {torch}.no_grad():\n{indent}{step}{body}")], UNSAFE)

@@ -1,0 +1,122 @@
+"""TL105: in-place update of a leaf tensor that requires grad, outside no_grad."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis import inference
+from torchlint.analysis.frozen import parameters_of, frozen_before
+from torchlint.analysis.scopes import Binding
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, dotted, keyword, literal
+
+# In-place methods that do not modify the tensor's values.
+_NOT_VALUE_WRITES = frozenset({"requires_grad_", "retain_grad", "share_memory_", "detach_", "record_stream"})
+
+
+class LeafInplaceUpdateOutsideNoGrad(Rule):
+    """## What it does
+    Flags an in-place update (`w -= lr * w.grad`, `w.sub_(...)`, `w.add_(...)`, `w.copy_(...)`, any
+    in-place method) of a leaf tensor that requires grad, outside a grad-disabled region, where `w`
+    was created with `requires_grad=True`, is an `nn.Parameter`, or is a loop variable over
+    `.parameters()`.
+
+    It stays silent when the leaf was frozen above the update in the same function:
+    `module.requires_grad_(False)` (for `for p in module.parameters(): p.add_(...)`),
+    `p.requires_grad = False`, `p.requires_grad_(False)`, `p.detach_()`, or a loop
+    `for q in m.parameters(): q.requires_grad = False` before the update. A later
+    `requires_grad_(True)` that unfreezes it again is not tracked (the rule stays silent).
+
+    ## Why is this bad?
+    torch refuses to modify a leaf that requires grad while autograd is recording:
+
+    ```
+    RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.
+    ```
+
+    Manual SGD written from a tutorial hits this at the first update. The update must run under
+    `torch.no_grad()` (which is what every `torch.optim` optimizer does).
+
+    ## Example
+    ```python
+    w = torch.randn(3, requires_grad=True)
+    loss.backward()
+    w -= lr * w.grad
+    ```
+
+    ## Use instead
+    ```python
+    with torch.no_grad():
+        w -= lr * w.grad
+    w.grad = None
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [Autograd mechanics](https://pytorch.org/docs/stable/notes/autograd.html)
+    - [torch.no_grad](https://pytorch.org/docs/stable/generated/torch.no_grad.html)
+    """
+
+    code = "TL105"
+    name = "leaf-inplace-update-outside-no-grad"
+    summary = "In-place update of a leaf that requires grad outside torch.no_grad()"
+    severity = "error"
+    tags = ("correctness", "autograd")
+    requires_text = ('requires_grad', 'Parameter', 'parameters')
+    evidence = Evidence(probe="leaf_inplace", slice="leaf-inplace", judge="_judge_tl105")
+
+    def _requires_grad_leaf(self, node: ast.AST, ctx: FileContext) -> bool:
+        if not isinstance(node, ast.Name):
+            return False
+        # `w -= ...` rebinds the name to the same tensor: look through augmented assignments.
+        binding = ctx.binding_before(node.id, node.lineno, through_augmented=True)
+        if binding is None or not self._binding_is_leaf(binding, ctx):
+            return False
+        # Frozen just before (`model.requires_grad_(False)`, `p.requires_grad = False`,
+        # `p.detach_()`): the leaf no longer requires grad, and the update is allowed.
+        owner = parameters_of(binding.node.iter) if isinstance(binding.node, (ast.For, ast.AsyncFor)) else None
+        return not frozen_before(ctx, node.id, node.lineno, owner)
+
+    def _binding_is_leaf(self, b: Binding, ctx: FileContext) -> bool:
+        if isinstance(b.node, (ast.For, ast.AsyncFor)):
+            return inference.binding_kind(b, ctx) == inference.PARAMETER
+        value: Optional[ast.AST] = b.value
+        if not isinstance(value, ast.Call) or b.index is not None:
+            return False
+        name = ctx.call_name(value)
+        if name == "torch.nn.Parameter":
+            rg = keyword(value, "requires_grad")
+            return rg is None or literal(rg.value) is True
+        if name is not None and name.startswith("torch."):
+            rg = keyword(value, "requires_grad")
+            return rg is not None and literal(rg.value) is True
+        # torch.zeros(3).requires_grad_()
+        return isinstance(value.func, ast.Attribute) and value.func.attr == "requires_grad_" \
+            and not value.args and inference.kind_of(value.func.value, ctx) == inference.TENSOR
+
+    help = "Wrap the update in `with torch.no_grad():`"
+
+    def _message(self, name: str, how: str) -> str:
+        return f"`{how}` raises: in-place update of leaf `{name}`, which requires grad"
+
+    def visit_AugAssign(self, node: ast.AugAssign, ctx: FileContext) -> None:
+        if not ctx.grad_disabled() and self._requires_grad_leaf(node.target, ctx):
+            name = dotted(node.target)
+            self.report(node, self._message(name, f"{name} {_op(node.op)}= ..."))
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        func = node.func
+        if not isinstance(func, ast.Attribute) or not func.attr.endswith("_") or func.attr.startswith("_"):
+            return
+        if func.attr in _NOT_VALUE_WRITES or ctx.grad_disabled():
+            return
+        if self._requires_grad_leaf(func.value, ctx):
+            name = func.value.id  # type: ignore[attr-defined]
+            self.report(node, self._message(name, f"{name}.{func.attr}(...)"))
+
+
+def _op(op: ast.operator) -> str:
+    return {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}.get(type(op), "op")

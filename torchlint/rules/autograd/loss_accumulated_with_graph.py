@@ -1,0 +1,163 @@
+"""TL107: a loss added to an accumulator inside the training loop keeps every graph alive."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Optional
+
+from torchlint.analysis.loops import is_backward
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, dotted
+
+_DETACHING = frozenset({"item", "detach", "tolist", "cpu", "numpy"})
+
+
+def _is_detached(value: ast.AST) -> bool:
+    if isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Attribute) and value.func.attr in _DETACHING:
+            return True
+        if isinstance(value.func, ast.Name) and value.func.id in ("float", "int"):
+            return True
+    return False
+
+
+class LossAccumulatedWithGraph(Rule):
+    """## What it does
+    Flags, inside a loop that calls `.backward()` on a loss, an accumulation of that loss into
+    another variable (`total += loss`, `total = total + loss`, `total += loss * n`) without
+    `.item()`, `.detach()` or `float(...)`.
+
+    Not flagged when the accumulator is re-assigned in the same loop (`running = 0` after each
+    optimizer step, as gradient-accumulation recipes do): its graph then lives one step, not the
+    whole loop.
+
+    ## Why is this bad?
+    `loss` carries its autograd graph. Adding it to an accumulator makes the accumulator depend on
+    every iteration's graph, so none of them can be freed: memory grows each step until the run
+    goes out of memory (the PyTorch FAQ's "don't accumulate history across your training loop").
+    Summing losses and calling `.backward()` once after the loop is correct and is not flagged;
+    neither is an accumulator that is itself backpropagated.
+
+    ## Example
+    ```python
+    total = 0
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        total += loss
+    ```
+
+    ## Use instead
+    ```python
+    total = 0.0
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        total += loss.item()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [PyTorch FAQ: my model reports cuda runtime error(2): out of memory](https://pytorch.org/docs/stable/notes/faq.html)
+    """
+
+    code = "TL107"
+    name = "loss-accumulated-with-graph"
+    summary = "Loss summed into an accumulator without .item()/.detach() keeps every graph alive"
+    severity = "warning"
+    tags = ("performance", "memory", "training-loop")
+    requires_text = ('backward',)
+
+    help = "Accumulate `loss.item()` (or `loss.detach()`)"
+    evidence = Evidence(probe="loss_accumulated", slice="statement-value", judge="_judge_tl107")
+
+    # The walk collects, for every enclosing loop of the current function, what its body
+    # backpropagates, detaches, re-assigns and accumulates; `leave_For` decides once.
+    def setup(self, ctx: FileContext) -> None:
+        self.loops: dict[int, _LoopFacts] = {}
+
+    def _enter(self, loop: ast.AST, ctx: FileContext) -> None:
+        self.loops[id(loop)] = _LoopFacts()
+
+    def _facts(self, ctx: FileContext) -> list["_LoopFacts"]:
+        return [self.loops[id(loop)] for loop in ctx.loops if id(loop) in self.loops]
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if ctx.loops and is_backward(node, ctx) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name):
+            for facts in self._facts(ctx):
+                facts.backpropagated.add(node.func.value.id)
+
+    def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
+        if not ctx.loops:
+            return
+        facts = self._facts(ctx)
+        if _is_detached(node.value):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    for f in facts:
+                        f.detached.add(target.id)
+        self._record(node, facts)
+
+    def visit_AugAssign(self, node: ast.AugAssign, ctx: FileContext) -> None:
+        if ctx.loops:
+            self._record(node, self._facts(ctx))
+
+    def _record(self, node: ast.AST, facts: list["_LoopFacts"]) -> None:
+        found = self._accumulation(node)
+        if found is not None:
+            for f in facts:
+                f.accumulations.append((node, *found))
+        elif isinstance(node, ast.Assign):
+            for f in facts:
+                f.reassigned.update(dotted(t) for t in node.targets)
+
+    def _leave(self, loop: ast.AST, ctx: FileContext) -> None:
+        facts = self.loops.pop(id(loop), None)
+        if facts is None:
+            return
+        losses = facts.backpropagated - facts.detached  # re-bound to a number: not a graph
+        for node, acc, loss in facts.accumulations:
+            if loss not in losses or acc in facts.backpropagated:
+                continue  # the accumulator itself is backpropagated: keeping its graph is the point
+            if acc in facts.reassigned:
+                continue  # reset in the loop (after each step): the graph lives one step
+            self.report(node, f"`{acc}` accumulates `{loss}` with its graph: memory grows every step",
+                        help=f"Accumulate `{loss}.item()` (or `{loss}.detach()`)")
+
+    visit_For = _enter
+    visit_AsyncFor = _enter
+    visit_While = _enter
+    leave_For = _leave
+    leave_AsyncFor = _leave
+    leave_While = _leave
+
+    @staticmethod
+    def _accumulation(node: ast.AST) -> Optional[tuple[str, str]]:
+        """(accumulator, loss name) for `acc += loss`, `acc = acc + loss`, `acc += loss * n`."""
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+            target, value = node.target, node.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.BinOp) \
+                and isinstance(node.value.op, ast.Add) and isinstance(node.targets[0], (ast.Name, ast.Attribute)) \
+                and dotted(node.value.left) == dotted(node.targets[0]):
+            target, value = node.targets[0], node.value.right
+        else:
+            return None
+        if not isinstance(target, (ast.Name, ast.Attribute)):
+            return None
+        if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Mult, ast.Div)):
+            value = value.left if isinstance(value.left, ast.Name) else value.right
+        if isinstance(value, ast.Name):
+            return dotted(target), value.id
+        return None
+
+
+@dataclass
+class _LoopFacts:
+    backpropagated: set[str] = field(default_factory=set)  # names `.backward()` is called on
+    detached: set[str] = field(default_factory=set)  # names also re-bound to `.item()` etc.
+    reassigned: set[str] = field(default_factory=set)  # targets of plain assignments
+    accumulations: list[tuple[ast.AST, str, str]] = field(default_factory=list)

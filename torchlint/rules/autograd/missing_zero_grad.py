@@ -1,0 +1,97 @@
+"""TL103: a training loop that never resets gradients."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis.loops import is_backward, is_optimizer_step, is_zero_grad
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule
+
+
+def _per_context_gradients(loop: ast.AST, backward: ast.Call, ctx: FileContext) -> bool:
+    """Distributed autograd accumulates into a fresh context per `with dist_autograd.context()`."""
+    name = ctx.call_name(backward) or ""
+    if name.startswith("torch.distributed.autograd."):
+        return True
+
+    def distributed_context(node: ast.AST) -> bool:
+        return isinstance(node, (ast.With, ast.AsyncWith)) and any(
+            (ctx.call_name(item.context_expr) or "").startswith("torch.distributed.autograd.") for item in node.items)
+
+    body = loop.body  # type: ignore[attr-defined]
+    return ctx.body_has("dist-autograd-context", body, distributed_context) \
+        or ctx.any_ancestor("dist-autograd-context", distributed_context)
+
+
+class MissingZeroGrad(Rule):
+    """## What it does
+    Flags a loop whose body calls `.backward()` (or `torch.autograd.backward`, `accelerator.backward`)
+    and an optimizer `step()` but never resets gradients inside the loop: no `optimizer.zero_grad()`,
+    `model.zero_grad()`, `p.grad = None` or `p.grad.zero_()`. Reported at the `backward()` call.
+
+    A reset inside a function of the same file that the loop calls (`reset_grad()`, `self.reset()`)
+    counts, one level deep. Loops under `torch.distributed.autograd.context()` (or calling
+    `dist_autograd.backward`) are not flagged: distributed autograd keeps gradients per context,
+    so each iteration starts clean.
+
+    ## Why is this bad?
+    `backward()` *adds* into `.grad`. Without a reset, step *k* applies the sum of the gradients of
+    steps 1..k: the effective learning rate grows every iteration and training diverges or
+    plateaus, without any error. Gradient accumulation, where `step()` and `zero_grad()` sit
+    together under a condition (`if (i + 1) % k == 0:`), is correct and is not flagged; neither is a
+    `scheduler.step()` loop without an optimizer step.
+
+    ## Example
+    ```python
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.optim.Optimizer.zero_grad](https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html)
+    - [Autograd mechanics](https://pytorch.org/docs/stable/notes/autograd.html)
+    """
+
+    code = "TL103"
+    name = "missing-zero-grad"
+    summary = "Loop calls backward() and step() but never resets gradients"
+    severity = "warning"
+    tags = ("correctness", "training-loop")
+    requires_text = ('backward',)
+    evidence = Evidence(probe="missing_zero_grad", slice="call-twice-with-grads", judge="_judge_tl103", runtime="_tl103")
+
+    def _check(self, node: ast.AST, ctx: FileContext) -> None:
+        backward = None
+        stepped = False
+        for call in ctx.body_calls(node):
+            if backward is None and is_backward(call, ctx):
+                backward = call
+            elif is_optimizer_step(call):
+                stepped = True
+        if backward is None or not stepped:
+            return
+        if ctx.followed_has("zero-grad", node, is_zero_grad):
+            return  # reset here, or in a same-file helper it calls (`reset_grad()`)
+        if _per_context_gradients(node, backward, ctx):
+            return
+        self.report(backward, "Gradients are never reset in this loop: each step applies the sum of all past ones",
+                    help="Call `optimizer.zero_grad()` every iteration (next to `step()` when accumulating)")
+
+    visit_For = _check
+    visit_AsyncFor = _check
+    visit_While = _check

@@ -1,0 +1,76 @@
+"""TL109: `require_grad` (missing s) instead of `requires_grad`."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.checker import FileContext
+from torchlint.fix.edits import edit, end_of, make_fix, start_of
+from torchlint.rules.base import Evidence, Rule, dotted
+
+_TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "requiresgrad", "requires_gradient"})
+
+
+class RequiresGradTypo(Rule):
+    """## What it does
+    Flags `x.require_grad = ...` (and `requires_grads`, `require_grads`) attribute assignments, and
+    `require_grad=` keyword arguments to torch functions.
+
+    ## Why is this bad?
+    Assigning a misspelt attribute on a tensor silently creates a new Python attribute: the
+    tensor's real `requires_grad` flag is unchanged, so a parameter you meant to freeze keeps
+    training, or one you meant to train gets no gradient. Passed to a torch function, the keyword
+    raises `TypeError: ... got an unexpected keyword argument 'require_grad'`.
+
+    ## Example
+    ```python
+    for p in backbone.parameters():
+        p.require_grad = False
+    ```
+
+    ## Use instead
+    ```python
+    for p in backbone.parameters():
+        p.requires_grad = False
+    ```
+
+    ## Fix safety
+    Safe: the misspelt attribute or keyword is renamed to `requires_grad`. The keyword form
+    raised `TypeError` before; the attribute form starts tracking gradients, which is what the
+    line asked for.
+
+    ## References
+    - [torch.Tensor.requires_grad](https://pytorch.org/docs/stable/generated/torch.Tensor.requires_grad.html)
+    """
+
+    code = "TL109"
+    name = "requires-grad-typo"
+    summary = "`require_grad` typo: the flag is never set"
+    severity = "error"
+    tags = ("correctness", "autograd")
+    requires_text = ('require_grad', 'requires_grads', 'requiresgrad', 'requires_gradient')
+    precision = "very-high"
+    evidence = Evidence(probe="requires_grad_typo", slice="attribute-typo", judge="_judge_tl109")
+
+    def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and target.attr in _TYPOS:
+                self.report(target, f"`{dotted(target)}` is a typo: `requires_grad` stays unchanged",
+                            help="Write `.requires_grad`",
+                            fix=_rename(ctx, end_of(ctx.source, target), target.attr, from_end=True))
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        for kw in node.keywords:
+            if kw.arg in _TYPOS:
+                name = ctx.call_name(node)
+                if name is not None and name.startswith("torch."):
+                    self.report(kw, f"`{name}` raises on `{kw.arg}=`: no such parameter",
+                                help="Write `requires_grad=`", fix=_rename(ctx, start_of(ctx.source, kw), kw.arg))
+
+
+def _rename(ctx: FileContext, anchor: tuple[int, int], typo: str, from_end: bool = False) -> dict:
+    """Replace the misspelt name, which ends at `anchor` (an attribute's last token) or
+    starts there (a keyword argument's name)."""
+    row, col = anchor
+    start, end = ((row, col - len(typo)), anchor) if from_end else (anchor, (row, col + len(typo)))
+    return make_fix("Rename to `requires_grad`", [edit(start, end, "requires_grad")])

@@ -1,0 +1,94 @@
+"""TL104: backward(), then zero_grad(), then step() in one block."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, dotted
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody")
+
+
+def _expr_call(stmt: ast.stmt) -> Optional[ast.Call]:
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        return stmt.value
+    return None
+
+
+class ZeroGradBetweenBackwardAndStep(Rule):
+    """## What it does
+    Flags, within one block, `.backward()` followed by `zero_grad()` followed by an optimizer
+    `.step()`. Reported at the `zero_grad()` call.
+
+    ## Why is this bad?
+    `zero_grad()` clears the gradients that `backward()` just computed (since torch 2.0 it sets them
+    to `None`), so `step()` sees nothing to apply: with `set_to_none=True` the optimizer skips every
+    parameter and the model never learns; with zeros, momentum and weight decay still move the
+    weights. There is no error.
+
+    ## Example
+    ```python
+    loss.backward()
+    optimizer.zero_grad()
+    optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    ```
+
+    ## Fix safety
+    No automatic fix: moving a call changes behaviour; review the loop.
+
+    ## References
+    - [torch.optim.Optimizer.zero_grad](https://pytorch.org/docs/stable/generated/torch.optim.Optimizer.zero_grad.html)
+    """
+
+    code = "TL104"
+    name = "zero-grad-between-backward-and-step"
+    summary = "zero_grad() between backward() and step(): the step sees zero gradients"
+    severity = "error"
+    tags = ("correctness", "training-loop")
+    requires_text = ('zero_grad',)
+    precision = "very-high"
+    evidence = Evidence(probe="zero_grad_between", slice="call-with-grads", judge="_judge_tl104", runtime="_tl104")
+
+    def _scan(self, stmts: list[ast.stmt], ctx: FileContext) -> None:
+        state = 0
+        zero_grad: Optional[ast.Call] = None
+        for stmt in stmts:
+            call = _expr_call(stmt)
+            if call is None:
+                continue
+            if is_backward(call, ctx):
+                state, zero_grad = 1, None
+            elif state == 1 and method_name(call) == "zero_grad":
+                state, zero_grad = 2, call
+            elif state == 2 and is_optimizer_step(call) and zero_grad is not None:
+                self.report(zero_grad, f"`{dotted(zero_grad.func)}()` between `backward()` and `step()`: "
+                                       "the step sees no gradients",
+                            help="Call `zero_grad()` before the forward pass or after `step()`")
+                state, zero_grad = 0, None
+
+    def _visit_block(self, node: ast.AST, ctx: FileContext) -> None:
+        for field in _BLOCK_FIELDS:
+            stmts = getattr(node, field, None)
+            if stmts:
+                self._scan(stmts, ctx)
+
+    visit_Module = _visit_block
+    visit_FunctionDef = _visit_block
+    visit_AsyncFunctionDef = _visit_block
+    visit_For = _visit_block
+    visit_AsyncFor = _visit_block
+    visit_While = _visit_block
+    visit_If = _visit_block
+    visit_With = _visit_block
+    visit_AsyncWith = _visit_block
+    visit_Try = _visit_block

@@ -1,0 +1,1 @@
+"""TL3xx: data loading."""

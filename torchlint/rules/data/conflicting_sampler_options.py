@@ -1,0 +1,77 @@
+"""TL304: DataLoader options that are mutually exclusive (ValueError at construction)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis.torch_api import DATALOADER
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword, literal
+
+
+class ConflictingSamplerOptions(Rule):
+    """## What it does
+    Flags `DataLoader(...)` calls that combine `shuffle=True` with `sampler=`, or `batch_sampler=`
+    with `batch_size` (other than 1), `shuffle=True`, `sampler=` or `drop_last=True`. A conditional
+    argument (`sampler=s if batch_sampler is None else None`) is not a conflict.
+
+    ## Why is this bad?
+    These options are mutually exclusive and torch raises when the loader is built:
+    `ValueError: sampler option is mutually exclusive with shuffle` and
+    `ValueError: batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and
+    drop_last`. Often this sits on a code path (distributed training) that local runs never take.
+
+    ## Example
+    ```python
+    loader = DataLoader(ds, shuffle=True, sampler=DistributedSampler(ds))
+    ```
+
+    ## Use instead
+    ```python
+    loader = DataLoader(ds, sampler=DistributedSampler(ds, shuffle=True))
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.utils.data](https://pytorch.org/docs/stable/data.html)
+    """
+
+    code = "TL304"
+    name = "conflicting-sampler-options"
+    summary = "DataLoader sampler/batch_sampler options that raise ValueError"
+    severity = "error"
+    tags = ("correctness", "data-loading")
+    requires_text = ('DataLoader',)
+    precision = "very-high"
+    evidence = Evidence(probe="conflicting_sampler", slice="call", judge="_judge_tl304")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if ctx.call_name(node) != DATALOADER:
+            return
+        # DataLoader(dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, ...)
+        batch_size = arg_or_keyword(node, 1, "batch_size")
+        shuffle = arg_or_keyword(node, 2, "shuffle")
+        sampler = arg_or_keyword(node, 3, "sampler")
+        batch_sampler = arg_or_keyword(node, 4, "batch_sampler")
+        drop_last = arg_or_keyword(node, 9, "drop_last")
+        # `sampler=s if batch_sampler is None else None` may be None: not known to be given.
+        given = lambda n: n is not None and not isinstance(n, ast.IfExp) and literal(n) is not None  # noqa: E731
+        if given(batch_sampler):
+            conflicts = []
+            if batch_size is not None and literal(batch_size) != 1:
+                conflicts.append("batch_size")
+            if shuffle is not None and literal(shuffle) is True:
+                conflicts.append("shuffle=True")
+            if given(sampler):
+                conflicts.append("sampler")
+            if drop_last is not None and literal(drop_last) is True:
+                conflicts.append("drop_last=True")
+            if conflicts:
+                self.report(node, f"`DataLoader` raises: `batch_sampler` with {', '.join(f'`{c}`' for c in conflicts)}",
+                            help="Configure batching in the batch sampler only", params={"conflict": "batch_sampler"})
+                return
+        if given(sampler) and shuffle is not None and literal(shuffle) is True:
+            self.report(node, "`DataLoader` raises: `shuffle=True` together with `sampler=`",
+                        help="Shuffle in the sampler and drop `shuffle`", params={"conflict": "sampler"})

@@ -1,0 +1,133 @@
+"""TL301: an RNG object stored on a Dataset is copied into every DataLoader worker."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis.torch_api import DATALOADER, RNG_CONSTRUCTORS
+from torchlint.analysis.dataloader import nonzero_workers
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, keyword, literal
+
+_SAMPLING_METHODS = ("__getitem__", "__getitems__", "__iter__")
+
+
+class WorkerRngDuplication(Rule):
+    """## What it does
+    Flags a `DataLoader(...)` with `num_workers` not literally 0 and no `worker_init_fn`, whose
+    dataset is an instance of a class defined in the same file whose `__init__` stores an RNG
+    **object** (`np.random.default_rng(...)`, `np.random.RandomState(...)`,
+    `np.random.Generator(...)`, `random.Random(...)`, `torch.Generator()`) that `__getitem__`
+    or `__iter__` uses.
+
+    ## Why is this bad?
+    Each worker process receives a copy of the dataset, RNG object included, in the same state.
+    Every worker then draws the *same* random stream: augmentations repeat across workers, and
+    effective data diversity drops by the number of workers, silently.
+
+    Since torch 1.9 the DataLoader re-seeds the **global** `random`, `torch` and legacy
+    `np.random` state in each worker, so datasets that use those are fine and are not flagged
+    (older articles claim otherwise). Datasets that already look at
+    `torch.utils.data.get_worker_info()`, or re-create the RNG per item, are not flagged either.
+
+    ## Example
+    ```python
+    class Aug(Dataset):
+        def __init__(self):
+            self.rng = np.random.default_rng(0)
+        def __getitem__(self, i):
+            return self.rng.normal()
+
+    loader = DataLoader(Aug(), num_workers=4)
+    ```
+
+    ## Use instead
+    ```python
+    def seed_worker(worker_id):
+        info = torch.utils.data.get_worker_info()
+        info.dataset.rng = np.random.default_rng(info.seed % 2**32)
+
+    loader = DataLoader(Aug(), num_workers=4, worker_init_fn=seed_worker)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.utils.data: randomness in multi-process data loading](https://pytorch.org/docs/stable/data.html#randomness-in-multi-process-data-loading)
+    - [Reproducibility: DataLoader](https://pytorch.org/docs/stable/notes/randomness.html#dataloader)
+    """
+
+    code = "TL301"
+    name = "worker-rng-duplication"
+    summary = "Dataset RNG object duplicated across DataLoader workers"
+    severity = "warning"
+    tags = ("correctness", "data-loading", "reproducibility")
+    requires_text = ('DataLoader',)
+    evidence = Evidence(probe="worker_rng", slice="call", judge="_judge_tl301", runtime="_tl301")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if ctx.call_name(node) != DATALOADER:
+            return
+        workers = nonzero_workers(node)
+        if workers is None:
+            return
+        init_fn = keyword(node, "worker_init_fn")
+        if init_fn is not None and literal(init_fn.value) is not None:
+            return
+        if has_star_kwargs(node):
+            return  # **kwargs may carry worker_init_fn
+        dataset = arg_or_keyword(node, 0, "dataset")
+        cls = self._dataset_class(dataset, node.lineno, ctx) if dataset is not None else None
+        if cls is None:
+            return
+        found = self._stored_rng(cls, ctx)
+        if found is None:
+            return
+        attr, kind = found
+        self.report(node, f"Every worker gets a copy of `{cls.name}.{attr}` ({kind}): identical random streams",
+                    help="Re-seed it per worker in a `worker_init_fn` (from `get_worker_info().seed`)",
+                    params={"rng": kind, "num_workers": workers if isinstance(workers, int) else 2})
+
+    def _dataset_class(self, dataset: ast.AST, lineno: int, ctx: FileContext) -> Optional[ast.ClassDef]:
+        if isinstance(dataset, ast.Name):
+            dataset = ctx.value_before(dataset, lineno, module_fallback=True)  # type: ignore[assignment]
+        if isinstance(dataset, ast.Call) and isinstance(dataset.func, ast.Name):
+            return ctx.module_class(dataset.func.id)
+        return None
+
+    def _stored_rng(self, cls: ast.ClassDef, ctx: FileContext) -> Optional[tuple[str, str]]:
+        methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        init = methods.get("__init__")
+        if init is None:
+            return None
+        for node in ast.walk(cls):  # a dataset that seeds per worker knows what it does
+            if isinstance(node, ast.Attribute) and node.attr == "get_worker_info":
+                return None
+            if isinstance(node, ast.Name) and node.id == "get_worker_info":
+                return None
+        rngs: dict[str, str] = {}
+        for node in ast.walk(init):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                kind = RNG_CONSTRUCTORS.get(ctx.call_name(node.value) or "")
+                if kind is None:
+                    continue
+                for t in node.targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        rngs[t.attr] = kind
+        if not rngs:
+            return None
+        for method_name in _SAMPLING_METHODS:
+            method = methods.get(method_name)
+            if method is None:
+                continue
+            used: set[str] = set()
+            reassigned: set[str] = set()
+            for node in ast.walk(method):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                        and node.value.id == "self" and node.attr in rngs:
+                    (reassigned if isinstance(node.ctx, ast.Store) else used).add(node.attr)
+            for attr in sorted(used - reassigned):
+                return attr, rngs[attr]
+        return None

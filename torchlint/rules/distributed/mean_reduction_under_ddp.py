@@ -1,0 +1,205 @@
+"""TL501: a reduction='mean' loss under DistributedDataParallel where the number of
+elements it averages over can differ between ranks."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis.scopes import iter_scope
+from torchlint.analysis.torch_api import DDP, MEAN_REDUCTION_FUNCTIONS, MEAN_REDUCTION_LOSSES
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword, keyword, literal
+
+_LEGACY_REDUCTION_ARGS = ("size_average", "reduce")
+# Losses whose mean divides by the number of targets that are not ignored (or by their weights).
+_CLASS_INDEX = frozenset({"CrossEntropyLoss", "NLLLoss", "cross_entropy", "nll_loss"})
+_DEFAULT_IGNORE_INDEX = -100
+_FLATTENING = frozenset({"view", "reshape", "flatten"})
+_PAD_WORDS = ("pad_sequence", "padding_value", "pad_token", "pad_id", "padding_idx", "pad_idx")
+
+
+def _short(name: str) -> str:
+    last = name.rsplit(".", 1)[1]
+    return f"F.{last}" if name.startswith("torch.nn.functional.") else f"nn.{last}"
+
+
+def _is_mean(call: ast.Call) -> bool:
+    if any(kw.arg is None or kw.arg in _LEGACY_REDUCTION_ARGS for kw in call.keywords):
+        return False
+    reduction = keyword(call, "reduction")
+    return reduction is None or literal(reduction.value) == "mean"
+
+
+def _is_selection(expr: ast.AST) -> bool:
+    """`out[mask]`, `x[idx]`, `x[y != pad]`, `x.masked_select(m)`: a data-dependent subset."""
+    if isinstance(expr, ast.Subscript):
+        index = expr.slice
+        if isinstance(index, ast.Tuple):
+            return any(_is_selection_index(e) for e in index.elts)
+        return _is_selection_index(index)
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) \
+        and expr.func.attr in ("masked_select", "nonzero")
+
+
+def _is_selection_index(index: ast.AST) -> bool:
+    return isinstance(index, (ast.Name, ast.Compare, ast.Call, ast.BoolOp, ast.UnaryOp, ast.Attribute)) \
+        and not (isinstance(index, ast.UnaryOp) and isinstance(index.operand, ast.Constant))
+
+
+def _flattened(expr: ast.AST) -> bool:
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        if expr.func.attr in _FLATTENING:
+            return True
+        expr = expr.func.value
+    return False
+
+
+def _is_ignore_value(node: ast.AST) -> bool:
+    return isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) \
+        and isinstance(node.operand, ast.Constant) and node.operand.value == -_DEFAULT_IGNORE_INDEX
+
+
+def _sets_ignore_value(scope: ast.AST) -> bool:
+    """Labels overwritten with -100 (`y[pad] = -100`, `masked_fill(m, -100)`, `where(m, y, -100)`)."""
+    body = scope.body if isinstance(scope.body, list) else [scope.body]  # type: ignore[attr-defined]
+    for node in iter_scope(body):
+        if isinstance(node, ast.Assign) and _is_ignore_value(node.value) \
+                and any(isinstance(t, ast.Subscript) for t in node.targets):
+            return True
+        if isinstance(node, ast.Call) and any(_is_ignore_value(a) for a in node.args):
+            func = node.func
+            last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if last in ("masked_fill", "masked_fill_", "fill_", "where", "full_like", "index_fill_"):
+                return True
+    return False
+
+
+class MeanReductionUnderDdp(Rule):
+    """## What it does
+    Flags a loss computed with `reduction='mean'` (explicitly or by default) in the same function
+    that wraps a model in `DistributedDataParallel` (or at module level in a file that does so at
+    module level), **only where the number of elements it averages over can differ between
+    ranks**:
+
+    - `ignore_index=` on `CrossEntropyLoss`/`NLLLoss`/`F.cross_entropy`/`F.nll_loss`;
+    - class weights (`weight=`) on those losses (the mean divides by the summed weights);
+    - labels overwritten with the default ignore value (`y[y == pad] = -100`, `masked_fill(m, -100)`)
+      in the same function as a class-index loss;
+    - masked or filtered selections passed to the loss (`crit(out[mask], y[mask])`);
+    - per-token losses over flattened, padded sequences (`out.view(-1, V)` in a file that pads).
+
+    A plain `nn.CrossEntropyLoss()` on fixed-size classification batches is not flagged: every
+    rank counts the same number of elements (a padding `DistributedSampler` or `drop_last=True`
+    keeps batch sizes equal), so the mean of per-rank means is the global mean.
+    Losses in other functions of the file are not flagged.
+
+    ## Why is this bad?
+    Each rank averages its loss over its *own* elements, then DDP averages the gradients across
+    ranks. The result is a mean of per-rank means. That equals the global mean only when every
+    rank counts the same number of elements. With `ignore_index`/padding tokens, masks, or an
+    uneven last batch, ranks with fewer elements get more weight per element than ranks with
+    more, and the gradient is biased, silently. (It is not "averaged twice, gradients too
+    small", as some articles say: with equal counts it is exactly right.)
+
+    ## Example
+    ```python
+    model = DDP(model, device_ids=[rank])
+    criterion = nn.CrossEntropyLoss(ignore_index=-100)
+    loss = criterion(model(x), y)
+    ```
+
+    ## Use instead
+    ```python
+    criterion = nn.CrossEntropyLoss(ignore_index=-100, reduction="sum")
+    n = (y != -100).sum()
+    dist.all_reduce(n)                        # global element count
+    loss = criterion(model(x), y) * dist.get_world_size() / n
+    ```
+    (multiplying by the world size undoes DDP's gradient averaging).
+
+    ## Fix safety
+    No automatic fix: the global count depends on how the batch is masked.
+
+    ## References
+    - [DistributedDataParallel](https://pytorch.org/docs/stable/generated/torch.nn.parallel.DistributedDataParallel.html)
+    - [torch.distributed.all_reduce](https://pytorch.org/docs/stable/distributed.html#torch.distributed.all_reduce)
+    """
+
+    code = "TL501"
+    name = "mean-reduction-under-ddp"
+    summary = "reduction='mean' loss under DistributedDataParallel where per-rank element counts can differ"
+    severity = "warning"
+    tags = ("correctness", "distributed", "loss")
+    requires_text = ('DistributedDataParallel',)
+    precision = "medium"
+    help = "Use reduction='sum' and divide by the global count from `dist.all_reduce`"
+    evidence = Evidence(probe="mean_under_ddp", runtime="_tl501")
+
+    def setup(self, ctx: FileContext) -> None:
+        self.ddp_scopes: set[int] = set()
+        self.candidates: list[tuple[int, ast.Call, str, str]] = []  # scope, call, loss, why counts differ
+        self._ignore_value_set: dict[int, bool] = {}
+        self._padded = any(word in ctx.source.text for word in _PAD_WORDS)
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        name = ctx.call_name(node)
+        if name == DDP:
+            self.ddp_scopes.add(id(ctx.scope))
+            return
+        if ctx.grad_disabled():
+            return  # no gradients flow from here: a metric, not a training loss
+        if name is not None and name.startswith("torch.nn."):
+            short = name.rsplit(".", 1)[1]
+            if name == f"torch.nn.{short}" and short in MEAN_REDUCTION_LOSSES and _is_mean(node):
+                why = self._constructor_reason(node, short)
+                if why:
+                    self.candidates.append((id(ctx.scope), node, _short(name), why))
+            elif name.startswith("torch.nn.functional.") and short in MEAN_REDUCTION_FUNCTIONS and _is_mean(node):
+                why = self._constructor_reason(node, short) or self._call_reason(node, short, ctx)
+                if why:
+                    self.candidates.append((id(ctx.scope), node, _short(name), why))
+            return
+        # A call of a loss object built in this scope: `criterion(out[mask], y[mask])`.
+        if name is None and isinstance(node.func, ast.Name) and node.args:
+            ctor = ctx.value_before(node.func, node.lineno, module_fallback=True)
+            ctor_name = ctx.call_name(ctor) if isinstance(ctor, ast.Call) else None
+            if ctor_name is None or not ctor_name.startswith("torch.nn."):
+                return
+            short = ctor_name.rsplit(".", 1)[1]
+            if short in MEAN_REDUCTION_LOSSES and _is_mean(ctor) and not self._constructor_reason(ctor, short):  # type: ignore[arg-type]
+                why = self._call_reason(node, short, ctx)
+                if why:
+                    self.candidates.append((id(ctx.scope), node, _short(ctor_name), why))
+
+    @staticmethod
+    def _constructor_reason(call: ast.Call, short: str) -> Optional[str]:
+        if short in _CLASS_INDEX:
+            ignore = keyword(call, "ignore_index")
+            if ignore is not None:
+                return "ignore_index"
+            if keyword(call, "weight") is not None or (short in ("CrossEntropyLoss", "NLLLoss") and call.args):
+                return "class weights"
+        return None
+
+    def _call_reason(self, call: ast.Call, short: str, ctx: FileContext) -> Optional[str]:
+        inputs = [a for a in (arg_or_keyword(call, 0, "input"), arg_or_keyword(call, 1, "target")) if a is not None]
+        for arg in inputs:
+            value = ctx.value_before(arg, call.lineno) if isinstance(arg, ast.Name) else arg
+            if value is not None and _is_selection(value):
+                return "a masked selection"
+            if value is not None and self._padded and _flattened(value):
+                return "padded per-token targets"
+        if short in _CLASS_INDEX:
+            scope = ctx.scope
+            if id(scope) not in self._ignore_value_set:
+                self._ignore_value_set[id(scope)] = _sets_ignore_value(scope)
+            if self._ignore_value_set[id(scope)]:
+                return "labels set to -100"
+        return None
+
+    def end_file(self, ctx: FileContext) -> None:
+        for scope, call, display, why in self.candidates:
+            if scope in self.ddp_scopes:
+                self.report(call, f"Mean `{display}` under DDP: {why} makes per-rank counts differ",
+                            params={"loss": display, "explicit": keyword(call, "reduction") is not None})

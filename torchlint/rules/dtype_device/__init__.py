@@ -1,0 +1,1 @@
+"""TL2xx: dtypes and devices."""

@@ -1,0 +1,99 @@
+"""TL202: a tensor conversion whose result is thrown away."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis import inference
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, dotted
+
+_CONVERSIONS = frozenset({"long", "int", "contiguous", "detach", "clone", "pin_memory",
+                          "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type"})
+
+
+def _methods_defined_here(tree: ast.Module) -> frozenset[str]:
+    """Method names that classes of this file define: a user class (an EMA helper, a
+    quantised Parameter subclass) whose `.cuda()`/`.pin_memory()` may work in place."""
+    return frozenset(stmt.name for cls in tree.body if isinstance(cls, ast.ClassDef)
+                     for stmt in cls.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+class DiscardedConversion(Rule):
+    """## What it does
+    Flags an expression statement whose value is a tensor conversion that returns a new tensor
+    and is thrown away: `x.to(...)`, `x.cuda()`, `x.cpu()`, `x.float()`, `x.half()`, `x.double()`,
+    `x.long()`, `x.int()`, `x.bfloat16()`, `x.contiguous()`, `x.detach()`, `x.clone()`,
+    `x.type(...)`, `x.pin_memory()`.
+
+    `nn.Module.to/cuda/cpu/float/half/double/bfloat16/type` *do* act in place, so those methods
+    are only flagged on receivers known to be tensors (a `torch.*` result, an argument annotated
+    `torch.Tensor`, ...); the tensor-only methods are flagged unless the receiver is known to be
+    a module. A whole batch from a `DataLoader` with a custom `collate_fn` (or from an unknown
+    iterable) is not taken for a tensor: it may be a dict or a transformers `BatchEncoding`,
+    whose `.to()` moves its tensors in place.
+
+    It fires only on values known to be tensors (a `torch.*` result, a Parameter, an argument
+    annotated `torch.Tensor`): an unknown receiver may be an object whose `.cuda()`,
+    `.pin_memory()` or `.to()` works in place (an EMA helper, a quantised Parameter subclass, a
+    custom batch), so it stays silent. It is also silent for a method that a class of the same
+    file defines (`def cuda(self): ...`), since the receiver may be one of its instances.
+
+    ## Why is this bad?
+    Tensor conversions never modify the tensor: `x.cuda()` alone leaves `x` on the CPU and the
+    next operation fails with `Expected all tensors to be on the same device`, or, for dtype
+    conversions, silently keeps the old dtype.
+
+    ## Example
+    ```python
+    x = torch.randn(8, 4)
+    x.to(device)
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.randn(8, 4)
+    x = x.to(device)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.Tensor.to](https://pytorch.org/docs/stable/generated/torch.Tensor.to.html)
+    - [torch.nn.Module.to](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.to)
+    """
+
+    code = "TL202"
+    name = "discarded-conversion"
+    summary = "Tensor conversion result discarded (tensor conversions are not in place)"
+    severity = "error"
+    tags = ("correctness", "dtype", "device")
+    evidence = Evidence(probe="discarded_conversion", slice="call", judge="_judge_tl202")
+
+    def visit_Expr(self, node: ast.Expr, ctx: FileContext) -> None:
+        call = node.value
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+            return
+        method = call.func.attr
+        receiver = call.func.value
+        if method not in _CONVERSIONS:
+            return
+        if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls", "super"):
+            return
+        if method == "detach" and call.args:
+            return
+        # Only values known to be tensors: nn.Module and many user objects (EMA helpers,
+        # Parameter subclasses) convert in place, so an unknown receiver says nothing.
+        if inference.kind_of(receiver, ctx) not in (inference.TENSOR, inference.PARAMETER):
+            return
+        key = ("methods-defined",)
+        defined = ctx.memo.get(key)
+        if defined is None:
+            defined = ctx.memo[key] = _methods_defined_here(ctx.tree)
+        if method in defined:  # type: ignore[operator]
+            return
+        if method == "type" and not call.args:
+            return  # x.type() returns the type string; not a conversion
+        target = dotted(receiver)
+        self.report(node, f"`{dotted(call)}` result is discarded: tensor conversions are not in place",
+                    help=f"Assign it: `{target} = {dotted(call)}`", params={"method": method})

@@ -1,0 +1,108 @@
+"""TL204: torch tensors built from NumPy arrays that default to float64."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis.torch_api import dtype_name
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, keyword, literal
+
+_ALWAYS_FLOAT64 = frozenset({
+    "numpy.random.rand", "numpy.random.randn", "numpy.random.random", "numpy.random.uniform",
+    "numpy.random.normal", "numpy.random.random_sample", "numpy.random.standard_normal",
+})
+_FLOAT64_UNLESS_DTYPE = frozenset({
+    "numpy.zeros", "numpy.ones", "numpy.empty", "numpy.linspace", "numpy.loadtxt", "numpy.genfromtxt",
+    "numpy.eye", "numpy.identity",
+})
+_TORCH_CONVERTERS = frozenset({"torch.from_numpy", "torch.tensor", "torch.as_tensor"})
+
+
+def _has_float(value: object) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_float(v) for v in value)
+    return False
+
+
+class Float64FromNumpy(Rule):
+    """## What it does
+    Flags `torch.from_numpy`, `torch.tensor` or `torch.as_tensor` applied directly to a NumPy
+    call that yields float64 by default (`np.random.rand/randn/random/uniform/normal`,
+    `np.zeros/ones/empty/linspace` without `dtype`, `np.full` with a float fill,
+    `np.array/asarray` of float literals, `np.loadtxt/genfromtxt`) without a `dtype` argument or
+    an immediate `.float()` / `.to(torch.float32)`. Integer arrays are not flagged.
+
+    ## Why is this bad?
+    NumPy's default float is float64 and torch keeps it: the tensor takes twice the memory and
+    meets float32 weights with `RuntimeError: mat1 and mat2 must have the same dtype, but got
+    Double and Float` (or `expected scalar type Float but found Double`), or silently promotes
+    computations to float64, which is slow on GPUs.
+
+    ## Example
+    ```python
+    x = torch.from_numpy(np.random.rand(128, 16))
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.from_numpy(np.random.rand(128, 16)).float()
+    # or
+    x = torch.tensor(np.random.rand(128, 16), dtype=torch.float32)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.from_numpy](https://pytorch.org/docs/stable/generated/torch.from_numpy.html)
+    """
+
+    code = "TL204"
+    name = "float64-from-numpy"
+    summary = "Tensor built from a float64 NumPy array without a dtype"
+    severity = "warning"
+    tags = ("performance", "dtype", "numpy")
+    requires_text = ('numpy',)
+    evidence = Evidence(probe="float64_from_numpy", slice="call", judge="_judge_tl204")
+
+    def _float64_source(self, node: ast.AST, ctx: FileContext) -> Optional[str]:
+        name = ctx.call_name(node)
+        if name is None:
+            return None
+        call = node  # type: ast.Call  # type: ignore[assignment]
+        if name in _ALWAYS_FLOAT64:
+            return name
+        if keyword(call, "dtype") is not None:  # type: ignore[arg-type]
+            return None
+        if name in _FLOAT64_UNLESS_DTYPE:
+            return name
+        if name == "numpy.full" and len(call.args) >= 2 and isinstance(literal(call.args[1]), float):  # type: ignore[attr-defined]
+            return name
+        if name in ("numpy.array", "numpy.asarray") and call.args and len(call.args) == 1 \
+                and _has_float(literal(call.args[0])):  # type: ignore[attr-defined]
+            return name
+        return None
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        name = ctx.call_name(node)
+        if name not in _TORCH_CONVERTERS or not node.args or keyword(node, "dtype") is not None:
+            return
+        source = self._float64_source(node.args[0], ctx)
+        if source is None:
+            return
+        parent = ctx.parent
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            if parent.attr in ("float", "half", "bfloat16"):
+                return
+            grand = ctx.parents[-2] if len(ctx.parents) > 1 else None
+            if parent.attr in ("to", "type") and isinstance(grand, ast.Call) and any(
+                    dtype_name(a, ctx) not in (None, "torch.float64") for a in [*grand.args, *(k.value for k in grand.keywords)]):
+                return
+        short = source.replace("numpy.", "np.")
+        self.report(node, f"`{name}` of a float64 `{short}` array gives a float64 tensor",
+                    help="Pass `dtype=torch.float32` or add `.float()`",
+                    params={"source": short, "converter": name})

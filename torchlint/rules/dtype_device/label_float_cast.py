@@ -1,0 +1,102 @@
+"""TL201: a float-cast tensor passed as the target of a class-index loss."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis.torch_api import (CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_LOSS_FUNCTIONS,
+                                          float_cast, receiver_chain)
+from torchlint.analysis.losses import LossCalls
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword
+
+# A float target built from these is a deliberate probability distribution.
+_PROBABILITY_SOURCES = frozenset({"one_hot", "softmax", "log_softmax", "sigmoid", "softmin"})
+
+
+class LabelFloatCast(Rule):
+    """## What it does
+    Flags a float cast (`.float()`, `.double()`, `.half()`, `.bfloat16()`, `.to(<float dtype>)`,
+    `.type(torch.FloatTensor)`, `torch.tensor(..., dtype=<float>)`) of the tensor passed as the
+    target of a class-index loss: `nn.CrossEntropyLoss` / `nn.NLLLoss` instances constructed in
+    the same file, `F.cross_entropy`, `F.nll_loss`; directly or through a local variable
+    assigned from the cast.
+
+    ## Why is this bad?
+    These losses take class *indices* (int64). It is not merely a precision issue:
+
+    - with a class-index shaped target `(N,)`, torch raises
+      `RuntimeError: expected target dtype to be Long or Byte, but got Float` (torch 2.13;
+      older releases say `expected scalar type Long but found Float`);
+    - with a float target of shape `(N, C)`, torch silently reads it as class
+      **probabilities**, a different loss;
+    - integer labels above 2**24 are not exactly representable in float32, so large
+      vocabularies also lose labels.
+
+    Targets of BCE/MSE and other regression losses, and float targets built deliberately as
+    probabilities (`F.one_hot(y, C).float()`, a softmax), are not flagged.
+
+    ## Example
+    ```python
+    loss = F.cross_entropy(logits, labels.float())
+    ```
+
+    ## Use instead
+    ```python
+    loss = F.cross_entropy(logits, labels.long())
+    ```
+
+    ## Fix safety
+    No automatic fix: if the float target is meant as class probabilities, the shape decides.
+
+    ## References
+    - [torch.nn.CrossEntropyLoss](https://pytorch.org/docs/stable/generated/torch.nn.CrossEntropyLoss.html)
+    """
+
+    code = "TL201"
+    name = "label-float-cast"
+    summary = "Float-cast labels passed as the target of CrossEntropyLoss/NLLLoss"
+    severity = "error"
+    tags = ("correctness", "dtype", "loss")
+    requires_text = ('cross_entropy', 'nll_loss', 'CrossEntropyLoss', 'NLLLoss')
+    evidence = Evidence(probe="label_float_cast", slice="target-of-consumer", judge="_judge_tl201", runtime="_tl201")
+
+    def setup(self, ctx: FileContext) -> None:
+        self.losses = LossCalls(CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_LOSS_FUNCTIONS)
+
+    def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
+        self.losses.record(node, ctx)
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if len(node.args) < 2 and not any(k.arg == "target" for k in node.keywords):
+            return
+        loss = self.losses.match(node, ctx)
+        if loss is None:
+            return
+        target = arg_or_keyword(node, 1, "target")
+        found = self._float_cast_of(target, node.lineno, ctx) if target is not None else None
+        if found is not None:
+            self._report(loss, found)
+
+    def _report(self, qualified_loss: str, found: tuple[ast.Call, str]) -> None:
+        cast, dtype = found
+        loss = qualified_loss.replace("torch.nn.functional.", "F.").replace("torch.nn.", "nn.")
+        self.report(cast, f"Target of `{loss}` is cast to {dtype}; class indices must stay int64",
+                    help="Pass the labels as `.long()`", params={"dtype": dtype, "loss": loss})
+
+    def _float_cast_of(self, target: ast.AST, lineno: int, ctx: FileContext) -> Optional[tuple[ast.Call, str]]:
+        if isinstance(target, ast.Name):
+            target = ctx.value_before(target, lineno)  # type: ignore[assignment]
+            if target is None:
+                return None
+        dtype = float_cast(target, ctx)
+        if dtype is None:
+            return None
+        for link in receiver_chain(target)[1:]:
+            if isinstance(link, ast.Call):
+                func = link.func
+                last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                if last in _PROBABILITY_SOURCES:
+                    return None
+        return target, dtype  # type: ignore[return-value]

@@ -1,0 +1,99 @@
+"""TL205: `torch.Tensor(3)` and the other legacy typed constructors."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
+from torchlint.checker import FileContext
+from torchlint.fix.edits import make_fix, module_alias, replace, text_of
+from torchlint.rules.base import Evidence, Rule
+
+_DTYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+           "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16",
+           "ByteTensor": "uint8", "CharTensor": "int8", "BoolTensor": "bool"}
+
+
+def _numbers_only(node: ast.AST) -> bool:
+    """A list/tuple literal of numbers (nested, signed): what the legacy constructor and
+    torch.tensor read the same way."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_numbers_only(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _numbers_only(node.operand)
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool) \
+        or isinstance(node, ast.Constant) and isinstance(node.value, bool)
+
+
+def _fix(node: ast.Call, name: str, ctx: FileContext):  # type: ignore[no-untyped-def]
+    """`torch.FloatTensor([1, 2])` -> `torch.tensor([1, 2], dtype=torch.float32)`."""
+    if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.List) \
+            or not _numbers_only(node.args[0]):
+        return None
+    torch = module_alias(ctx.imports.aliases, "torch")
+    if torch is None:
+        return None
+    kind = name.rsplit(".", 1)[1]
+    # torch.Tensor(list) has the default dtype; torch.tensor would infer int64 from ints.
+    dtype = f"{torch}.{_DTYPES[kind]}" if kind in _DTYPES else f"{torch}.get_default_dtype()"
+    device = ', device="cuda"' if name.startswith("torch.cuda.") else ""
+    data = text_of(ctx.source, node.args[0])
+    return make_fix(f"Use `{torch}.tensor(..., dtype={dtype})`",
+                    [replace(ctx.source, node, f"{torch}.tensor({data}, dtype={dtype}{device})")])
+
+class LegacyTensorConstructor(Rule):
+    """## What it does
+    Flags calls of the legacy constructors `torch.Tensor(...)`, `torch.FloatTensor(...)`,
+    `torch.LongTensor(...)`, `torch.cuda.FloatTensor(...)` and the other typed tensor classes.
+    `isinstance(x, torch.Tensor)`, annotations and base classes are not flagged.
+
+    ## Why is this bad?
+    The legacy constructors are ambiguous: `torch.Tensor(3)` is an *uninitialised* tensor of size
+    3 (whatever was in memory), not a tensor holding 3, while `torch.Tensor([3])` holds 3. They
+    also ignore the default dtype and device conventions of the factory functions.
+
+    ## Example
+    ```python
+    t = torch.Tensor(3)
+    labels = torch.LongTensor(batch_labels)
+    ```
+
+    ## Use instead
+    ```python
+    t = torch.empty(3)         # a shape
+    t = torch.tensor([3.0])    # a value
+    labels = torch.tensor(batch_labels, dtype=torch.long)
+    ```
+
+    ## Fix safety
+    Safe, only for a list literal of numbers: `torch.FloatTensor([1, 2])` becomes
+    `torch.tensor([1, 2], dtype=torch.float32)` (`torch.Tensor([...])` keeps the default dtype
+    with `dtype=torch.get_default_dtype()`, since `torch.tensor` would infer `int64` from
+    integers; `torch.cuda.*Tensor` adds `device="cuda"`). A size argument (`torch.Tensor(3)`) or
+    any other argument has no fix: which of the two meanings was intended is not certain.
+
+    ## References
+    - [torch.tensor](https://pytorch.org/docs/stable/generated/torch.tensor.html)
+    - [Tensor: constructors](https://pytorch.org/docs/stable/tensors.html)
+    """
+
+    code = "TL205"
+    name = "legacy-tensor-constructor"
+    summary = "Legacy constructor torch.Tensor(...)/torch.FloatTensor(...)"
+    severity = "warning"
+    tags = ("correctness", "dtype")
+    requires_text = ('Tensor',)
+    evidence = Evidence(probe="legacy_constructor", slice="call", judge="_judge_tl205")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        name = ctx.call_name(node)
+        if name not in LEGACY_CONSTRUCTORS:
+            return
+        first = node.args[0] if node.args else None
+        short = name.replace("torch.", "", 1)  # type: ignore[union-attr]
+        if isinstance(first, ast.Constant) and isinstance(first.value, int) and not isinstance(first.value, bool):
+            message = f"`{short}({first.value})` is an uninitialised tensor of size {first.value}, not the value"
+        else:
+            message = f"Legacy constructor `{short}`: an int means a size, a sequence means data"
+        self.report(node, message, help="Use `torch.tensor(data)` for values, `torch.zeros(size)` for shapes",
+                    params={"constructor": name}, fix=_fix(node, name, ctx))

@@ -1,0 +1,120 @@
+"""TL206: `self.x = torch.zeros(...)` in an nn.Module's __init__."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis.inference import TENSOR_FACTORIES
+from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule
+
+
+def _attribute_uses(cls: ast.ClassDef) -> dict[str, tuple[bool, int, int]]:
+    """For each `self.<attr>` of the class: (assigned in a method other than __init__,
+    reads, reads moved at the use `self.<attr>.to(...)` / `.cuda()`). One walk per class,
+    not one per attribute (a class with thousands of attributes stays linear)."""
+    uses: dict[str, list] = {}
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(method):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+                entry = uses.setdefault(node.attr, [False, 0, 0])
+                if isinstance(node.ctx, ast.Store) and method.name != "__init__":
+                    entry[0] = True
+                elif isinstance(node.ctx, ast.Load):
+                    entry[1] += 1
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("to", "cuda") \
+                    and isinstance(node.func.value, ast.Attribute) and isinstance(node.func.value.value, ast.Name) \
+                    and node.func.value.value.id == "self":
+                uses.setdefault(node.func.value.attr, [False, 0, 0])[2] += 1
+    return {attr: (entry[0], entry[1], entry[2]) for attr, entry in uses.items()}
+
+
+def _handled_elsewhere(uses: dict[str, tuple[bool, int, int]], attr: str) -> bool:
+    """The class moves it itself at every use (`self.bins.to(x.device)`), or another method
+    replaces it before use (a setter): either way `.to()` on the module is not needed."""
+    stored_elsewhere, reads, moved = uses.get(attr, (False, 0, 0))
+    return stored_elsewhere or (reads > 0 and moved == reads)
+
+
+class UnregisteredTensorAttribute(Rule):
+    """## What it does
+    Flags `self.x = torch.<factory>(...)` (`zeros`, `ones`, `arange`, `tensor`, `randn`, ...) in an
+    `nn.Module` subclass's `__init__` that is neither wrapped in `nn.Parameter` nor registered
+    with `register_buffer`.
+
+    Not flagged: `torch.tensor(x)` of something that may be a scalar (a 0-dim CPU tensor combines
+    with tensors on any device); an attribute the class moves itself at every use
+    (`self.bins.to(x.device)`); an attribute another method replaces before use (a setter).
+
+    Subclasses of framework modules count as Modules: `pytorch_lightning`/`lightning`
+    `LightningModule`, Hugging Face `PreTrainedModel` (and `*PreTrainedModel`), diffusers
+    `ModelMixin`, and the model classes of `torchvision.models` and `timm` (one table in
+    `torchlint/analysis/frameworks.py`). Extend it with the top-level config key
+    `module-bases = ["mypkg.layers.Base"]`. A base defined in another file of the project is not
+    resolved yet.
+
+    ## Why is this bad?
+    A plain tensor attribute is invisible to the module machinery: `.to(device)`/`.cuda()` do not
+    move it and `state_dict()` does not save it. After `model.cuda()`, `forward` mixes a CPU
+    tensor with CUDA activations: `RuntimeError: Expected all tensors to be on the same device`.
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mask = torch.tril(torch.ones(8, 8))
+    ```
+
+    ## Use instead
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mask", torch.tril(torch.ones(8, 8)))
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.nn.Module.register_buffer](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_buffer)
+    """
+
+    code = "TL206"
+    name = "unregistered-tensor-attribute"
+    summary = "Plain tensor attribute in nn.Module: not moved by .to(), not in state_dict()"
+    severity = "warning"
+    tags = ("correctness", "device", "module")
+    requires_text = ('__init__',)
+    options = {"module-bases": MODULE_BASES_OPTION}
+    evidence = Evidence(probe="unregistered_tensor", slice="construct-and-read-attribute", judge="_judge_tl206")
+
+    def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
+        fn = ctx.function
+        if not isinstance(fn, ast.FunctionDef) or fn.name != "__init__" or len(ctx.functions) != 1:
+            return
+        if ctx.enclosing_module_class() is None:
+            return
+        name = ctx.call_name(node.value)
+        if name is None or not name.startswith("torch.") or name.count(".") != 1:
+            return
+        if name.rsplit(".", 1)[1] not in TENSOR_FACTORIES or name in LEGACY_CONSTRUCTORS:
+            return
+        args = node.value.args if isinstance(node.value, ast.Call) else []
+        if name in ("torch.tensor", "torch.as_tensor") and args \
+                and not isinstance(args[0], (ast.List, ast.Tuple, ast.ListComp, ast.Call)):
+            return  # maybe a 0-dim scalar (`torch.tensor(cfg.weight)`), which mixes with tensors on any device
+        cls = ctx.classes[-1]
+        key = ("TL206-uses", id(cls))
+        uses = ctx.memo.get(key)
+        if uses is None:
+            uses = ctx.memo[key] = _attribute_uses(cls)
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self" \
+                    and not _handled_elsewhere(uses, target.attr):  # type: ignore[arg-type]
+                self.report(target, f"Plain tensor `self.{target.attr}` is not moved by `.to()` nor saved",
+                            help=f"Use `self.register_buffer('{target.attr}', ...)` or `nn.Parameter(...)`")

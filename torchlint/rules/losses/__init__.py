@@ -1,0 +1,1 @@
+"""TL4xx: losses and numerics."""

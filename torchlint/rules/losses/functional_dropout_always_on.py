@@ -1,0 +1,114 @@
+"""TL402: F.dropout in a module's method without `training=`."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule, arg_or_keyword, has_star_kwargs, literal
+
+# Only those whose `training` defaults to True: alpha_dropout and feature_alpha_dropout
+# default to training=False (torch 2.13), so without the argument they are always off.
+_DROPOUTS = frozenset(f"torch.nn.functional.{n}" for n in ("dropout", "dropout1d", "dropout2d", "dropout3d"))
+
+
+def _tests_training(test: ast.AST) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "training" for n in ast.walk(test))
+
+
+def _branch_on_training(node: ast.AST) -> bool:
+    return isinstance(node, (ast.If, ast.IfExp)) and _tests_training(node.test)
+
+
+class FunctionalDropoutAlwaysOn(Rule):
+    """## What it does
+    Flags `F.dropout` and `F.dropout1d/2d/3d` inside an `nn.Module` method without a
+    `training=` argument, unless it sits under a test of `self.training` (`if self.training:`),
+    which already limits it to training mode. `F.alpha_dropout` and `F.feature_alpha_dropout`
+    are not flagged: their `training` defaults to `False`, so without the argument they never
+    drop anything (a different bug, but not this one).
+
+    It stays silent when the probability is already zero outside training: `p=self.p if
+    self.training else 0.0`, a local bound from such an expression, a call under
+    `if self.training:`, or a parameter that every same-class caller passes gated
+    (`self.attend(..., dropout_p=self.p if self.training else 0.0)`). Framework modules count
+    as Modules (see TL206).
+
+    ## Why is this bad?
+    The functional form does not know about `model.eval()`: its `training` argument defaults to
+    `True`, so dropout keeps zeroing activations during evaluation and inference. Metrics are
+    noisy and lower than they should be, silently.
+
+    ## Example
+    ```python
+    class Block(nn.Module):
+        def forward(self, x):
+            return F.dropout(self.fc(x), p=0.1)
+    ```
+
+    ## Use instead
+    ```python
+    class Block(nn.Module):
+        def forward(self, x):
+            return F.dropout(self.fc(x), p=0.1, training=self.training)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.nn.functional.dropout](https://pytorch.org/docs/stable/generated/torch.nn.functional.dropout.html)
+    """
+
+    code = "TL402"
+    name = "functional-dropout-always-on"
+    summary = "F.dropout without training= stays on in eval()"
+    severity = "warning"
+    tags = ("correctness", "module")
+    requires_text = ('dropout',)
+    options = {"module-bases": MODULE_BASES_OPTION}
+    evidence = Evidence(probe="functional_dropout", runtime="_tl402")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        name = ctx.call_name(node)
+        if name not in _DROPOUTS or ctx.enclosing_module_class() is None:
+            return
+        if has_star_kwargs(node) or arg_or_keyword(node, 2, "training") is not None:
+            return
+        if ctx.any_ancestor("tests-training", _branch_on_training):
+            return  # `if self.training:` already limits it to training
+        p_node = arg_or_keyword(node, 1, "p")
+        if p_node is not None and _p_gated(p_node, node, ctx):
+            return  # `p=self.p if self.training else 0.0`: off in eval() already
+        short = name.rsplit(".", 1)[1]  # type: ignore[union-attr]
+        p = 0.5 if p_node is None else literal(p_node)  # 0.5: the default
+        self.report(node, f"`F.{short}` without `training=` stays on after `model.eval()`",
+                    help="Pass `training=self.training`, or use an `nn.Dropout` layer",
+                    params={"function": short, "p": p if type(p) in (int, float) else None})
+
+
+def _p_gated(p_node: ast.AST, call: ast.Call, ctx: FileContext) -> bool:
+    """Is the probability already zero outside training: it reads `.training` itself, a
+    local bound from such an expression, or a parameter that every same-class caller passes
+    gated (`self.attend(q, k, dropout_p=self.p if self.training else 0.0)`)?"""
+    if _tests_training(p_node):
+        return True
+    if not isinstance(p_node, ast.Name):
+        return False
+    value = ctx.value_before(p_node, call.lineno)
+    if value is not None:
+        return _tests_training(value)
+    fn = ctx.function
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not ctx.classes:
+        return False
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if p_node.id not in params and p_node.id not in (a.arg for a in fn.args.kwonlyargs):
+        return False
+    index = params.index(p_node.id) - 1 if p_node.id in params else None  # minus `self`
+    passed = []
+    for sub in ast.walk(ctx.classes[-1]):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == fn.name \
+                and isinstance(sub.func.value, ast.Name) and sub.func.value.id == "self":
+            arg = arg_or_keyword(sub, index if index is not None and index >= 0 else 10**6, p_node.id)
+            passed.append(arg is not None and _tests_training(arg))
+    return bool(passed) and all(passed)

@@ -1,0 +1,80 @@
+"""TL403: softmax without an explicit `dim`."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, keyword
+
+_FUNCS = frozenset({"torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
+                    "torch.nn.functional.softmin", "torch.softmax", "torch.log_softmax"})
+# These take `dim` as a required argument and accept NumPy's `axis=` for it.
+_NUMPY_ALIASES = frozenset({"torch.softmax", "torch.log_softmax"})
+_MODULES = frozenset({"torch.nn.Softmax", "torch.nn.LogSoftmax", "torch.nn.Softmin"})
+
+
+class ImplicitSoftmaxDim(Rule):
+    """## What it does
+    Flags `F.softmax`, `F.log_softmax`, `F.softmin`, `torch.softmax`, `torch.log_softmax` and
+    `nn.Softmax()/LogSoftmax()/Softmin()` without `dim`, and `F.softmax(x, axis=...)`.
+    `torch.softmax(x, axis=1)` and `torch.log_softmax(x, axis=1)` are not flagged: those two
+    accept NumPy's `axis=` as an alias of `dim` (checked on torch 2.13).
+
+    ## Why is this bad?
+    For the functional forms torch chooses the dimension implicitly and warns
+    (`UserWarning: Implicit dimension choice for softmax has been deprecated`): dim 0 for 0-, 1-
+    and 3-D input, dim 1 otherwise. For a 3-D `(batch, seq, classes)` tensor that normalises
+    across the *batch*, silently wrong. `torch.softmax(x)` without `dim` raises `TypeError`
+    (`missing 1 required positional arguments: "dim"`), and the functional forms reject `axis=`
+    (`TypeError: softmax() got an unexpected keyword argument 'axis'`).
+
+    ## Example
+    ```python
+    probs = F.softmax(logits)
+    ```
+
+    ## Use instead
+    ```python
+    probs = F.softmax(logits, dim=-1)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.nn.functional.softmax](https://pytorch.org/docs/stable/generated/torch.nn.functional.softmax.html)
+    """
+
+    code = "TL403"
+    name = "implicit-softmax-dim"
+    summary = "softmax/log_softmax/softmin without dim"
+    severity = "warning"
+    tags = ("correctness", "deprecated")
+    requires_text = ('softmax', 'Softmax', 'softmin', 'Softmin')
+    precision = "very-high"
+
+    help = "Pass `dim=-1` (or the class dimension)"
+    evidence = Evidence(probe="implicit_softmax_dim", slice="call", judge="_judge_tl403", runtime="_tl403")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        name = ctx.call_name(node)
+        if name is None or has_star_kwargs(node) or any(isinstance(a, ast.Starred) for a in node.args):
+            return
+        if name in _FUNCS:
+            short = name.replace("torch.nn.functional.", "F.")
+            axis = keyword(node, "axis")
+            if axis is not None and name in _NUMPY_ALIASES:
+                return  # torch.softmax(x, axis=1) is accepted: `axis` is an alias of `dim`
+            if axis is not None:
+                self.report(node, f"`{short}` raises on `axis=`: it has no such parameter", help="Write `dim=`")
+                return
+            if arg_or_keyword(node, 1, "dim") is not None:
+                return
+            if name in _NUMPY_ALIASES:
+                self.report(node, f"`{short}` without `dim` raises: `dim` is required")
+            else:
+                self.report(node, f"`{short}` without `dim` picks a dimension from the input's rank (deprecated)")
+        elif name in _MODULES and arg_or_keyword(node, 0, "dim") is None:
+            short = name.replace("torch.nn.", "nn.")
+            self.report(node, f"`{short}()` without `dim` picks a dimension from the input's rank (deprecated)")

@@ -1,0 +1,198 @@
+"""TL401: softmax/sigmoid applied before a loss that applies it itself."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis.losses import LossCalls
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword
+
+# loss (class or function) -> activations that must not precede it. log_softmax before
+# cross_entropy is redundant but harmless: log_softmax is idempotent, so loss and gradients
+# are unchanged (checked on torch 2.13: equal loss, gradients within 4e-9).
+_FORBIDDEN = {
+    "torch.nn.CrossEntropyLoss": ("softmax",),
+    "torch.nn.functional.cross_entropy": ("softmax",),
+    "torch.nn.BCEWithLogitsLoss": ("sigmoid",),
+    "torch.nn.functional.binary_cross_entropy_with_logits": ("sigmoid",),
+    "torch.nn.NLLLoss": ("softmax",),
+    "torch.nn.functional.nll_loss": ("softmax",),
+}
+_WHAT = {
+    "softmax": "softmax outputs but applies log_softmax itself",
+    "log_softmax": "log_softmax outputs but applies log_softmax itself",
+    "sigmoid": "sigmoid outputs but applies sigmoid itself",
+    "softmax-nll": "softmax probabilities, not log-probabilities",
+}
+_ACTIVATION_FUNCS = {
+    "torch.softmax": "softmax", "torch.nn.functional.softmax": "softmax",
+    "torch.log_softmax": "log_softmax", "torch.nn.functional.log_softmax": "log_softmax",
+    "torch.sigmoid": "sigmoid", "torch.nn.functional.sigmoid": "sigmoid",
+}
+
+
+def _activation(node: ast.AST, ctx: FileContext) -> Optional[str]:
+    if not isinstance(node, ast.Call):
+        return None
+    name = ctx.call_name(node)
+    if name in _ACTIVATION_FUNCS:
+        return _ACTIVATION_FUNCS[name]
+    if name is None and isinstance(node.func, ast.Attribute) and node.func.attr in ("softmax", "log_softmax", "sigmoid"):
+        return node.func.attr
+    return None
+
+
+_ACTIVATION_MODULES = {"torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "log_softmax",
+                       "torch.nn.Sigmoid": "sigmoid"}
+
+
+def _layer_activation(layer: Optional[ast.AST], ctx: FileContext) -> Optional[str]:
+    """The activation a layer ends with: `nn.Softmax()`, or `nn.Sequential(..., nn.Softmax())`."""
+    name = ctx.module_scope.imports.call_name(layer) if layer is not None else None
+    if name in _ACTIVATION_MODULES:
+        return _ACTIVATION_MODULES[name]  # type: ignore[index]
+    if name == "torch.nn.Sequential" and layer.args and not isinstance(layer.args[-1], ast.Starred):  # type: ignore[union-attr]
+        return _layer_activation(layer.args[-1], ctx)  # type: ignore[union-attr]
+    return None
+
+
+def module_output_activation(call: ast.Call, index: Optional[int], ctx: FileContext) -> Optional[str]:
+    """The activation that ends the output of calling a module of this file, followed one
+    level: `self.head(x)` with `self.head = nn.Sequential(..., nn.Softmax())`, or `net(x)`
+    with `net = Net()` whose `forward` returns such a head's output (`index` picks one
+    element when the caller unpacks a returned tuple)."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        return _layer_activation(ctx.self_attribute_value(func.attr), ctx) if index is None else None
+    if not isinstance(func, ast.Name):
+        return None
+    built = ctx.value_before(func, call.lineno, module_fallback=True)
+    if not isinstance(built, ast.Call):
+        return None
+    if index is None and _layer_activation(built, ctx) is not None:
+        return _layer_activation(built, ctx)
+    cls = ctx.module_class(built.func.id) if isinstance(built.func, ast.Name) else None
+    if cls is None or not ctx.is_module_class(cls):
+        return None
+    forward = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+    if forward is None:
+        return None
+    found = set()
+    for ret in (n for n in ast.walk(forward) if isinstance(n, ast.Return) and n.value is not None):
+        value = ret.value
+        if isinstance(value, ast.Tuple):
+            if index is None or index >= len(value.elts):
+                return None
+            value = value.elts[index]
+        elif index is not None:
+            return None
+        if value is not None:
+            found.add(_forward_value_activation(value, forward, cls, ctx))
+    return found.pop() if len(found) == 1 else None
+
+
+def _forward_value_activation(value: ast.AST, forward: ast.FunctionDef, cls: ast.ClassDef,
+                              ctx: FileContext) -> Optional[str]:
+    if isinstance(value, ast.Name):  # `label = self.aux(out)` ... `return validity, label`
+        assigned = ctx.sole_value(value.id, forward)
+        if assigned is None:
+            return None
+        value = assigned
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        return _layer_activation(ctx.self_attribute_value(func.attr, cls), ctx)
+    name = ctx.module_scope.imports.call_name(value)
+    return _ACTIVATION_FUNCS.get(name) if name is not None else None
+
+
+class SoftmaxBeforeCrossEntropy(Rule):
+    """## What it does
+    Flags the input of `nn.CrossEntropyLoss` / `F.cross_entropy` when it is a `softmax` result
+    (directly, or through a local variable assigned from it);
+    `nn.BCEWithLogitsLoss` / `F.binary_cross_entropy_with_logits` on a `sigmoid` result; and
+    `nn.NLLLoss` / `F.nll_loss` on a `softmax` (not `log_softmax`) result. Using the softmax for
+    metrics while the loss gets the logits is not flagged, and neither is a `log_softmax` result
+    fed to `CrossEntropyLoss`: redundant, but `log_softmax` is idempotent, so the loss and its
+    gradients are the same.
+
+    The output of a module of the same file counts too, one level deep: `self.head(x)` with
+    `self.head = nn.Sequential(..., nn.Softmax())`, or `out = net(x)` (also unpacked from a tuple)
+    where `net = Net()` and `Net.forward` returns such a head's output.
+
+    ## Why is this bad?
+    `CrossEntropyLoss` applies `log_softmax` itself and `BCEWithLogitsLoss` applies `sigmoid`
+    itself. Applying it first computes a different loss: softmax outputs lie in (0, 1), so the
+    second softmax sees nearly flat logits, the loss can never approach 0, and the gradients
+    shrink; training is slow or stalls, with no error. `NLLLoss` expects log-probabilities,
+    not probabilities.
+
+    ## Example
+    ```python
+    probs = F.softmax(model(x), dim=-1)
+    loss = F.cross_entropy(probs, y)
+    ```
+
+    ## Use instead
+    ```python
+    logits = model(x)
+    loss = F.cross_entropy(logits, y)
+    probs = logits.softmax(dim=-1)  # for metrics only
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.nn.CrossEntropyLoss](https://pytorch.org/docs/stable/generated/torch.nn.CrossEntropyLoss.html)
+    - [torch.nn.BCEWithLogitsLoss](https://pytorch.org/docs/stable/generated/torch.nn.BCEWithLogitsLoss.html)
+    """
+
+    code = "TL401"
+    name = "softmax-before-cross-entropy"
+    summary = "softmax/sigmoid applied before a loss that already applies it"
+    severity = "error"
+    tags = ("correctness", "loss")
+    # Functions and methods are lower case; the layers (`nn.Softmax()` in a head) are not.
+    requires_text = ('softmax', 'sigmoid', 'Softmax', 'Sigmoid')
+    evidence = Evidence(probe="softmax_before_ce", slice="input-of-consumer", judge="_judge_tl401", runtime="_tl401")
+
+    def setup(self, ctx: FileContext) -> None:
+        self.losses = LossCalls(frozenset(k for k in _FORBIDDEN if not k.startswith("torch.nn.functional.")),
+                                frozenset(k for k in _FORBIDDEN if k.startswith("torch.nn.functional.")))
+
+    def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
+        self.losses.record(node, ctx)
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if not node.args and not any(k.arg == "input" for k in node.keywords):
+            return
+        loss = self.losses.match(node, ctx)
+        if loss is None:
+            return
+        arg = given = arg_or_keyword(node, 0, "input")
+        index = None
+        if isinstance(arg, ast.Name):
+            binding = ctx.binding_before(arg.id, node.lineno)
+            plain = binding is not None and isinstance(binding.node, (ast.Assign, ast.AnnAssign, ast.NamedExpr))
+            arg, index = (binding.value, binding.index) if plain else (None, None)  # type: ignore[union-attr]
+        if arg is None:
+            return
+        act = _activation(arg, ctx) if index is None else None
+        if act is None and isinstance(arg, ast.Call):
+            act = module_output_activation(arg, index, ctx)
+            arg = given  # point at what the loss is given: the activation is in another method
+        if act is not None:
+            self._check(loss, (arg, act))  # type: ignore[arg-type]
+
+    def _check(self, loss: str, found: tuple[ast.Call, str]) -> None:
+        arg, act = found
+        if act not in _FORBIDDEN[loss]:
+            return
+        short = loss.replace("torch.nn.functional.", "F.").replace("torch.nn.", "nn.")
+        fix = "Pass the raw logits" if act != "softmax" or "nll" not in loss.lower() else "Use `log_softmax`"
+        self.report(arg, f"`{short}` gets {_WHAT[act] if 'nll' not in loss.lower() else _WHAT['softmax-nll']}",
+                    help=fix, params={"loss": short, "activation": act})

@@ -1,0 +1,1 @@
+"""TL0xx: diagnostics about the lint itself (files that cannot be parsed, unused noqa)."""

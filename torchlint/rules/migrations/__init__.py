@@ -1,0 +1,1 @@
+"""TL9xx: migrations, deprecated and removed APIs."""

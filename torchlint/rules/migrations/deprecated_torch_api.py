@@ -1,0 +1,140 @@
+"""TL901: a torch API that is deprecated or removed for the configured `torch-version`,
+from the one data table in torchlint/data/deprecated_api.toml."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis.torch_versions import DeprecatedApi, at_least, deprecated_apis
+from torchlint.checker import FileContext
+from torchlint.fix.edits import add_keyword, make_fix, module_alias, replace
+from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION
+
+_LAST_NAMES = frozenset(api.short for api in deprecated_apis().values())
+_UPSAMPLE_MODES = {"upsample-nearest": 'mode="nearest"', "upsample-bilinear": 'mode="bilinear", align_corners=True'}
+
+
+class DeprecatedTorchApi(Rule):
+    """## What it does
+    Flags calls to torch APIs that are deprecated or removed (including `with` items and
+    constructors), read from one data table shipped
+    with torchlint (`torchlint/data/deprecated_api.toml`): the linear-algebra functions replaced
+    by `torch.linalg` (`torch.solve`, `torch.symeig`, `torch.eig`, `torch.lstsq`,
+    `torch.matrix_rank`, `torch.qr`, `torch.cholesky`, `torch.lu`, `torch.lu_solve`,
+    `torch.triangular_solve`, `torch.chain_matmul`, `torch.svd`, `torch.norm`, `torch.ger`),
+    `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
+    `torch.testing.assert_allclose`, `nn.utils.weight_norm`, `torch.backends.cuda.sdp_kernel`,
+    `torch.utils._pytree._register_pytree_node` and `functorch.*` (now `torch.func.*`).
+
+    Each row records the torch release that deprecated it, the one that removed it, and what
+    torch 2.13 does when it is called (raises, warns, or only documents the deprecation),
+    checked by calling it; the message says which. Removed APIs are reported as errors.
+
+    The `torch-version` setting (`torch-version = "2.4"` at the top level of the config, or
+    `--torch-version`; default `"2.4"`) is the oldest torch the code must still run on: an API
+    deprecated after that release is not reported, since its replacement may not exist there.
+
+    ## Why is this bad?
+    Removed APIs raise `RuntimeError` on current torch (`torch.solve`: "This function was
+    deprecated since version 1.9 and is now removed"). Deprecated ones warn on every call, are
+    no longer maintained (`torch.norm`'s docs: "its documentation and behavior may be
+    incorrect"), and will be removed.
+
+    ## Example
+    ```python
+    x = torch.solve(b, A).solution
+    n = torch.norm(v, dim=1)
+    batched = functorch.vmap(f)
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.linalg.solve(A, b)
+    n = torch.linalg.vector_norm(v, dim=1)
+    batched = torch.func.vmap(f)
+    ```
+
+    ## Fix safety
+    Safe, and offered only where the replacement is a drop-in with the same arguments and
+    result: `torch.ger` → `torch.outer`, `functorch.X` → `torch.func.X`,
+    `torch.cholesky(A)` (one argument) → `torch.linalg.cholesky(A)`,
+    `nn.UpsamplingNearest2d(...)` → `nn.Upsample(..., mode="nearest")` and
+    `nn.UpsamplingBilinear2d(...)` → `nn.Upsample(..., mode="bilinear", align_corners=True)`
+    (those classes are `Upsample` with these arguments fixed). Uses through a bare imported
+    name are not rewritten (the import would have to change too). The others change argument
+    order, return types or defaults (the table's `why` column says how), so they are left to a
+    person.
+
+    ## References
+    - [torch.linalg](https://pytorch.org/docs/stable/linalg.html)
+    - [torch.func migrating from functorch](https://pytorch.org/docs/stable/func.migrating.html)
+    - [TorchFix deprecated symbols](https://github.com/pytorch-labs/torchfix)
+    """
+
+    code = "TL901"
+    name = "deprecated-torch-api"
+    summary = "Deprecated or removed torch API (for the configured torch-version)"
+    severity = "warning"
+    tags = ("migration", "deprecation")
+    precision = "very-high"
+    requires_text = tuple(sorted(_LAST_NAMES))
+    options = {"torch-version": TORCH_VERSION_OPTION}
+    evidence = Evidence(reason=("the table's `on_current` column was checked by calling every API on torch 2.13 "
+                                "(tests/test_migrations.py repeats it whenever torch is installed)"))
+
+    # Calls only (a `with`, a decorator with arguments and a constructor are calls too): a
+    # handler on every Name and Attribute node cost more than all the other rules' gates.
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in _LAST_NAMES:
+                self._check(func, node, ctx)
+        elif isinstance(func, ast.Name):
+            # The semantic model resolves a bare name through this scope's imports and
+            # bindings (`norm = nn.LayerNorm(d)` or a parameter called `solve` shadow imports).
+            self._check(func, node, ctx)
+
+    def _check(self, node: ast.AST, call: ast.Call, ctx: FileContext) -> None:
+        name = ctx.qualname(node)
+        api = deprecated_apis().get(name) if name else None
+        if api is None:
+            return
+        target = self.settings["torch-version"]
+        if not at_least(target, api.deprecated):
+            return  # the code must still run on a torch from before the replacement
+        if api.removed:
+            status = f"was removed in torch {api.removed}: on 2.13 it {api.on_current}"
+        else:
+            status = f"is deprecated since torch {api.deprecated} (2.13: {api.on_current})"
+        why = f" ({api.why})" if api.why else ""
+        use = " or ".join(f"`{part}`" for part in api.use.split(" or "))
+        self.report(node, f"`{name}` {status}", help=f"Use {use}{why}",
+                    severity="error" if api.removed else None, fix=_fix(node, api, ctx, call))
+
+
+def _fix(node: ast.AST, api: DeprecatedApi, ctx: FileContext, call: ast.Call) -> Optional[dict]:
+    if not api.fix or not isinstance(node, ast.Attribute):
+        return None  # a bare imported name: its import would have to change too
+    if api.fix == "rename":
+        module, _, last = api.use.rpartition(".")
+        alias = module_alias(ctx.imports.aliases, module)
+        if alias is None:
+            return None
+        return make_fix(f"Use `{api.use}`", [replace(ctx.source, node, f"{alias}.{last}")])
+    if any(k.arg is None or k.arg in ("mode", "align_corners") for k in call.keywords):
+        return None
+    if api.fix == "single-argument":
+        alias = module_alias(ctx.imports.aliases, "torch.linalg")
+        if alias is None or len(call.args) != 1 or call.keywords or isinstance(call.args[0], ast.Starred):
+            return None
+        return make_fix("Use `torch.linalg.cholesky`", [replace(ctx.source, node, f"{alias}.cholesky")])
+    if api.fix in _UPSAMPLE_MODES:
+        alias = module_alias(ctx.imports.aliases, "torch.nn")
+        add = add_keyword(ctx.source, call, _UPSAMPLE_MODES[api.fix])
+        if alias is None or add is None or len(call.args) > 2:
+            return None
+        # UpsamplingNearest2d/Bilinear2d are Upsample with these arguments fixed.
+        return make_fix(f"Use `{api.use}`", [replace(ctx.source, node, f"{alias}.Upsample"), add])
+    return None
+

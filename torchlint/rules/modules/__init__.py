@@ -1,0 +1,1 @@
+"""TL7xx: module structure."""

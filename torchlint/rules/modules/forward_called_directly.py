@@ -1,0 +1,62 @@
+"""TL703: `model.forward(x)` bypasses hooks."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis import inference
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, dotted
+
+
+class ForwardCalledDirectly(Rule):
+    """## What it does
+    Flags `module.forward(x)` on any receiver except `self` and `super()` (and the unbound
+    `Base.forward(self, x)`).
+
+    ## Why is this bad?
+    `module(x)` runs `__call__`, which runs forward pre-hooks, `forward`, and forward hooks, and
+    is what DDP, FSDP, quantization observers, `torch.compile` guards and profilers hook into.
+    Calling `.forward` directly skips all of them, so wrappers silently misbehave.
+
+    ## Example
+    ```python
+    out = model.forward(x)
+    ```
+
+    ## Use instead
+    ```python
+    out = model(x)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.nn.Module.__call__ / hooks](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.register_forward_hook)
+    """
+
+    code = "TL703"
+    name = "forward-called-directly"
+    summary = "module.forward(x) called directly skips hooks"
+    severity = "warning"
+    tags = ("correctness", "module")
+    requires_text = ('.forward',)
+    evidence = Evidence(probe="forward_directly", slice="call", judge="_judge_tl703")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        func = node.func
+        if not isinstance(func, ast.Attribute) or func.attr != "forward":
+            return
+        receiver = func.value
+        if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls"):
+            return
+        if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == "super":
+            return
+        # Only receivers known to be nn.Modules: many other objects have a `forward` method
+        # (skorch nets, ONNX/OpenCV inference backends), and `Base.forward(self, x)` or
+        # `type(m).forward(m, x)` is an unbound call of a class's implementation.
+        if inference.kind_of(receiver, ctx) != inference.MODULE:
+            return
+        self.report(node, f"`{dotted(func)}(...)` skips the module's hooks",
+                    help=f"Call the module: `{dotted(receiver)}(...)`")

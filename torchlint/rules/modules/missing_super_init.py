@@ -1,0 +1,89 @@
+"""TL702: an nn.Module subclass whose __init__ never calls super().__init__()."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule
+
+
+def _calls_base_init(fn: ast.FunctionDef) -> bool:
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__":
+            return True  # super().__init__(), super(C, self).__init__(), Base.__init__(self)
+    return False
+
+
+def _calls_self_method(fn: ast.FunctionDef, names: set[str]) -> bool:
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
+            return True
+    return False
+
+
+class MissingSuperInit(Rule):
+    """## What it does
+    Flags an `nn.Module` subclass (direct, or through classes of the same file) whose `__init__`
+    never calls `super().__init__()`, `super(Cls, self).__init__()` or `Base.__init__(self)`.
+    Reported at `def __init__`.
+
+    Subclasses of framework modules count as Modules: `pytorch_lightning`/`lightning`
+    `LightningModule`, Hugging Face `PreTrainedModel` (and `*PreTrainedModel`), diffusers
+    `ModelMixin`, and the model classes of `torchvision.models` and `timm` (one table in
+    `torchlint/analysis/frameworks.py`). Extend it with the top-level config key
+    `module-bases = ["mypkg.layers.Base"]`. A base defined in another file of the project is not
+    resolved yet.
+
+    ## Why is this bad?
+    `nn.Module.__init__` creates the dictionaries that hold parameters, buffers and submodules.
+    Without it the first assignment of a submodule or parameter raises
+    `AttributeError: cannot assign module before Module.__init__() call`.
+
+    ## Example
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            self.fc = nn.Linear(4, 2)
+    ```
+
+    ## Use instead
+    ```python
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.nn.Module](https://pytorch.org/docs/stable/generated/torch.nn.Module.html)
+    """
+
+    code = "TL702"
+    name = "missing-super-init"
+    summary = "nn.Module subclass __init__ does not call super().__init__()"
+    severity = "error"
+    tags = ("correctness", "module")
+    requires_text = ('__init__',)
+    options = {"module-bases": MODULE_BASES_OPTION}
+    precision = "very-high"
+    evidence = Evidence(probe="missing_super", slice="construct", judge="_judge_tl702")
+
+    def visit_ClassDef(self, node: ast.ClassDef, ctx: FileContext) -> None:
+        # A stub (.pyi) declares `__init__`'s signature; it has no body to call anything.
+        if ctx.source.path.lower().endswith(".pyi") or not ctx.is_module_class(node):
+            return
+        init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        if init is None or _calls_base_init(init):
+            return
+        # `__init__` may delegate to a method that calls the base __init__.
+        initializers = {s.name for s in node.body if isinstance(s, ast.FunctionDef) and s is not init
+                        and _calls_base_init(s)}
+        if _calls_self_method(init, initializers):
+            return
+        self.report(init, f"`{node.name}.__init__` never calls `super().__init__()`",
+                    help="Call `super().__init__()` first")

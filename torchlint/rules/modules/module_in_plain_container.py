@@ -1,0 +1,141 @@
+"""TL701: submodules kept in a plain list/tuple/dict are not registered."""
+
+from __future__ import annotations
+
+import ast
+from typing import Optional
+
+from torchlint.analysis import inference
+from torchlint.checker import FileContext
+from torchlint.fix.edits import UNSAFE, make_fix, module_alias, replace, text_of
+from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule
+
+
+def _registers_manually(cls: ast.ClassDef) -> bool:
+    """`self.add_module(str(i), layer)` / `setattr(self, ...)` registers list members too."""
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr in ("add_module", "register_module"):
+                return True
+            if isinstance(f, ast.Name) and f.id == "setattr" and node.args and \
+                    isinstance(node.args[0], ast.Name) and node.args[0].id == "self":
+                return True
+    return False
+
+
+class ModuleInPlainContainer(Rule):
+    """## What it does
+    Flags, in an `nn.Module` subclass, a list, tuple or dict (literal or comprehension) containing
+    `nn.Module` instances assigned to `self.<attr>`.
+
+    Subclasses of framework modules count as Modules: `pytorch_lightning`/`lightning`
+    `LightningModule`, Hugging Face `PreTrainedModel` (and `*PreTrainedModel`), diffusers
+    `ModelMixin`, and the model classes of `torchvision.models` and `timm` (one table in
+    `torchlint/analysis/frameworks.py`). Extend it with the top-level config key
+    `module-bases = ["mypkg.layers.Base"]`. A base defined in another file of the project is not
+    resolved yet.
+
+    ## Why is this bad?
+    `nn.Module` registers submodules only when they are assigned directly or held in
+    `nn.ModuleList`/`nn.ModuleDict`. Modules in a plain container are invisible: their
+    parameters are missing from `model.parameters()` (the optimizer never updates them),
+    `.to()`/`.cuda()` do not move them, and `state_dict()` does not save them.
+
+    ## Example
+    ```python
+    self.layers = [nn.Linear(d, d) for _ in range(n)]
+    ```
+
+    ## Use instead
+    ```python
+    self.layers = nn.ModuleList([nn.Linear(d, d) for _ in range(n)])
+    ```
+
+    ## Fix safety
+    Unsafe (applied with `--unsafe-fixes`): the container is wrapped in
+    `nn.ModuleList(...)` / `nn.ModuleDict(...)` when every element is a module call (and a dict's
+    keys are string literals). The parameters then join `parameters()`, the optimizer and
+    `state_dict()`, so checkpoints saved before the fix lack those keys and no longer load with
+    `strict=True`.
+
+    ## References
+    - [torch.nn.ModuleList](https://pytorch.org/docs/stable/generated/torch.nn.ModuleList.html)
+    """
+
+    code = "TL701"
+    name = "module-in-plain-container"
+    summary = "nn.Module instances in a plain list/dict attribute are not registered"
+    severity = "error"
+    tags = ("correctness", "module")
+    requires_text = ('Module', 'nn.', 'torch.nn', 'PreTrainedModel', 'ModelMixin')
+    options = {"module-bases": MODULE_BASES_OPTION}
+    evidence = Evidence(probe="plain_container", slice="construct-and-read-attribute", judge="_judge_tl701")
+
+    def _container(self, value: ast.AST, ctx: FileContext) -> Optional[str]:
+        elements: list[ast.AST] = []
+        if isinstance(value, (ast.List, ast.Tuple)):
+            kind = "list" if isinstance(value, ast.List) else "tuple"
+            elements = list(value.elts)
+        elif isinstance(value, ast.Dict):
+            kind = "dict"
+            elements = [v for v in value.values if v is not None]
+        elif isinstance(value, (ast.ListComp, ast.GeneratorExp)):
+            kind = "list"
+            elements = [value.elt]
+        elif isinstance(value, ast.DictComp):
+            kind = "dict"
+            elements = [value.value]
+        else:
+            return None
+        if any(isinstance(e, ast.Call) and inference.kind_of(e, ctx) == inference.MODULE for e in elements):
+            return kind
+        return None
+
+    def setup(self, ctx: FileContext) -> None:
+        self._manual: dict[int, bool] = {}
+
+    def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
+        if not isinstance(node.value, (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.GeneratorExp, ast.DictComp)):
+            return
+        cls = ctx.enclosing_module_class()
+        if cls is None:
+            return
+        kind = self._container(node.value, ctx)
+        if kind is None:
+            return
+        if id(cls) not in self._manual:
+            self._manual[id(cls)] = _registers_manually(cls)
+        if self._manual[id(cls)]:
+            return
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+                holder = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
+                self.report(target, f"Modules in plain {kind} `self.{target.attr}` are not registered",
+                            help=f"Use `{holder}(...)`", fix=_fix(node.value, kind, ctx))
+
+
+def _fix(value: ast.AST, kind: str, ctx: FileContext):  # type: ignore[no-untyped-def]
+    """`[a, b]` -> `nn.ModuleList([a, b])`, when every element is a module (ModuleList
+    rejects anything else) and a dict's keys are strings (ModuleDict needs them)."""
+    nn = module_alias(ctx.imports.aliases, "torch.nn")
+    if nn is None:
+        return None
+    if isinstance(value, (ast.List, ast.Tuple)):
+        if not value.elts or not all(isinstance(e, ast.Call) and inference.kind_of(e, ctx) == inference.MODULE
+                                     for e in value.elts):
+            return None
+    elif isinstance(value, ast.Dict):
+        if not value.keys or not all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys) \
+                or not all(isinstance(v, ast.Call) and inference.kind_of(v, ctx) == inference.MODULE
+                           for v in value.values):
+            return None
+    elif isinstance(value, ast.DictComp):
+        return None  # its keys may not be strings
+    holder = f"{nn}.ModuleDict" if kind == "dict" else f"{nn}.ModuleList"
+    text = text_of(ctx.source, value)
+    wrapped = f"{holder}({text})" if not isinstance(value, ast.GeneratorExp) or text.startswith("(") \
+        else f"{holder}(({text}))"
+    # Unsafe: the parameters join parameters(), the optimizer and state_dict() (new keys:
+    # checkpoints saved before the fix no longer load with strict=True).
+    return make_fix(f"Wrap in `{holder}`", [replace(ctx.source, value, wrapped)], UNSAFE)

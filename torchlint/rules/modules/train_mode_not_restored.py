@@ -1,0 +1,104 @@
+"""TL704: a training loop that switches to eval() and never back to train()."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis.frozen import is_copy_of_model
+from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name, receiver_name
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, dotted, literal
+
+
+def _is_train_call(call: ast.Call) -> bool:
+    if method_name(call) != "train":
+        return False
+    return not call.args or literal(call.args[0]) is not False
+
+
+def _steps(call: ast.Call) -> bool:
+    """An optimizer step: `opt.step()`, `sgd.step()`, `scaler.step(opt)`; not a scheduler's."""
+    if is_optimizer_step(call):
+        return True
+    name = receiver_name(call).lower()
+    return method_name(call) == "step" and "sched" not in name and not name.startswith("lr") and "env" not in name
+
+
+class TrainModeNotRestored(Rule):
+    """## What it does
+    Flags `model.eval()` inside a loop that trains (calls `.backward()`) when the loop never calls
+    `.train()`. Reported at the `.eval()` call, or at the call of a function of the same file that
+    calls `.eval()` (an `evaluate()` helper) without switching back. Calls to same-file helpers
+    count, one level deep, on both sides.
+
+    It leaves out `eval()` of a copy that is not the trained model: a `copy.deepcopy(...)`, an
+    `AveragedModel`/`ModelEma`/EMA helper, or a name like `ema`, `shadow`, `teacher`, `target`,
+    `*_copy`. And it needs the loop to train: a `backward()` and an optimizer `step()`
+    (itself or in a same-file helper); a loop that only inspects gradients (saliency, gradient
+    norms) never trains, so eval mode there is harmless.
+
+    ## Why is this bad?
+    `eval()` switches dropout off and makes batch norm use running statistics. If the training
+    loop never switches back, every epoch after the first validation trains in eval mode: no
+    dropout regularisation, frozen batch-norm statistics. Accuracy is quietly worse.
+
+    ## Example
+    ```python
+    for epoch in range(epochs):
+        train_one_epoch(model, loader)  # calls loss.backward()
+        model.eval()
+        validate(model)
+    ```
+
+    ## Use instead
+    ```python
+    for epoch in range(epochs):
+        model.train()
+        train_one_epoch(model, loader)
+        model.eval()
+        validate(model)
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [torch.nn.Module.train](https://pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.train)
+    """
+
+    code = "TL704"
+    name = "train-mode-not-restored"
+    summary = "Loop calls model.eval() but never model.train(): later epochs train in eval mode"
+    severity = "warning"
+    tags = ("correctness", "training-loop")
+    requires_text = ('.eval(',)
+
+    help = "Call `model.train()` at the start of each epoch"
+    evidence = Evidence(probe="train_mode", slice="mode-at-backward", judge="_judge_tl704", runtime="_tl704")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if not ctx.loops:
+            return
+        if method_name(node) == "eval" and not node.args:
+            # `ema.eval()`, `deepcopy(model).eval()`: a copy, not the model being trained.
+            if is_copy_of_model(ctx, node.func.value, node.lineno):  # type: ignore[attr-defined]
+                return
+            what = f"`{dotted(node.func)}()`"
+        else:
+            helper = ctx.called_function(node)
+            if helper is None:
+                return
+            calls = ctx.body_calls(helper)
+            if not any(method_name(c) == "eval" and not c.args for c in calls) or any(_is_train_call(c) for c in calls):
+                return
+            what = f"`{dotted(node.func)}()`, which calls `.eval()`,"
+        for loop in reversed(ctx.loops):
+            calls = ctx.followed_calls(loop)
+            # Training means a backward and an optimizer step: a loop that only inspects
+            # gradients (saliency, gradient norms) never trains, so eval mode there is harmless.
+            if not any(is_backward(c, ctx) for c in calls) or not any(_steps(c) for c in calls):
+                continue
+            if any(_is_train_call(c) for c in calls):
+                return
+            self.report(node, f"{what} runs in a training loop that never calls `.train()`")
+            return

@@ -1,0 +1,1 @@
+"""TL8xx: performance and mixed precision."""

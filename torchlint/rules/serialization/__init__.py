@@ -1,0 +1,1 @@
+"""TL6xx: serialization and security."""

@@ -1,0 +1,60 @@
+"""TL602: torch.save(model) pickles the whole module."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.analysis import inference
+from torchlint.checker import FileContext
+from torchlint.rules.base import Evidence, Rule, arg_or_keyword, dotted
+
+
+class SaveWholeModule(Rule):
+    """## What it does
+    Flags `torch.save(model, ...)` where `model` is known to be an `nn.Module` (constructed in the
+    file, annotated `nn.Module`, or `self` in a module's method), not a `state_dict()`.
+
+    ## Why is this bad?
+    Saving the module pickles the object graph: classes are stored by import path, so renaming
+    or moving a class, or refactoring `__init__`, breaks loading old checkpoints; and loading
+    requires `weights_only=False`, which executes arbitrary code (see TL601).
+
+    `--verify` reports this rule as `skipped`: whether the file loads is decided later, by the program that loads it (its torch.load arguments, the classes it allow-lists, whether the class can still be imported); since torch 2.6 a default torch.load refuses every pickled module whose class is not allow-listed, whatever the code's values, so a run here cannot come out either way.
+
+    ## Example
+    ```python
+    torch.save(model, "model.pt")
+    ```
+
+    ## Use instead
+    ```python
+    torch.save(model.state_dict(), "model.pt")
+    model.load_state_dict(torch.load("model.pt", weights_only=True))
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - [Saving and loading models](https://pytorch.org/tutorials/beginner/saving_loading_models.html)
+    """
+
+    code = "TL602"
+    name = "save-whole-module"
+    summary = "torch.save of a whole nn.Module instead of its state_dict()"
+    severity = "warning"
+    tags = ("maintainability", "serialization")
+    requires_text = ('save',)
+    evidence = Evidence(reason=('whether the file loads is decided later, by the program that loads it (its torch.load '
+                                'arguments, the classes it allow-lists, whether the class can still be imported); since torch 2.6 '
+                                'a default torch.load refuses every pickled module whose class is not allow-listed, whatever '
+                                "the code's values, so a run here cannot come out either way"))
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if ctx.call_name(node) != "torch.save":
+            return
+        obj = arg_or_keyword(node, 0, "obj")
+        if obj is None or inference.kind_of(obj, ctx) != inference.MODULE:
+            return
+        self.report(node, f"`torch.save({dotted(obj)})` pickles the whole module: fragile and unsafe to load",
+                    help=f"Save `{dotted(obj)}.state_dict()` instead")

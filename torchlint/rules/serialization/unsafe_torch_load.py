@@ -1,0 +1,97 @@
+"""TL601: torch.load without weights_only=True."""
+
+from __future__ import annotations
+
+import ast
+
+from torchlint.checker import FileContext
+from torchlint.fix.edits import UNSAFE, add_keyword, make_fix
+from torchlint.analysis.torch_versions import at_least
+from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, has_star_kwargs, keyword, literal
+
+
+def _catches_type_error(node: ast.AST) -> bool:
+    if isinstance(node, ast.ExceptHandler) and node.type is not None:
+        names = [node.type] if not isinstance(node.type, ast.Tuple) else node.type.elts
+        return any(isinstance(n, ast.Name) and n.id == "TypeError" for n in names)
+    return False
+
+
+def _in_type_error_fallback(ctx: FileContext) -> bool:
+    return ctx.any_ancestor("except-type-error", _catches_type_error)
+
+
+class UnsafeTorchLoad(Rule):
+    """## What it does
+    Flags `torch.load(...)` with `weights_only=False` (severity error) or without `weights_only`
+    (severity warning). A call that passes `**kwargs` may carry `weights_only` and is not flagged;
+    neither is a call inside an `except TypeError:` fallback written for old torch versions.
+
+    The unset form (no `weights_only=`) is a hazard only before torch 2.6, where `weights_only`
+    defaulted to `False`. It reads the torch floor from `torch-version` / `--torch-version`, and
+    when both are unset, from the project's own requirement in `pyproject.toml`
+    (`[project] dependencies = ["torch>=2.7"]`): with a floor of 2.6 or newer only an explicit
+    `weights_only=False` is reported.
+
+    ## Why is this bad?
+    `torch.load` with `weights_only=False` unpickles arbitrary Python objects: a malicious
+    checkpoint (a downloaded model, a shared file) executes code on load. Before torch 2.6 that
+    was the default. Since torch 2.6 the default is `weights_only=True`, and checkpoints that
+    pickled whole objects fail with `UnpicklingError: Weights only load failed`, so code without
+    an explicit argument is unsafe on old versions and broken on new ones.
+
+    ## Example
+    ```python
+    model = torch.load("model.pt")
+    ```
+
+    ## Use instead
+    ```python
+    model.load_state_dict(torch.load("model.pt", weights_only=True))
+    ```
+
+    ## Fix safety
+    Unsafe (applied with `--unsafe-fixes`): adding `weights_only=True` makes loading a
+    checkpoint that pickles whole objects (a saved `nn.Module`, custom classes) fail with an
+    `UnpicklingError` instead of running its code. An explicit `weights_only=False` is never
+    rewritten.
+
+    ## References
+    - [torch.load](https://pytorch.org/docs/stable/generated/torch.load.html)
+    - [Serialization semantics: weights_only](https://pytorch.org/docs/stable/notes/serialization.html#weights-only)
+    """
+
+    code = "TL601"
+    name = "unsafe-torch-load"
+    summary = "torch.load with weights_only=False (or unset) can execute arbitrary code"
+    severity = "warning"
+    tags = ("security", "serialization")
+    requires_text = ('load',)
+    security_severity = 8.8
+    options = {"torch-version": TORCH_VERSION_OPTION}
+    evidence = Evidence(probe="unsafe_load", runtime="_tl601")
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        if ctx.call_name(node) != "torch.load" or has_star_kwargs(node):
+            return
+        kw = keyword(node, "weights_only")
+        if kw is not None:
+            value = literal(kw.value)
+            if value is False:
+                self.report(node, "`torch.load(weights_only=False)` runs code from a malicious checkpoint",
+                            help="Load only trusted files, or save a `state_dict()` and use `weights_only=True`",
+                            severity="error", params={"explicit_false": True})
+            return
+        if _in_type_error_fallback(ctx):
+            return  # the fallback for torch versions without weights_only
+        if at_least(self.settings["torch-version"], "2.6"):
+            return  # weights_only defaults to True from torch 2.6: the hazard cannot occur
+        self.report(node, "`torch.load` without `weights_only=` unpickles arbitrary code before torch 2.6",
+                    help="Pass `weights_only=True` and load a `state_dict()`", params={"explicit_false": False},
+                    fix=_fix(node, ctx))
+
+
+def _fix(node: ast.Call, ctx: FileContext):  # type: ignore[no-untyped-def]
+    add = add_keyword(ctx.source, node, "weights_only=True")
+    # Unsafe: a checkpoint holding whole objects (not tensors and containers) stops loading.
+    return make_fix("Pass `weights_only=True`", [add], UNSAFE) if add is not None else None
