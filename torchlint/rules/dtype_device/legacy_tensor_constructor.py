@@ -91,7 +91,9 @@ class LegacyTensorConstructor(Rule):
             return
         first = node.args[0] if node.args else None
         short = name.replace("torch.", "", 1)  # type: ignore[union-attr]
-        if isinstance(first, ast.Constant) and isinstance(first.value, int) and not isinstance(first.value, bool):
+        # One int: a size where a value may have been meant. Several are plainly a shape.
+        if len(node.args) == 1 and isinstance(first, ast.Constant) and isinstance(first.value, int) \
+                and not isinstance(first.value, bool):
             message = f"`{short}({first.value})` is an uninitialised tensor of size {first.value}, not the value"
         else:
             message = f"Legacy constructor `{short}`: an int means a size, a sequence means data"
