@@ -15,3 +15,8 @@ def f(x: torch.Tensor) -> torch.Tensor:
 
 e = torch.tensor([3])
 x = x.type(torch.FloatTensor)
+
+
+def shaped():
+    noise = torch.FloatTensor(1, 100, 1, 1)  # expect: TL205
+    return noise
