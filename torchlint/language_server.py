@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -45,10 +44,6 @@ SOURCE = "torchlint"
 DEBOUNCE_SECONDS = 0.3
 _SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
              "info": types.DiagnosticSeverity.Information}
-_NOQA_COMMENT = re.compile(r"#\s*(?:torchlint\s*:\s*)?noqa\s*:\s*(?P<codes>[A-Za-z]+\d+(?:[,\s]+[A-Za-z]+\d+)*)",
-                           re.IGNORECASE)
-_BARE_NOQA = re.compile(r"#\s*noqa(?!\s*:)", re.IGNORECASE)
-_CODE = re.compile(r"[A-Za-z]+\d+")
 
 
 class Unreadable(Exception):
@@ -239,19 +234,18 @@ def noqa_edit(document: TextDocument, row: int, code: str,
     lines = index.lines
     if not 0 < row <= len(lines) or (row == len(lines) and not lines[-1]):
         return None
-    line = lines[row - 1]
-    existing = _NOQA_COMMENT.search(line)
-    if _BARE_NOQA.search(line) and existing is None:
-        return None  # `# noqa` already suppresses every code
+    directives = index.directives()
+    if any(d.file_level for d in directives.on_row(row)):
+        return None  # the comment is a file-level directive: a line directive after it would be its text
+    existing = directives.by_row.get(row)
     if existing is not None:
-        codes = [c.upper() for c in _CODE.findall(existing["codes"])]
-        if code in codes:
-            return None
-        at = existing.end("codes")
+        if existing.names(code):
+            return None  # a bare `# noqa`, or one that names the code, already suppresses it
+        at = existing.codes_end
         return types.TextEdit(range=index.range(row, at + 1, row, at + 1), new_text=f", {code}")
     if not index.comment_allowed_at_end(row):
         return None
-    end = len(line) + 1
+    end = len(lines[row - 1]) + 1
     return types.TextEdit(range=index.range(row, end, row, end), new_text=f"  # noqa: {code}")
 
 
@@ -321,20 +315,17 @@ def hover(server: TorchlintServer, params: types.HoverParams) -> Optional[types.
     if params.position.line >= len(index.lines):
         return None
     row, character = index.from_client(params.position)
-    line = index.lines[row]
-    for comment in _NOQA_COMMENT.finditer(line):
-        offset = comment.start("codes")
-        for code in _CODE.finditer(comment["codes"]):
-            start, end = offset + code.start(), offset + code.end()
-            if start <= character <= end:
-                rule = RULES_BY_CODE.get(code.group().upper())
+    for directive in index.directives().on_row(row + 1):
+        for span in directive.codes or ():
+            if span.start <= character <= span.end:
+                rule = RULES_BY_CODE.get(span.code)
                 if rule is None:
                     return None
                 text = (f"**{rule.code}** ({rule.name}, {rule.severity}): {rule.summary}\n\n"
                         f"[Documentation]({rule_url(rule.code, rule.name)})")
                 return types.Hover(
                     contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
-                    range=index.range(row + 1, start + 1, row + 1, end + 1))
+                    range=index.range(row + 1, span.start + 1, row + 1, span.end + 1))
     return None
 
 
