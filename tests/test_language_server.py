@@ -164,7 +164,7 @@ def test_excluded_and_misconfigured_files(tmp_path):
                     text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=BAD)))
             assert await session.next_diagnostics(excluded, 1) == []
             [error] = await session.next_diagnostics(broken, 1)
-            assert error.code == "TL000" and "configuration error" in error.message and "select" in error.message
+            assert error.code == "TL002" and "configuration error" in error.message and "select" in error.message
         finally:
             await _stop(session)
 

@@ -549,8 +549,10 @@ def rule(code: Optional[str], show_all: bool, output_format: str) -> None:
     if show_all:
         from torchlint.runtime.checks import RUNTIME_CHECKS
 
+        from torchlint.diagnostics import TOOL_CODES
+
         rows = [{"code": r.code, "name": r.name, "default": "on" if r.default_enabled else "off",
-                 "severity": r.severity, "summary": r.summary} for r in ALL_RULES]
+                 "severity": r.severity, "summary": r.summary} for r in (*ALL_RULES, *TOOL_CODES)]
         # Runtime-only checks (reported by `torchlint run`) share the code space.
         rows = sorted(rows + [{"code": c.code, "name": c.name, "default": "run", "severity": c.severity,
                                "summary": c.summary} for c in RUNTIME_CHECKS], key=lambda row: row["code"])
@@ -562,10 +564,11 @@ def rule(code: Optional[str], show_all: bool, output_format: str) -> None:
         return
     if not code:
         raise _fail("give a rule code (e.g. `torchlint rule TL101`) or --all")
+    from torchlint.diagnostics import TOOL_CODES_BY_CODE, TOOL_CODES_BY_NAME
     from torchlint.runtime.checks import RUNTIME_CHECKS_BY_CODE, RUNTIME_CHECKS_BY_NAME
 
     found = (RULES_BY_CODE.get(code.upper()) or RULES_BY_NAME.get(code) or RUNTIME_CHECKS_BY_CODE.get(code.upper())
-             or RUNTIME_CHECKS_BY_NAME.get(code))
+             or RUNTIME_CHECKS_BY_NAME.get(code) or TOOL_CODES_BY_CODE.get(code.upper()) or TOOL_CODES_BY_NAME.get(code))
     if found is None:
         raise _fail(f"unknown rule {code!r}; `torchlint rule --all` lists them")
     doc = rule_doc(found.code)

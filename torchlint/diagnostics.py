@@ -1,5 +1,6 @@
-"""The Finding record every rule produces and every output format consumes, and TL000,
-which the checker itself produces (a file that cannot be read, decoded or parsed)."""
+"""The Finding record every rule produces and every output format consumes, and the codes
+torchlint itself reports: TL000 (a file that cannot be read, decoded or parsed), TL002 (a
+broken configuration) and TL003 (an internal error)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,29 @@ from typing import Any, Optional
 SYNTAX_ERROR_CODE = "TL000"
 SYNTAX_ERROR_NAME = "syntax-error"
 SYNTAX_ERROR_SEVERITY = "error"
+
+
+@dataclass(frozen=True)
+class ToolCode:
+    """A code torchlint reports about itself, not about the code: no rule produces it, and no
+    selection (`--ignore`, `ignore = [...]`, per-file-ignores) turns it off. Shares the
+    attributes the docs and `torchlint rule` read with `Rule`."""
+
+    code: str
+    name: str
+    summary: str
+    severity: str = "error"
+    default_enabled: bool = True
+    tags: tuple[str, ...] = ("correctness",)
+    precision: str = "very-high"
+    security_severity: None = None
+
+
+CONFIG_ERROR = ToolCode("TL002", "config-error", "The torchlint configuration that applies to the file is invalid")
+INTERNAL_ERROR = ToolCode("TL003", "internal-error", "torchlint failed while checking the file (a bug: please report it)")
+TOOL_CODES: tuple[ToolCode, ...] = (CONFIG_ERROR, INTERNAL_ERROR)
+TOOL_CODES_BY_CODE: dict[str, ToolCode] = {c.code: c for c in TOOL_CODES}
+TOOL_CODES_BY_NAME: dict[str, ToolCode] = {c.name: c for c in TOOL_CODES}
 
 
 @dataclass
@@ -55,3 +79,9 @@ def syntax_error_finding(path: str, message: str, row: int, col: int) -> Finding
     return Finding(code=SYNTAX_ERROR_CODE, name=SYNTAX_ERROR_NAME, message=message, path=path,
                    row=max(row, 1), col=max(col, 1), end_row=max(row, 1), end_col=max(col, 1) + 1,
                    severity=SYNTAX_ERROR_SEVERITY)
+
+
+def tool_finding(kind: ToolCode, path: str, message: str) -> Finding:
+    """A TL002/TL003 finding on line 1, where an editor or flake8 shows it."""
+    return Finding(code=kind.code, name=kind.name, message=message, path=path, row=1, col=1, end_row=1, end_col=2,
+                   severity=kind.severity)

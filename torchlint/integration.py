@@ -11,7 +11,7 @@ from typing import Optional
 
 from torchlint.checker import RuleError, check_source
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver
-from torchlint.diagnostics import Finding, syntax_error_finding
+from torchlint.diagnostics import CONFIG_ERROR, INTERNAL_ERROR, Finding, tool_finding
 from torchlint.linter import rule_classes_for
 from torchlint.notebook import Notebook, lint_cells
 from torchlint.rules.registry import SYNTAX_ERROR
@@ -24,7 +24,8 @@ def resolver_for(cwd: Path) -> ConfigResolver:
 
 
 def config_error_finding(path: str, error: ConfigError) -> Finding:
-    return syntax_error_finding(path, f"torchlint configuration error: {error}", 1, 1)
+    """TL002, which `ignore = ["TL000"]` (or flake8's `--ignore TL000`) does not hide."""
+    return tool_finding(CONFIG_ERROR, path, f"torchlint configuration error: {error}")
 
 
 def _rules_for(path: Path, resolver: Optional[ConfigResolver]) -> tuple[frozenset[str], dict[str, dict]]:
@@ -51,7 +52,7 @@ def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = 
 
 
 def rule_error_finding(path: str, error: RuleError) -> Finding:
-    return syntax_error_finding(path, f"torchlint {error.describe()}", 1, 1)
+    return tool_finding(INTERNAL_ERROR, path, f"torchlint {error.describe()}")
 
 
 def lint_notebook_cells(path: Path, notebook: Notebook, resolver: Optional[ConfigResolver] = None) -> list[Finding]:
