@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import sys
 import traceback
+from operator import methodcaller
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
@@ -18,6 +19,7 @@ from torchlint.analysis.nodes import iter_children, node_fields
 from torchlint.analysis.semantic import SemanticModel
 from torchlint.diagnostics import Finding, syntax_error_finding
 from torchlint.noqa import Suppression, parse as parse_directives
+from torchlint.records import Fix
 from torchlint.source import DecodeFailure, SourceFile, decode_source, newer_syntax_hint
 
 # How the walker treats each node type besides calling rule handlers.
@@ -61,7 +63,7 @@ class FileContext(SemanticModel):
 
     def report_range(self, rule: "RuleInstance", start: tuple[int, int], end: tuple[int, int], message: str, *,
                      params: Optional[dict] = None, severity: Optional[str] = None, help: Optional[str] = None,
-                     fix: Optional[dict] = None) -> None:
+                     fix: Optional[Fix] = None) -> None:
         """Record a finding on a text range: 1-based (row, code-point column) positions, the
         end exclusive. Suppression by `# noqa` comes later, in one pass over the file."""
         # Only plain facts (str/int/float/bool) reach the cache; code for --verify is
@@ -344,7 +346,7 @@ def check_file(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_
             if walker_type is DeepWalker:
                 raise
             continue  # start again with fresh rules and context
-        _each_rule(rules, walker, lambda rule: rule.end_file(ctx))
+        _each_rule(rules, walker, methodcaller("end_file", ctx))
         break
     findings = _suppress(ctx, rules, walker)
     findings.sort(key=Finding.sort_key)
@@ -370,7 +372,7 @@ def _suppress(ctx: FileContext, rules: list[RuleInstance], walker: Walker) -> li
     suppression = Suppression(parse_directives(ctx.source.text, ctx.source.lines))
     kept = suppression.apply(ctx.findings)
     ctx.findings = []
-    _each_rule(rules, walker, lambda rule: rule.check_noqa(ctx, suppression))
+    _each_rule(rules, walker, methodcaller("check_noqa", ctx, suppression))
     return kept + suppression.apply(ctx.findings)
 
 

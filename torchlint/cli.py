@@ -394,7 +394,7 @@ def _fix_hint(findings: list[Finding], resolver: ConfigResolver, report) -> str:
         lines.append(f"Fixed {total} finding{'s' if total != 1 else ''}.")
     fixable = [f for f in findings if f.fix]
     if fixable and report is None:
-        safe = sum(1 for f in fixable if f.fix and f.fix["applicability"] == "safe")
+        safe = sum(1 for f in fixable if f.fix and f.fix.safe)
         unsafe = len(fixable) - safe
         hidden = f"{unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with"
         if safe:
@@ -547,12 +547,12 @@ def rule(code: Optional[str], show_all: bool, output_format: str) -> None:
     from torchlint.rules.registry import ALL_RULES, RULES_BY_CODE, RULES_BY_NAME
 
     if show_all:
+        from torchlint.diagnostics import TOOL_CODES
         from torchlint.runtime.checks import RUNTIME_CHECKS
 
-        from torchlint.diagnostics import TOOL_CODES
-
+        static: tuple[Any, ...] = (*ALL_RULES, *TOOL_CODES)  # rules, and torchlint's own codes
         rows = [{"code": r.code, "name": r.name, "default": "on" if r.default_enabled else "off",
-                 "severity": r.severity, "summary": r.summary} for r in (*ALL_RULES, *TOOL_CODES)]
+                 "severity": r.severity, "summary": r.summary} for r in static]
         # Runtime-only checks (reported by `torchlint run`) share the code space.
         rows = sorted(rows + [{"code": c.code, "name": c.name, "default": "run", "severity": c.severity,
                                "summary": c.summary} for c in RUNTIME_CHECKS], key=lambda row: row["code"])

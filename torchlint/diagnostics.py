@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from torchlint.records import Fix
+
 
 SYNTAX_ERROR_CODE = "TL000"
 SYNTAX_ERROR_NAME = "syntax-error"
@@ -49,7 +51,7 @@ class Finding:
     name: str = ""
     # What to do about it, one short sentence (ruff's fix title); the message says what is wrong.
     help: Optional[str] = None
-    fix: Optional[dict[str, Any]] = None
+    fix: Optional[Fix] = None
     verify: Optional[dict[str, Any]] = None
     # `torchlint run`: what the program did at this line (verdict, evidence, hits).
     runtime: Optional[dict[str, Any]] = None
@@ -66,13 +68,16 @@ class Finding:
         return {
             "code": self.code, "message": self.message, "row": self.row, "col": self.col,
             "end_row": self.end_row, "end_col": self.end_col, "severity": self.severity,
-            "name": self.name, "help": self.help, "fix": self.fix, "probe_params": self.probe_params,
+            "name": self.name, "help": self.help, "fix": self.fix.to_json() if self.fix else None,
+            "probe_params": self.probe_params,
             "cell": self.cell,
         }
 
     @classmethod
     def from_cache(cls, path: str, data: dict[str, Any]) -> "Finding":
-        return cls(path=path, **data)
+        """Raises RecordError when the fix has not got its shape (the cache checks entries first)."""
+        fix = Fix.from_json(data["fix"]) if data["fix"] is not None else None
+        return cls(path=path, **{**data, "fix": fix})
 
 
 def syntax_error_finding(path: str, message: str, row: int, col: int) -> Finding:

@@ -21,7 +21,7 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
@@ -240,34 +240,13 @@ def noqa_edit(document: TextDocument, row: int, code: str,
     existing = directives.by_row.get(row)
     if existing is not None:
         if existing.names(code):
-            return None  # a bare `# noqa`, or one that names the code, already suppresses it
+            return None  # a bare directive, or one that names the code, already suppresses it
         at = existing.codes_end
         return types.TextEdit(range=index.range(row, at + 1, row, at + 1), new_text=f", {code}")
     if not index.comment_allowed_at_end(row):
         return None
     end = len(lines[row - 1]) + 1
     return types.TextEdit(range=index.range(row, end, row, end), new_text=f"  # noqa: {code}")
-
-
-def _fix_edits(fix: Any) -> tuple[Optional[str], str, list[tuple[int, int, int, int, str]]]:
-    """(title, applicability, [(row, col, end_row, end_col, new text)]) from a finding's
-    fix, in the shape of ruff's JSON fix (`message`, `applicability`, `edits` with
-    `content`, `location`, `end_location`), as a dict or as attributes."""
-    def get(obj: Any, name: str, default: Any = None) -> Any:
-        return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
-
-    edits = []
-    for edit in get(fix, "edits", None) or []:
-        start, end = get(edit, "location"), get(edit, "end_location")
-        if start is not None and end is not None:
-            row, col, end_row, end_col = get(start, "row"), get(start, "column"), get(end, "row"), get(end, "column")
-        else:
-            row, col, end_row, end_col = (get(edit, k) for k in ("row", "col", "end_row", "end_col"))
-        content = get(edit, "content", get(edit, "new_text"))
-        if None in (row, col, end_row, end_col, content):
-            return None, "", []  # a shape this server does not know: offer no fix rather than a wrong one
-        edits.append((row, col, end_row, end_col, content))
-    return get(fix, "message", None) or get(fix, "title", None), str(get(fix, "applicability", "safe")), edits
 
 
 def code_actions(server: TorchlintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
@@ -289,15 +268,13 @@ def code_actions(server: TorchlintServer, params: types.CodeActionParams) -> lis
         if diagnostic is None and not span.overlaps(requested):
             continue
         related = [diagnostic] if diagnostic is not None else [to_diagnostic(f, index)]
-        if f.fix and (wanted is None or types.CodeActionKind.QuickFix in wanted):
-            title, applicability, edits = _fix_edits(f.fix)
-            if edits:
-                actions.append(types.CodeAction(
-                    title=f"{title or 'Fix'} ({f.code})" + ("" if applicability == "safe" else f" [{applicability}]"),
-                    kind=types.CodeActionKind.QuickFix, diagnostics=related,
-                    is_preferred=applicability == "safe",
-                    edit=types.WorkspaceEdit(changes={uri: [
-                        types.TextEdit(range=index.range(*e[:4]), new_text=e[4]) for e in edits]})))
+        if f.fix and f.fix.edits and (wanted is None or types.CodeActionKind.QuickFix in wanted):
+            fix = f.fix
+            actions.append(types.CodeAction(
+                title=f"{fix.message or 'Fix'} ({f.code})" + ("" if fix.safe else f" [{fix.applicability}]"),
+                kind=types.CodeActionKind.QuickFix, diagnostics=related, is_preferred=fix.safe,
+                edit=types.WorkspaceEdit(changes={uri: [
+                    types.TextEdit(range=index.range(*e.start, *e.end), new_text=e.content) for e in fix.edits]})))
         if wanted is None or types.CodeActionKind.QuickFix in wanted:
             edit = noqa_edit(index.document, f.row, f.code, index)
             if edit is not None:

@@ -6,7 +6,7 @@ import re
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.fix.edits import edit, make_fix
+from torchlint.fix.edits import Fix, edit, make_fix
 from torchlint.noqa import Directive, Suppression
 from torchlint.rules.base import Rule
 from torchlint.rules.codes import KNOWN_CODES
@@ -50,7 +50,7 @@ class UnusedNoqa(Rule):
                           fix=_removal(ctx.source.line(row), directive, set(unused)))
 
 
-def _removal(line: str, directive: Directive, unused: set[str]) -> Optional[dict]:
+def _removal(line: str, directive: Directive, unused: set[str]) -> Optional[Fix]:
     assert directive.codes is not None
     row, start, end = directive.row, directive.start, directive.end
     keep = [c.text for c in directive.codes if c.code not in unused]
