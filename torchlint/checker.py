@@ -8,8 +8,8 @@ from __future__ import annotations
 import ast
 import sys
 import traceback
-from operator import methodcaller
 from dataclasses import dataclass, field
+from operator import methodcaller
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from torchlint.records import Fix
+from torchlint.records import Fix, RuntimeResult
 
 
 SYNTAX_ERROR_CODE = "TL000"
@@ -54,7 +54,7 @@ class Finding:
     fix: Optional[Fix] = None
     verify: Optional[dict[str, Any]] = None
     # `torchlint run`: what the program did at this line (verdict, evidence, hits).
-    runtime: Optional[dict[str, Any]] = None
+    runtime: Optional[RuntimeResult] = None
     # Values a `--verify` probe needs (dtype of a cast, loss class, ...), taken from
     # the flagged code; never shown to the user as-is.
     probe_params: dict[str, Any] = field(default_factory=dict)

@@ -30,8 +30,8 @@ FILE_DIRECTIVE = re.compile(
     r"#\s*(?:torchlint|flake8)\s*:\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
     re.IGNORECASE,
 )
-CODE_SPLIT = re.compile(r"[,\s]+")
 _CODE = re.compile(r"[^,\s]+")
+_MENTION = re.compile("noqa", re.IGNORECASE)  # no copy of the text, unlike text.lower()
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ NO_DIRECTIVES = Directives()
 
 def parse(text: str, lines: Optional[list[str]] = None, tokens: Optional[TokenScan] = None) -> Directives:
     """The directives of a file (only real comments: a `# noqa` in a string is text)."""
-    if tokens is None and "noqa" not in text.lower():
+    if tokens is None and not _MENTION.search(text):
         return NO_DIRECTIVES
     by_row: dict[int, Directive] = {}
     file_level: list[Directive] = []

@@ -1,11 +1,11 @@
-"""The typed parts of a finding that travel: its fix (text edits) in the shape of ruff's JSON
-`fix`. Frozen, so a fix is built once by its rule and never reshaped; `to_json` is what the
-cache and every output write, `from_json` what the cache reads back (a bad shape raises
-RecordError, so nothing downstream defends against one)."""
+"""The typed parts of a finding that travel: its fix (text edits, in the shape of ruff's JSON
+`fix`) and what `torchlint run` saw at it. Frozen, so a record is built once and never
+reshaped; `to_json` is what the cache and every output write, `from_json` what the cache
+reads back (a bad shape raises RecordError, so nothing downstream defends against one)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 SAFE, UNSAFE = "safe", "unsafe"
@@ -76,3 +76,34 @@ class Fix:
             raise RecordError(f"unknown applicability {applicability!r}")
         edits = _field(data, "edits", list)
         return cls(_field(data, "message", str), tuple(Edit.from_json(e) for e in edits), applicability)
+
+
+RUNTIME_VERDICTS = ("confirmed", "not-observed", "not-reached", "not-monitored")
+
+
+@dataclass(frozen=True)
+class RuntimeResult:
+    """What `torchlint run` saw at a finding's lines: the verdict, its evidence, and how
+    many times the flagged code ran."""
+
+    verdict: str  # one of RUNTIME_VERDICTS
+    evidence: str
+    hits: int = 0
+
+    @property
+    def confirmed(self) -> bool:
+        return self.verdict == "confirmed"
+
+    def noted(self, note: str) -> "RuntimeResult":
+        """The same result, its evidence followed by `note` (why the run saw less)."""
+        return replace(self, evidence=self.evidence + note)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "evidence": self.evidence, "hits": self.hits}
+
+    @classmethod
+    def from_json(cls, data: Any) -> "RuntimeResult":
+        verdict = _field(data, "verdict", str)
+        if verdict not in RUNTIME_VERDICTS:
+            raise RecordError(f"unknown runtime verdict {verdict!r}")
+        return cls(verdict, _field(data, "evidence", str), _field(data, "hits", int))

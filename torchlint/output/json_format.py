@@ -27,7 +27,7 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "verify": f.verify,
     }
     if f.runtime is not None:  # `torchlint run` only
-        out["runtime"] = f.runtime
+        out["runtime"] = f.runtime.to_json()
     return out
 
 

@@ -124,7 +124,7 @@ def render(findings: list[Finding], sources: Optional[dict] = None, *,
         if f.verify:
             properties["verify"] = f.verify
         if f.runtime:  # `torchlint run`
-            properties["runtime"] = f.runtime
+            properties["runtime"] = f.runtime.to_json()
         if properties:
             result["properties"] = properties
         results.append(result)
