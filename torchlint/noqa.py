@@ -17,8 +17,9 @@ from torchlint.source import physical_lines, tokenizer_readline
 if TYPE_CHECKING:
     from torchlint.diagnostics import Finding
 
-# `# noqa`, `# noqa: TL101, TL102` (case-insensitive, like ruff). Codes of other
-# tools (E501, B008) in the same comment are kept but never match a TL code.
+# A line directive: a bare one (every code) or one naming codes after a colon, like ruff and
+# case-insensitive. Codes of other tools (E501, B008) in the same comment are kept but never
+# match a TL code.
 LINE_DIRECTIVE = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
     re.IGNORECASE,
