@@ -91,7 +91,7 @@ def test_language_server_noqa_action_and_hover_after_a_line_separator(kind):
     from lsprotocol import types
     from pygls.workspace import TextDocument
 
-    from torchlint.language_server import noqa_edit
+    from torchlint.language_server import hover, noqa_edit
     from torchlint.lsp_positions import DocumentIndex
 
     source = _tricky(kind)
@@ -108,8 +108,21 @@ def test_language_server_noqa_action_and_hover_after_a_line_separator(kind):
     [directive] = suppressed.directives().on_row(5)
     assert directive.code_set == {"E501"}
     assert suppressed.directives().on_row(2) == []
-    position = types.Position(line=4, character=len("    loss.backward()  # noqa: E5"))
-    assert suppressed.from_client(position) == (4, position.character)
+
+    # Hover on the code of a noqa comment on the row after the separator names that rule.
+    class Server:
+        def document(self, uri):
+            return TextDocument(uri, _tricky(kind, "  # noqa: TL101"))
+
+    def hover_at(line, character):
+        return hover(Server(), types.HoverParams(text_document=types.TextDocumentIdentifier(uri="file:///x.py"),
+                                                 position=types.Position(line=line, character=character)))
+
+    column = len("    loss.backward()  # noqa: TL1")
+    found = hover_at(4, column)
+    assert found is not None and "backward-under-no-grad" in found.contents.value
+    assert (found.range.start.line, found.range.start.character) == (4, column - 3)
+    assert hover_at(3, column) is None and hover_at(5, 0) is None
 
 
 def test_language_server_knows_rows_inside_a_string_after_a_lone_cr():
