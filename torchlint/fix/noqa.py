@@ -30,7 +30,7 @@ def add_noqa(text: str, findings: list[Finding]) -> tuple[str, int, int]:
             continue
         directive = directives.by_row.get(row)
         if directive is not None and directive.codes is None:
-            continue  # a bare `# noqa` already suppresses everything
+            continue  # a bare directive already suppresses everything
         if directive is not None:
             new = sorted(codes - (directive.code_set or frozenset()))
             if not new:
