@@ -22,6 +22,7 @@ F = torch.nn.functional
 
 from torchlint.runtime import TrainingStepFailed, check_training_step  # noqa: E402
 from torchlint.runtime.api import monitored  # noqa: E402
+from torchlint.records import RuntimeResult  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -71,7 +72,7 @@ def test_tl120_parameter_without_gradient():
     [finding] = step(TwoHeads(use_aux=False))
     assert finding.code == "TL120" and finding.path.endswith("runtime_api_cases.py")
     assert "2 of 4 parameters" in finding.message and "`aux.weight`, `aux.bias`" in finding.message
-    assert finding.runtime == {"verdict": "confirmed", "evidence": finding.message, "hits": 1}
+    assert finding.runtime == RuntimeResult("confirmed", finding.message, 1)
 
 
 def test_tl120_forgotten_requires_grad():

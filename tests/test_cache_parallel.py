@@ -99,3 +99,29 @@ def test_syntax_errors_are_cached_too(tmp_path, run_cli):
     write(tmp_path, "broken.py", "import torch\ndef f(:\n")
     assert [f["code"] for f in _json(run_cli, cwd=tmp_path)] == ["TL000"]
     assert [f["code"] for f in _json(run_cli, cwd=tmp_path)] == ["TL000"]
+
+
+def test_a_cached_fix_without_the_shape_of_a_fix_is_a_miss(tmp_path, run_cli):
+    """The cache reads fixes back as typed records: an entry whose fix is not one is dropped
+    and the file linted afresh, so the fix engine never meets a malformed fix."""
+    write(tmp_path, "a.py", "import torch\nwith torch.no_grad:\n    pass\n")
+    _age(tmp_path / "a.py")
+    [first] = _json(run_cli, cwd=tmp_path)
+    assert first["fix"]["edits"]
+    index = _index(tmp_path / ".torchlint_cache")
+    for broken in ({"edits": [{"content": "()"}]}, {**first["fix"], "applicability": "sometimes"},
+                   {**first["fix"], "edits": [{**first["fix"]["edits"][0], "location": {"row": 0, "column": 1}}]}):
+        data = json.loads(index.read_text())
+        (entry,) = data["files"].values()
+        entry["findings"][0].update(message="served from cache", fix=broken)
+        index.write_text(json.dumps(reseal(data)))
+        assert _json(run_cli, cwd=tmp_path) == [first]
+    data = json.loads(index.read_text())
+    (entry,) = data["files"].values()
+    entry["findings"][0]["fix"]["message"] = "a cached fix"
+    index.write_text(json.dumps(reseal(data)))
+    [served] = _json(run_cli, cwd=tmp_path)
+    assert served["fix"] == {**first["fix"], "message": "a cached fix"}
+    code, _, err = run_cli("check", "--fix", "a.py")
+    assert code == 0, err
+    assert (tmp_path / "a.py").read_text() == "import torch\nwith torch.no_grad():\n    pass\n"

@@ -7,11 +7,13 @@ import re
 
 import pytest
 
+from torchlint.diagnostics import TOOL_CODES
 from torchlint.docs import SECTIONS, doc_sections, docs_dir, rule_doc
 from torchlint import catalog
 
-# Static rules and the runtime-only checks of `torchlint run` share codes, docs and `torchlint rule`.
-EVERY_CODE = (*catalog.static_rules(), *catalog.runtime_checks())
+# Static rules, the runtime-only checks of `torchlint run` and torchlint's own codes (TL002,
+# TL003) share codes, docs and `torchlint rule`.
+EVERY_CODE = (*catalog.static_rules(), *catalog.runtime_checks(), *TOOL_CODES)
 
 
 @pytest.mark.parametrize("rule", EVERY_CODE, ids=lambda r: r.code)
@@ -63,3 +65,11 @@ def test_readme_lists_every_rule():
     readme = (docs_dir().parent / "README.md").read_text(encoding="utf-8")
     for rule in EVERY_CODE:
         assert f"| [{rule.code}](rules_docs/{rule.code}-{rule.name}.md) | {rule.name} |" in readme, rule.code
+
+
+def test_torchlints_own_codes_are_explained_but_not_selectable(run_cli):
+    code, out, _ = run_cli("rule", "TL002")
+    assert code == 0 and out.startswith("# TL002 config-error") and "--ignore TL000" in out
+    code, out, _ = run_cli("rule", "internal-error")
+    assert code == 0 and out.startswith("# TL003 internal-error")
+    assert "TL002" not in catalog.static_codes() and "TL003" not in catalog.static_codes()  # no selection turns them off

@@ -76,3 +76,16 @@ def test_declared_encoding_gives_the_same_columns(tmp_path):
     found = _flake8(".", cwd=tmp_path)
     assert {(row, col, code) for _, row, col, code in found} == {(5, 12, "TL101")}
     assert found == _torchlint(".", cwd=tmp_path)
+
+
+def test_ignoring_tl000_does_not_hide_a_broken_config(tmp_path):
+    write(tmp_path, "pyproject.toml", '[tool.torchlint]\nselect = ["TLX"]\n')
+    write(tmp_path, "bad.py", BAD)
+    for ignore in ("--extend-ignore=TL000", "--ignore=TL000"):
+        proc = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "TL", ignore, "."],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        [line] = proc.stdout.splitlines()
+        assert line.startswith("./bad.py:1:1: TL002 torchlint configuration error: ") and "TLX" in line, proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "TL", "--extend-ignore=TL002", "."],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.stdout == ""  # flake8's own filter still applies to TL002 when asked by its code

@@ -164,20 +164,11 @@ def test_excluded_and_misconfigured_files(tmp_path):
                     text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=BAD)))
             assert await session.next_diagnostics(excluded, 1) == []
             [error] = await session.next_diagnostics(broken, 1)
-            assert error.code == "TL000" and "configuration error" in error.message and "select" in error.message
+            assert error.code == "TL002" and "configuration error" in error.message and "select" in error.message
         finally:
             await _stop(session)
 
     asyncio.run(scenario())
-
-
-def test_fix_edits_read_ruff_shaped_fixes_and_refuse_unknown_shapes():
-    from torchlint.language_server import _fix_edits
-
-    fix = {"message": "Use `.long()`", "applicability": "unsafe", "edits": [
-        {"content": ".long()", "location": {"row": 3, "column": 5}, "end_location": {"row": 3, "column": 13}}]}
-    assert _fix_edits(fix) == ("Use `.long()`", "unsafe", [(3, 5, 3, 13, ".long()")])
-    assert _fix_edits({"edits": [{"text": "?"}]})[2] == []
 
 
 def test_notebook_cells_are_linted_as_one_program(tmp_path):

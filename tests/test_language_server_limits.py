@@ -91,11 +91,11 @@ def _whole_document_actions(server: Recorder, uri: str) -> list[types.CodeAction
 
 
 def test_code_actions_for_a_whole_document_tokenize_it_once(tmp_path, monkeypatch):
-    from torchlint import lsp_positions
+    from torchlint import noqa  # the document index reads comments and string rows through it
 
     calls = []
-    real = lsp_positions.tokenize.generate_tokens
-    monkeypatch.setattr(lsp_positions.tokenize, "generate_tokens", lambda *a: calls.append(1) or real(*a))
+    real = noqa.tokenize.generate_tokens
+    monkeypatch.setattr(noqa.tokenize, "generate_tokens", lambda *a: calls.append(1) or real(*a))
     server = Recorder(tmp_path)
     uri = (tmp_path / "m.py").as_uri()
     server.open(uri, "import torch\n" + LEGACY * 200 + "x = torch.FloatTensor(3); s = '''\ntext\n'''\n")

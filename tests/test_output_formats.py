@@ -19,6 +19,7 @@ import pytest
 from test_cli import BAD, CLEAN, write
 from torchlint.diagnostics import Finding
 from torchlint.output import FORMATS, azure, gitlab, junit, rdjson
+from torchlint.records import Fix
 
 NEW_FORMATS = ("gitlab", "junit", "pylint", "json-lines", "rdjson", "grouped", "azure")
 BAD_FINDINGS = 2  # TL101 and TL102 in BAD
@@ -203,8 +204,8 @@ class _Source:
 
 def test_rdjson_columns_are_utf8_bytes_and_fixes_are_suggestions():
     # 'é' is two bytes: code-point column 8 (the `x`) is byte column 9.
-    fix = {"applicability": "safe", "message": "m",
-           "edits": [{"content": "y", "location": {"row": 1, "column": 8}, "end_location": {"row": 1, "column": 9}}]}
+    fix = Fix.from_json({"applicability": "safe", "message": "m", "edits": [
+        {"content": "y", "location": {"row": 1, "column": 8}, "end_location": {"row": 1, "column": 9}}]})
     f = finding(path="a.py", row=1, col=8, end_row=1, end_col=9, fix=fix)
     report = json.loads(rdjson.render([f], {"a.py": _Source('s = "é"x\n')}))
     jsonschema.validate(report, RDJSON_SCHEMA)

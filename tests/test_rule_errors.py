@@ -85,6 +85,24 @@ def test_editors_get_the_other_findings_and_one_line_for_the_broken_rule(tmp_pat
                         lambda codes: [BrokenRule, catalog.by_code()["TL601"], catalog.by_code()["TL108"]])
     findings = api.lint_document(tmp_path / "x.py", SOURCE)
     codes = sorted(f.code for f in findings)
-    assert codes == ["TL000", "TL108", "TL601"]
-    (error,) = [f for f in findings if f.code == "TL000"]
+    assert codes == ["TL003", "TL108", "TL601"]  # TL003, not TL000: ignoring syntax errors must not hide it
+    (error,) = [f for f in findings if f.code == "TL003"]
+    assert (error.name, error.row, error.severity) == ("internal-error", 1, "error")
     assert "internal error in rule TL999" in error.message and "deliberately broken" in error.message
+
+
+class BrokenNoqaJudge(Rule):
+    code = "TL996"
+    name = "broken-noqa-judge"
+    summary = "raises in the pass after suppression"
+
+    def check_noqa(self, ctx, suppression) -> None:
+        raise RuntimeError("judged badly")
+
+
+def test_a_rule_raising_after_the_suppression_pass_costs_only_itself():
+    source = SOURCE.replace(b'"model.pt")', b'"model.pt")  # noqa: TL601')
+    result = check_file("x.py", source, [BrokenNoqaJudge, catalog.by_code()["TL601"], catalog.by_code()["TL108"],
+                                         catalog.by_code()["TL001"]])
+    assert [f.code for f in result.findings] == ["TL108"]  # TL601 suppressed, its directive used: no TL001
+    assert [(e.code, e.error.split(":")[0]) for e in result.rule_errors] == [("TL996", "RuntimeError")]

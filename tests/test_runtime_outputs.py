@@ -12,6 +12,7 @@ from test_outputs import SCHEMA_PATH
 from torchlint.diagnostics import Finding
 from torchlint.output import FORMATS
 from torchlint import catalog
+from torchlint.records import RuntimeResult
 
 EVIDENCE = "at step 0, grad mode was off at the call; backward raised RuntimeError: element 0 ..."
 
@@ -20,12 +21,12 @@ def findings(tmp_path: Path) -> list[Finding]:
     (tmp_path / "train.py").write_text("import torch\nloss.backward()\nwith x:\n    pass\n", encoding="utf-8")
     static = Finding(code="TL101", name="backward-under-no-grad", message="`loss.backward()` under no_grad",
                      path="train.py", row=2, col=1, end_row=2, end_col=16, severity="error",
-                     runtime={"verdict": "confirmed", "evidence": EVIDENCE, "hits": 1})
+                     runtime=RuntimeResult("confirmed", EVIDENCE, 1))
     check = catalog.by_code()["TL320"]
     message = "2 DataLoader workers drew identical first values from numpy.random (e.g. [0.5, 0.1])"
     runtime_only = Finding(code=check.code, name=check.name, message=message, path="train.py", row=3, col=1,
                            end_row=3, end_col=8, severity=check.severity,
-                           runtime={"verdict": "confirmed", "evidence": message, "hits": 1})
+                           runtime=RuntimeResult("confirmed", message, 1))
     return [static, runtime_only]
 
 

@@ -21,7 +21,7 @@ from torchlint.cache import CACHE_DIR_NAME, Cache
 from torchlint.cache import refusal as cache_refusal
 from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, ConfigResolver, Settings
 from torchlint.checker import RuleError
-from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
+from torchlint.diagnostics import CONFIG_ERROR, INTERNAL_ERROR, SYNTAX_ERROR_CODE, Finding, tool_finding
 from torchlint.files import Discovery, display_path
 from torchlint.linter import FileResult, FileTask, lint_findings, load_source, rule_classes_for, run_tasks
 from torchlint.notebook import Notebook, lint_cells
@@ -296,11 +296,12 @@ def document_resolver(cwd: Path) -> ConfigResolver:
 
 
 def config_error_finding(path: str, error: ConfigError) -> Finding:
-    return syntax_error_finding(path, f"torchlint configuration error: {error}", 1, 1)
+    """TL002, which `ignore = ["TL000"]` (or flake8's `--ignore TL000`) does not hide."""
+    return tool_finding(CONFIG_ERROR, path, f"torchlint configuration error: {error}")
 
 
 def rule_error_finding(path: str, error: RuleError) -> Finding:
-    return syntax_error_finding(path, f"torchlint {error.describe()}", 1, 1)
+    return tool_finding(INTERNAL_ERROR, path, f"torchlint {error.describe()}")
 
 
 def document_task(path: Path, display: str, resolver: Optional[ConfigResolver], data: bytes = b"") -> FileTask:

@@ -32,6 +32,7 @@ from typing import Any, Optional
 
 from torchlint import __version__, integrity
 from torchlint.diagnostics import Finding
+from torchlint.records import Fix, RecordError
 from torchlint.safe_io import RefusedFile, is_within, read_regular_file, replace_atomically
 
 CACHE_DIR_NAME = ".torchlint_cache"
@@ -254,6 +255,14 @@ def _valid_finding(data: Any) -> bool:
                 return False
         elif not _bounded_json(value, 0):
             return False
+    return data["fix"] is None or _has_shape(Fix, data["fix"])
+
+
+def _has_shape(record: Any, value: Any) -> bool:
+    try:
+        record.from_json(value)
+    except RecordError:
+        return False
     return True
 
 

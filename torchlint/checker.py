@@ -9,6 +9,7 @@ import ast
 import sys
 import traceback
 from dataclasses import dataclass, field
+from operator import methodcaller
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 
@@ -17,6 +18,8 @@ from torchlint.analysis import inference
 from torchlint.analysis.nodes import iter_children, node_fields
 from torchlint.analysis.semantic import SemanticModel
 from torchlint.diagnostics import Finding, syntax_error_finding
+from torchlint.noqa import Suppression, parse as parse_directives
+from torchlint.records import Fix
 from torchlint.source import DecodeFailure, SourceFile, decode_source, newer_syntax_hint
 
 # How the walker treats each node type besides calling rule handlers.
@@ -42,9 +45,9 @@ class FileContext(SemanticModel):
         self.enabled_codes: frozenset[str] = frozenset()  # every rule selected for this file (TL001)
 
     def report(self, rule: "RuleInstance", node: ast.AST, message: str, *, end_node: Optional[ast.AST] = None,
-               params: Optional[dict] = None, severity: Optional[str] = None, help: Optional[str] = None,
-               fix: Optional[dict] = None) -> None:
-        """Record a finding; a second report of the same rule on the same node is dropped."""
+               **details: Any) -> None:
+        """Record a finding on `node` (to the end of `end_node`); a second report of the same
+        rule on the same node is dropped. `details`: those of `report_range`."""
         end = end_node if end_node is not None else node
         row = node.lineno  # type: ignore[attr-defined]
         key = (rule.code, row, node.col_offset, getattr(end, "end_lineno", None) or row,  # type: ignore[attr-defined]
@@ -52,22 +55,26 @@ class FileContext(SemanticModel):
         if key in self._reported:
             return
         self._reported.add(key)
-        if self.source.is_suppressed(rule.code, row):
-            return
         end_row = getattr(end, "end_lineno", None) or row
         end_off = getattr(end, "end_col_offset", None)
         col = self.source.to_col(row, node.col_offset)  # type: ignore[attr-defined]
         end_col = self.source.to_col(end_row, end_off) if end_off is not None else col + 1
+        self.report_range(rule, (row, col), (end_row, end_col), message, **details)
+
+    def report_range(self, rule: "RuleInstance", start: tuple[int, int], end: tuple[int, int], message: str, *,
+                     params: Optional[dict] = None, severity: Optional[str] = None, help: Optional[str] = None,
+                     fix: Optional[Fix] = None) -> None:
+        """Record a finding on a text range: 1-based (row, code-point column) positions, the
+        end exclusive. Suppression by `# noqa` comes later, in one pass over the file."""
         # Only plain facts (str/int/float/bool) reach the cache; code for --verify is
         # re-derived from the parsed source by torchlint.verify, never stored here.
         params = {k: v for k, v in (params or {}).items() if isinstance(v, (str, int, float, bool))}
         self.findings.append(Finding(
             code=rule.code, name=rule.name, message=message, path=self.source.path,
-            row=row, col=col, end_row=end_row, end_col=end_col,
+            row=start[0], col=start[1], end_row=end[0], end_col=end[1],
             severity=severity or rule.severity, probe_params=params,
             help=help if help is not None else getattr(rule, "help", None), fix=fix,
         ))
-
 
     def self_attribute_kind(self, attr: str) -> Optional[str]:
         """Kind of `self.<attr>` (kept for rules written against 0.1's FileContext)."""
@@ -91,6 +98,8 @@ class RuleInstance(Protocol):
     def leave_handlers(self) -> Iterable[tuple[type, "Handler"]]: ...
 
     def end_file(self, ctx: FileContext) -> None: ...
+
+    def check_noqa(self, ctx: FileContext, suppression: Suppression) -> None: ...
 
 
 class RuleClass(Protocol):
@@ -305,7 +314,7 @@ def check_file(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_
         return CheckResult()
     source, tree, error = parse_source(path, data)
     if error is not None:
-        if source is not None and source.is_suppressed(error.code, error.row):
+        if source is not None and Suppression(parse_directives(source.text, source.lines)).suppresses(error.code, error.row):
             return CheckResult()
         return CheckResult([error])
     assert source is not None and tree is not None
@@ -337,19 +346,34 @@ def check_file(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_
             if walker_type is DeepWalker:
                 raise
             continue  # start again with fresh rules and context
-        # Rules that judge the others' findings (TL001, unused noqa) decide last.
-        for rule in sorted(rules, key=lambda r: getattr(r, "runs_last", False)):
-            if rule.code in walker.errors:
-                continue
-            try:
-                rule.end_file(ctx)
-            except RecursionError:
-                raise
-            except Exception as exc:
-                walker.rule_failed(rule, exc)
+        _each_rule(rules, walker, methodcaller("end_file", ctx))
         break
-    ctx.findings.sort(key=Finding.sort_key)
-    return CheckResult(ctx.findings, sorted(walker.errors.values(), key=lambda e: e.code))
+    findings = _suppress(ctx, rules, walker)
+    findings.sort(key=Finding.sort_key)
+    return CheckResult(findings, sorted(walker.errors.values(), key=lambda e: e.code))
+
+
+def _each_rule(rules: list[RuleInstance], walker: Walker, call: Callable[[RuleInstance], None]) -> None:
+    """`call` on every rule still standing; one that raises is out of the rest of the file."""
+    for rule in rules:
+        if rule.code in walker.errors:
+            continue
+        try:
+            call(rule)
+        except RecursionError:
+            raise
+        except Exception as exc:
+            walker.rule_failed(rule, exc)
+
+
+def _suppress(ctx: FileContext, rules: list[RuleInstance], walker: Walker) -> list[Finding]:
+    """The suppression pass, after every rule: drop what a directive covers, then let rules
+    that judge the directives themselves (TL001) report, and hold those to the directives too."""
+    suppression = Suppression(parse_directives(ctx.source.text, ctx.source.lines))
+    kept = suppression.apply(ctx.findings)
+    ctx.findings = []
+    _each_rule(rules, walker, methodcaller("check_noqa", ctx, suppression))
+    return kept + suppression.apply(ctx.findings)
 
 
 class RuleFailure(Exception):

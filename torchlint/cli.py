@@ -345,7 +345,7 @@ def _fix_hint(findings: list[Finding], report) -> str:  # type: ignore[no-untype
         lines.append(f"Fixed {total} finding{'s' if total != 1 else ''}.")
     fixable = [f for f in findings if f.fix]
     if fixable and report is None:
-        safe = sum(1 for f in fixable if f.fix and f.fix["applicability"] == "safe")
+        safe = sum(1 for f in fixable if f.fix and f.fix.safe)
         unsafe = len(fixable) - safe
         hidden = f"{unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with"
         if safe:
@@ -384,10 +384,15 @@ def rule(code: Optional[str], show_all: bool, output_format: str) -> None:
     from torchlint import catalog
 
     if show_all:
+        from torchlint.diagnostics import TOOL_CODES
+
         # Runtime-only checks (reported by `torchlint run`) share the code space: "run".
         rows = [{"code": r.code, "name": r.name,
                  "default": ("on" if r.default_enabled else "off") if catalog.is_static(r) else "run",
                  "severity": r.severity, "summary": r.summary} for r in catalog.entries()]
+        rows = sorted(rows + [{"code": t.code, "name": t.name, "default": "on" if t.default_enabled else "off",
+                               "severity": t.severity, "summary": t.summary} for t in TOOL_CODES],
+                      key=lambda row: row["code"])
         if output_format == "json":
             click.echo(json.dumps(rows, indent=2))
         else:
@@ -396,7 +401,9 @@ def rule(code: Optional[str], show_all: bool, output_format: str) -> None:
         return
     if not code:
         raise _fail("give a rule code (e.g. `torchlint rule TL101`) or --all")
-    found = catalog.lookup(code)
+    from torchlint.diagnostics import TOOL_CODES_BY_CODE, TOOL_CODES_BY_NAME
+
+    found = catalog.lookup(code) or TOOL_CODES_BY_CODE.get(code.upper()) or TOOL_CODES_BY_NAME.get(code)
     if found is None:
         raise _fail(f"unknown rule {code!r}; `torchlint rule --all` lists them")
     doc = rule_doc(found.code)

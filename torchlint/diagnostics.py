@@ -1,15 +1,41 @@
-"""The Finding record every rule produces and every output format consumes, and TL000,
-which the checker itself produces (a file that cannot be read, decoded or parsed)."""
+"""The Finding record every rule produces and every output format consumes, and the codes
+torchlint itself reports: TL000 (a file that cannot be read, decoded or parsed), TL002 (a
+broken configuration) and TL003 (an internal error)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from torchlint.records import Fix, RuntimeResult
+
 
 SYNTAX_ERROR_CODE = "TL000"
 SYNTAX_ERROR_NAME = "syntax-error"
 SYNTAX_ERROR_SEVERITY = "error"
+
+
+@dataclass(frozen=True)
+class ToolCode:
+    """A code torchlint reports about itself, not about the code: no rule produces it, and no
+    selection (`--ignore`, `ignore = [...]`, per-file-ignores) turns it off. Shares the
+    attributes the docs and `torchlint rule` read with `Rule`."""
+
+    code: str
+    name: str
+    summary: str
+    severity: str = "error"
+    default_enabled: bool = True
+    tags: tuple[str, ...] = ("correctness",)
+    precision: str = "very-high"
+    security_severity: None = None
+
+
+CONFIG_ERROR = ToolCode("TL002", "config-error", "The torchlint configuration that applies to the file is invalid")
+INTERNAL_ERROR = ToolCode("TL003", "internal-error", "torchlint failed while checking the file (a bug: please report it)")
+TOOL_CODES: tuple[ToolCode, ...] = (CONFIG_ERROR, INTERNAL_ERROR)
+TOOL_CODES_BY_CODE: dict[str, ToolCode] = {c.code: c for c in TOOL_CODES}
+TOOL_CODES_BY_NAME: dict[str, ToolCode] = {c.name: c for c in TOOL_CODES}
 
 
 @dataclass
@@ -25,10 +51,10 @@ class Finding:
     name: str = ""
     # What to do about it, one short sentence (ruff's fix title); the message says what is wrong.
     help: Optional[str] = None
-    fix: Optional[dict[str, Any]] = None
+    fix: Optional[Fix] = None
     verify: Optional[dict[str, Any]] = None
     # `torchlint run`: what the program did at this line (verdict, evidence, hits).
-    runtime: Optional[dict[str, Any]] = None
+    runtime: Optional[RuntimeResult] = None
     # Values a `--verify` probe needs (dtype of a cast, loss class, ...), taken from
     # the flagged code; never shown to the user as-is.
     probe_params: dict[str, Any] = field(default_factory=dict)
@@ -42,16 +68,25 @@ class Finding:
         return {
             "code": self.code, "message": self.message, "row": self.row, "col": self.col,
             "end_row": self.end_row, "end_col": self.end_col, "severity": self.severity,
-            "name": self.name, "help": self.help, "fix": self.fix, "probe_params": self.probe_params,
+            "name": self.name, "help": self.help, "fix": self.fix.to_json() if self.fix else None,
+            "probe_params": self.probe_params,
             "cell": self.cell,
         }
 
     @classmethod
     def from_cache(cls, path: str, data: dict[str, Any]) -> "Finding":
-        return cls(path=path, **data)
+        """Raises RecordError when the fix has not got its shape (the cache checks entries first)."""
+        fix = Fix.from_json(data["fix"]) if data["fix"] is not None else None
+        return cls(path=path, **{**data, "fix": fix})
 
 
 def syntax_error_finding(path: str, message: str, row: int, col: int) -> Finding:
     return Finding(code=SYNTAX_ERROR_CODE, name=SYNTAX_ERROR_NAME, message=message, path=path,
                    row=max(row, 1), col=max(col, 1), end_row=max(row, 1), end_col=max(col, 1) + 1,
                    severity=SYNTAX_ERROR_SEVERITY)
+
+
+def tool_finding(kind: ToolCode, path: str, message: str) -> Finding:
+    """A TL002/TL003 finding on line 1, where an editor or flake8 shows it."""
+    return Finding(code=kind.code, name=kind.name, message=message, path=path, row=1, col=1, end_row=1, end_col=2,
+                   severity=kind.severity)

@@ -15,7 +15,7 @@ from typing import Iterator
 
 from torchlint import __version__
 from torchlint.api import lint_document
-from torchlint.diagnostics import SYNTAX_ERROR_CODE
+from torchlint.diagnostics import INTERNAL_ERROR, SYNTAX_ERROR_CODE
 
 
 class TorchlintChecker:
@@ -34,10 +34,11 @@ class TorchlintChecker:
         try:
             findings = lint_document(path, data, display=self.filename)
         except Exception as exc:  # a rule bug must not abort the whole flake8 run
-            yield 1, 0, f"TL000 torchlint internal error: {type(exc).__name__}: {exc}; please report this", type(self)
+            yield 1, 0, (f"{INTERNAL_ERROR.code} torchlint internal error: {type(exc).__name__}: {exc}; "
+                         "please report this"), type(self)
             return
         for f in findings:
-            if f.code == SYNTAX_ERROR_CODE and not f.message.startswith("torchlint "):
+            if f.code == SYNTAX_ERROR_CODE:
                 continue  # flake8's E999 already reports the syntax error
             yield f.row, f.col - 1, f"{f.code} {f.message}", type(self)
 

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
@@ -45,10 +44,6 @@ SOURCE = "torchlint"
 DEBOUNCE_SECONDS = 0.3
 _SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
              "info": types.DiagnosticSeverity.Information}
-_NOQA_COMMENT = re.compile(r"#\s*(?:torchlint\s*:\s*)?noqa\s*:\s*(?P<codes>[A-Za-z]+\d+(?:[,\s]+[A-Za-z]+\d+)*)",
-                           re.IGNORECASE)
-_BARE_NOQA = re.compile(r"#\s*noqa(?!\s*:)", re.IGNORECASE)
-_CODE = re.compile(r"[A-Za-z]+\d+")
 
 
 class Unreadable(Exception):
@@ -239,41 +234,19 @@ def noqa_edit(document: TextDocument, row: int, code: str,
     lines = index.lines
     if not 0 < row <= len(lines) or (row == len(lines) and not lines[-1]):
         return None
-    line = lines[row - 1]
-    existing = _NOQA_COMMENT.search(line)
-    if _BARE_NOQA.search(line) and existing is None:
-        return None  # `# noqa` already suppresses every code
+    directives = index.directives()
+    if any(d.file_level for d in directives.on_row(row)):
+        return None  # the comment is a file-level directive: a line directive after it would be its text
+    existing = directives.by_row.get(row)
     if existing is not None:
-        codes = [c.upper() for c in _CODE.findall(existing["codes"])]
-        if code in codes:
-            return None
-        at = existing.end("codes")
+        if existing.names(code):
+            return None  # a bare directive, or one that names the code, already suppresses it
+        at = existing.codes_end
         return types.TextEdit(range=index.range(row, at + 1, row, at + 1), new_text=f", {code}")
     if not index.comment_allowed_at_end(row):
         return None
-    end = len(line) + 1
+    end = len(lines[row - 1]) + 1
     return types.TextEdit(range=index.range(row, end, row, end), new_text=f"  # noqa: {code}")
-
-
-def _fix_edits(fix: Any) -> tuple[Optional[str], str, list[tuple[int, int, int, int, str]]]:
-    """(title, applicability, [(row, col, end_row, end_col, new text)]) from a finding's
-    fix, in the shape of ruff's JSON fix (`message`, `applicability`, `edits` with
-    `content`, `location`, `end_location`), as a dict or as attributes."""
-    def get(obj: Any, name: str, default: Any = None) -> Any:
-        return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
-
-    edits = []
-    for edit in get(fix, "edits", None) or []:
-        start, end = get(edit, "location"), get(edit, "end_location")
-        if start is not None and end is not None:
-            row, col, end_row, end_col = get(start, "row"), get(start, "column"), get(end, "row"), get(end, "column")
-        else:
-            row, col, end_row, end_col = (get(edit, k) for k in ("row", "col", "end_row", "end_col"))
-        content = get(edit, "content", get(edit, "new_text"))
-        if None in (row, col, end_row, end_col, content):
-            return None, "", []  # a shape this server does not know: offer no fix rather than a wrong one
-        edits.append((row, col, end_row, end_col, content))
-    return get(fix, "message", None) or get(fix, "title", None), str(get(fix, "applicability", "safe")), edits
 
 
 def code_actions(server: TorchlintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
@@ -295,15 +268,13 @@ def code_actions(server: TorchlintServer, params: types.CodeActionParams) -> lis
         if diagnostic is None and not span.overlaps(requested):
             continue
         related = [diagnostic] if diagnostic is not None else [to_diagnostic(f, index)]
-        if f.fix and (wanted is None or types.CodeActionKind.QuickFix in wanted):
-            title, applicability, edits = _fix_edits(f.fix)
-            if edits:
-                actions.append(types.CodeAction(
-                    title=f"{title or 'Fix'} ({f.code})" + ("" if applicability == "safe" else f" [{applicability}]"),
-                    kind=types.CodeActionKind.QuickFix, diagnostics=related,
-                    is_preferred=applicability == "safe",
-                    edit=types.WorkspaceEdit(changes={uri: [
-                        types.TextEdit(range=index.range(*e[:4]), new_text=e[4]) for e in edits]})))
+        if f.fix and f.fix.edits and (wanted is None or types.CodeActionKind.QuickFix in wanted):
+            fix = f.fix
+            actions.append(types.CodeAction(
+                title=f"{fix.message or 'Fix'} ({f.code})" + ("" if fix.safe else f" [{fix.applicability}]"),
+                kind=types.CodeActionKind.QuickFix, diagnostics=related, is_preferred=fix.safe,
+                edit=types.WorkspaceEdit(changes={uri: [
+                    types.TextEdit(range=index.range(*e.start, *e.end), new_text=e.content) for e in fix.edits]})))
         if wanted is None or types.CodeActionKind.QuickFix in wanted:
             edit = noqa_edit(index.document, f.row, f.code, index)
             if edit is not None:
@@ -321,20 +292,17 @@ def hover(server: TorchlintServer, params: types.HoverParams) -> Optional[types.
     if params.position.line >= len(index.lines):
         return None
     row, character = index.from_client(params.position)
-    line = index.lines[row]
-    for comment in _NOQA_COMMENT.finditer(line):
-        offset = comment.start("codes")
-        for code in _CODE.finditer(comment["codes"]):
-            start, end = offset + code.start(), offset + code.end()
-            if start <= character <= end:
-                rule = catalog.static_rule(code.group().upper())
+    for directive in index.directives().on_row(row + 1):
+        for span in directive.codes or ():
+            if span.start <= character <= span.end:
+                rule = catalog.static_rule(span.code)
                 if rule is None:
                     return None
                 text = (f"**{rule.code}** ({rule.name}, {rule.severity}): {rule.summary}\n\n"
                         f"[Documentation]({rule_url(rule.code, rule.name)})")
                 return types.Hover(
                     contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
-                    range=index.range(row + 1, start + 1, row + 1, end + 1))
+                    range=index.range(row + 1, span.start + 1, row + 1, span.end + 1))
     return None
 
 

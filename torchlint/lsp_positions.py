@@ -1,19 +1,18 @@
 """Positions in an open document for the language server: torchlint's 1-based rows and
 code-point columns to LSP positions in the client's units (UTF-16 by default) and back,
-and which lines can take a comment. Built once per publication or request, so converting
+the document's `# noqa` directives and which lines can take a comment. Built once per publication or request, so converting
 one position costs O(1) and a publication is linear in the document plus its findings."""
 
 from __future__ import annotations
 
 import bisect
-import io
 import itertools
-import tokenize
 from typing import Any, Callable, Optional
 
 from lsprotocol import types
 from pygls.workspace import TextDocument
 
+from torchlint import noqa
 from torchlint.source import split_lines
 
 
@@ -28,7 +27,8 @@ class DocumentIndex:
         self.lines = split_lines(self.source)
         self.width = _UNIT_WIDTH.get(document.position_codec.encoding, _utf16_width)
         self._prefix: dict[int, Optional[list[int]]] = {}  # row -> client units before each column
-        self._comment_rows: Optional[CommentRows] = None
+        self._tokens: Optional[noqa.TokenScan] = None
+        self._directives: Optional[noqa.Directives] = None
 
     def _units(self, row: int) -> Optional[list[int]]:
         """Client units before each code point of line `row`; None where they are equal."""
@@ -63,10 +63,19 @@ class DocumentIndex:
         end = max(start, (max(end_row - 1, 0), max(end_col - 1, 0)))
         return types.Range(start=self.to_client(*start), end=self.to_client(*end))
 
+    def tokens(self) -> noqa.TokenScan:
+        """The document's comments and string rows: one tokenize pass per index."""
+        if self._tokens is None:
+            self._tokens = noqa.scan(self.source, self.lines)
+        return self._tokens
+
+    def directives(self) -> noqa.Directives:
+        if self._directives is None:
+            self._directives = noqa.parse(self.source, self.lines, self.tokens())
+        return self._directives
+
     def comment_allowed_at_end(self, row: int) -> bool:
-        if self._comment_rows is None:
-            self._comment_rows = CommentRows(self.source)
-        return self._comment_rows.allowed(row)
+        return self.tokens().comment_allowed_at_end(row)
 
 
 def _utf16_width(char: str) -> int:
@@ -82,24 +91,3 @@ def _utf8_width(char: str) -> int:
 _UNIT_WIDTH: dict[Any, Optional[Callable[[str], int]]] = {
     types.PositionEncodingKind.Utf8: _utf8_width, types.PositionEncodingKind.Utf16: _utf16_width,
     types.PositionEncodingKind.Utf32: None}
-
-
-class CommentRows:
-    """Which lines can take a comment at their end: not one that ends inside a multi-line
-    string (the comment would become part of the string). One tokenize pass per document."""
-
-    def __init__(self, source: str) -> None:
-        self.in_string: set[int] = set()
-        self.reached = 0  # the last row a token started on
-        self.complete = True
-        try:
-            for token in tokenize.generate_tokens(io.StringIO(source).readline):
-                if token.type == tokenize.STRING and token.end[0] > token.start[0]:
-                    self.in_string.update(range(token.start[0], token.end[0]))
-                self.reached = token.start[0]
-        except (tokenize.TokenError, SyntaxError, IndentationError):
-            self.complete = False
-
-    def allowed(self, row: int) -> bool:
-        # An unfinished edit at or before `row`: do not guess; one further down does not matter.
-        return row not in self.in_string and (self.complete or row < self.reached)

@@ -32,6 +32,7 @@ from typing import Any, Optional, Sequence
 from torchlint.checker import RuleClass, check_source, syntax_error_finding
 from torchlint.diagnostics import Finding
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, format_size
+from torchlint.noqa import Suppression, parse as parse_directives
 from torchlint.source import SourceFile, newer_syntax_hint, physical_lines
 
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -241,8 +242,7 @@ def lint_cells(notebook: Notebook, rule_classes: Sequence[RuleClass], parse_all:
             lines[cell.first_row - 1: cell.first_row - 1 + len(cell.lines)] = [""] * len(cell.lines)
     program = "\n".join(lines)
     # noqa comments as written, including those on the lines of the cells just blanked.
-    suppressor = SourceFile(path, text)
-    findings = [f for f in findings if not suppressor.is_suppressed(f.code, f.row)]
+    findings = Suppression(parse_directives(text)).apply(findings)
     findings += [f for f in check_source(path, program.encode("utf-8"), rule_classes, parse_all=parse_all,
                                          options=options, rule_errors=rule_errors)
                  if f.code != "TL000" or not findings]

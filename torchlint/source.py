@@ -1,4 +1,5 @@
-"""Reading a source file: decoding, the line index, column conversion and noqa comments."""
+"""Reading a source file: decoding, the line index and column conversion (noqa comments:
+`torchlint.noqa`)."""
 
 from __future__ import annotations
 
@@ -9,20 +10,6 @@ import tokenize
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-# `# noqa`, `# noqa: TL101, TL102` (case-insensitive, like ruff). Codes of other
-# tools (E501, B008) in the same comment are kept but never match a TL code.
-NOQA_RE = re.compile(
-    r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
-    re.IGNORECASE,
-)
-# File-level suppression, all codes or the codes listed: torchlint's own directive and
-# flake8's file-level one, which ruff honours too (flake8 itself skips such a file, TL
-# codes included). Spelled out in the README, not here: this comment would match itself.
-_FILE_NOQA_RE = re.compile(
-    r"#\s*(?:torchlint|flake8)\s*:\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
-    re.IGNORECASE,
-)
-CODE_SPLIT = re.compile(r"[,\s]+")
 # Python ends lines only at \n, \r\n and \r; str.splitlines() also splits at form feed,
 # U+2028 and others, which would shift every later row (and its noqa).
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -52,8 +39,6 @@ def tokenizer_readline(text: str) -> Callable[[], str]:
 def line_starts(text: str) -> list[int]:
     """The offset in `text` where each line starts, lines counted as `split_lines` counts them."""
     return [0] + [m.end() for m in LINE_BREAK.finditer(text)]
-
-ALL_CODES = None  # sentinel in noqa maps meaning "every code"
 
 
 class DecodeFailure(Exception):
@@ -93,10 +78,6 @@ class SourceFile:
 
     def __post_init__(self) -> None:
         self.lines = physical_lines(self.text)
-        self._noqa: Optional[dict[int, Optional[frozenset[str]]]] = None
-        self._file_noqa: Optional[tuple[bool, frozenset[str]]] = None
-        # (row, code) of every finding a line's `# noqa: CODE` suppressed, for TL001.
-        self.noqa_hits: set[tuple[int, str]] = set()
 
     def line(self, row: int) -> str:
         return self.lines[row - 1] if 0 < row <= len(self.lines) else ""
@@ -107,94 +88,6 @@ class SourceFile:
         if line.isascii():
             return byte_offset + 1
         return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace")) + 1
-
-    # -- suppression -------------------------------------------------------
-    def comments(self) -> list[tuple[int, str]]:
-        """(row, text) of every real comment, read with the tokenizer so a `# noqa` inside a
-        string or docstring is never taken for one."""
-        found: list[tuple[int, str]] = []
-        try:
-            for tok in tokenize.generate_tokens(tokenizer_readline(self.text)):
-                if tok.type == tokenize.COMMENT:
-                    found.append((tok.start[0], tok.string))
-        except (tokenize.TokenError, SyntaxError, ValueError):
-            # Source the tokenizer rejects (reported as TL000): fall back to a line scan
-            # that skips quoted text on the same line.
-            found = [(row, c) for row, line in enumerate(self.lines, 1)
-                     if "#" in line and (c := _comment_part(line)) is not None]
-        return found
-
-    def _scan_noqa(self) -> None:
-        noqa: dict[int, Optional[frozenset[str]]] = {}
-        file_all = False
-        file_codes: set[str] = set()
-        if "noqa" in self.text.lower():
-            for row, comment in self.comments():
-                if "noqa" not in comment.lower():
-                    continue
-                m = _FILE_NOQA_RE.search(comment)
-                if m:
-                    if m.group("codes"):
-                        file_codes.update(_split_codes(m.group("codes")))
-                    else:
-                        file_all = True
-                    continue
-                m = NOQA_RE.search(comment)
-                if m:
-                    codes = m.group("codes")
-                    noqa[row] = frozenset(_split_codes(codes)) if codes else ALL_CODES
-        self._noqa = noqa
-        self._file_noqa = (file_all, frozenset(file_codes))
-
-    def is_suppressed(self, code: str, row: int) -> bool:
-        if self._noqa is None:
-            self._scan_noqa()
-        assert self._noqa is not None and self._file_noqa is not None
-        file_all, file_codes = self._file_noqa
-        if file_all or code in file_codes:
-            return True
-        if row in self._noqa:
-            codes = self._noqa[row]
-            if codes is ALL_CODES or code in codes:  # type: ignore[operator]
-                self.noqa_hits.add((row, code))
-                return True
-        return False
-
-    def noqa_rows(self) -> dict[int, Optional[frozenset[str]]]:
-        """Line number -> the codes its `# noqa:` names (ALL_CODES for a bare `# noqa`)."""
-        if self._noqa is None:
-            self._scan_noqa()
-        assert self._noqa is not None
-        return self._noqa
-
-
-def _split_codes(codes: str) -> list[str]:
-    return [c.upper() for c in CODE_SPLIT.split(codes.strip()) if c]
-
-
-def _comment_part(line: str) -> Optional[str]:
-    """The comment of a physical line, skipping '#' inside string literals."""
-    quote: Optional[str] = None
-    i = 0
-    n = len(line)
-    while i < n:
-        ch = line[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if line.startswith(quote, i):
-                i += len(quote)
-                quote = None
-                continue
-        elif ch in "'\"":
-            quote = line[i:i + 3] if line[i:i + 3] in ('"""', "'''") else ch
-            i += len(quote)
-            continue
-        elif ch == "#":
-            return line[i:]
-        i += 1
-    return None
 
 
 # Syntax that a newer Python accepts but the running one may not; used to explain

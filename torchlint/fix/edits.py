@@ -1,20 +1,21 @@
-"""A fix is a list of text edits plus an applicability, shaped like ruff's JSON `fix`:
-`{"applicability": "safe"|"unsafe", "message": ..., "edits": [{"content", "location",
-"end_location"}]}` with 1-based rows and 1-based code-point columns (end exclusive).
+"""A fix is a list of text edits plus an applicability (`torchlint.records.Fix`, written as
+ruff's JSON `fix`), with 1-based rows and 1-based code-point columns (end exclusive).
 Rules build fixes from AST nodes with the helpers here; nothing here imports LibCST."""
 
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
+from torchlint.records import APPLICABILITIES, SAFE, UNSAFE, Edit, Fix
 from torchlint.source import line_starts
 
 if TYPE_CHECKING:
     from torchlint.source import SourceFile
 
-SAFE, UNSAFE = "safe", "unsafe"
-APPLICABILITIES = (SAFE, UNSAFE)
+__all__ = ["APPLICABILITIES", "SAFE", "UNSAFE", "Edit", "Fix", "add_keyword", "edit", "end_of", "has_comment",
+           "insert_at", "make_fix", "module_alias", "replace", "start_of", "text_of"]
+
 
 def start_of(source: "SourceFile", node: ast.AST) -> tuple[int, int]:
     return node.lineno, source.to_col(node.lineno, node.col_offset)  # type: ignore[attr-defined]
@@ -25,16 +26,15 @@ def end_of(source: "SourceFile", node: ast.AST) -> tuple[int, int]:
     return row, source.to_col(row, node.end_col_offset)  # type: ignore[attr-defined]
 
 
-def edit(start: tuple[int, int], end: tuple[int, int], content: str) -> dict[str, Any]:
-    return {"content": content, "location": {"row": start[0], "column": start[1]},
-            "end_location": {"row": end[0], "column": end[1]}}
+def edit(start: tuple[int, int], end: tuple[int, int], content: str) -> Edit:
+    return Edit(start, end, content)
 
 
-def replace(source: "SourceFile", node: ast.AST, content: str) -> dict[str, Any]:
+def replace(source: "SourceFile", node: ast.AST, content: str) -> Edit:
     return edit(start_of(source, node), end_of(source, node), content)
 
 
-def insert_at(position: tuple[int, int], content: str) -> dict[str, Any]:
+def insert_at(position: tuple[int, int], content: str) -> Edit:
     return edit(position, position, content)
 
 
@@ -59,12 +59,11 @@ def text_of(source: "SourceFile", node: ast.AST) -> str:
     return source.text[begin:end]
 
 
-def make_fix(message: str, edits: list[dict[str, Any]], applicability: str = SAFE) -> dict[str, Any]:
-    assert applicability in APPLICABILITIES
-    return {"applicability": applicability, "message": message, "edits": edits}
+def make_fix(message: str, edits: list[Edit], applicability: str = SAFE) -> Fix:
+    return Fix(message, tuple(edits), applicability)
 
 
-def add_keyword(source: "SourceFile", call: ast.Call, text: str) -> Optional[dict[str, Any]]:
+def add_keyword(source: "SourceFile", call: ast.Call, text: str) -> Optional[Edit]:
     """An edit appending `text` (`name=value`) as the call's last argument; None when the
     call ends in a way we do not rewrite (`**kwargs`)."""
     if any(kw.arg is None for kw in call.keywords):

@@ -10,11 +10,12 @@ import io
 import tokenize
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 import libcst
 
 from torchlint.diagnostics import Finding
+from torchlint.records import Edit, Fix
 from torchlint.source import LINE_BREAK, line_starts
 
 # ruff stops after 100 passes; our fixes converge in two or three.
@@ -44,10 +45,11 @@ class _LineIndex:
         self.starts = line_starts(text)
         self.length = len(text)
 
-    def offset(self, location: dict[str, int]) -> int:
-        row, col = location["row"], location["column"]
-        if not 0 < row <= len(self.starts):
-            raise ValueError(f"row {row} is outside the file")
+    def holds(self, edit: Edit) -> bool:
+        return edit.end[0] <= len(self.starts)
+
+    def offset(self, position: tuple[int, int]) -> int:
+        row, col = position
         return min(self.starts[row - 1] + col - 1, self.length)
 
 
@@ -56,9 +58,11 @@ def newline_of(text: str) -> str:
     return m.group(0) if m else "\n"
 
 
-def _spans(fix: dict[str, Any], index: _LineIndex) -> list[tuple[int, int, str]]:
-    return sorted((index.offset(e["location"]), index.offset(e["end_location"]), e["content"])
-                  for e in fix["edits"])
+def _spans(fix: Fix, index: _LineIndex) -> Optional[list[tuple[int, int, str]]]:
+    """The fix's edits as text offsets; None when one reaches past the end of the file."""
+    if not all(index.holds(e) for e in fix.edits):
+        return None
+    return sorted((index.offset(e.start), index.offset(e.end), e.content) for e in fix.edits)
 
 
 def _overlaps(a: tuple[int, int, str], b: tuple[int, int, str]) -> bool:
@@ -75,10 +79,9 @@ def apply_once(text: str, findings: Iterable[Finding]) -> tuple[str, Counter]:
     seen: set[tuple] = set()
     for finding in sorted(findings, key=Finding.sort_key):
         assert finding.fix is not None
-        try:
-            spans = _spans(finding.fix, index)
-        except (KeyError, ValueError):
-            continue  # a malformed fix (a cached one from another version): skip it
+        spans = _spans(finding.fix, index)
+        if spans is None:
+            continue
         key = tuple(spans)
         if key in seen:  # two findings proposing the same edit
             continue

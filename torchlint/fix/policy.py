@@ -16,4 +16,4 @@ class FixPolicy:
     def allows(self, finding: Finding) -> bool:
         fix = finding.fix
         return fix is not None and finding.code in self.fixable and (
-            fix.get("applicability") == "safe" or self.unsafe)
+            fix.safe or self.unsafe)

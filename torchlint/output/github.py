@@ -52,8 +52,8 @@ def render(findings: list[Finding], sources: Any = None, *, cwd: Optional[Path] 
             props = f"file={_escape_property(path)},line={f.row},col={f.col}"
         if f.verify:  # the verdict kind and its evidence, as in the text formats
             message += f" [{verify_line(f)}]"
-        if f.runtime and f.runtime.get("evidence") != f.message:  # `torchlint run`
-            message += f" [runtime: {f.runtime['verdict']}: {f.runtime['evidence']}]"
+        if f.runtime and f.runtime.evidence != f.message:  # `torchlint run`
+            message += f" [runtime: {f.runtime.verdict}: {f.runtime.evidence}]"
         text = _escape_data(message)
         help_line = getattr(f, "help", None)
         if help_line:

@@ -22,12 +22,12 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "location": {"row": f.row, "column": f.col},
         "end_location": {"row": f.end_row, "column": f.end_col},
         "url": rule_url(f.code, f.name),
-        "fix": f.fix,
+        "fix": f.fix.to_json() if f.fix else None,
         "noqa_row": f.row,
         "verify": f.verify,
     }
     if f.runtime is not None:  # `torchlint run` only
-        out["runtime"] = f.runtime
+        out["runtime"] = f.runtime.to_json()
     return out
 
 

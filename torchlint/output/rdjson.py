@@ -30,10 +30,9 @@ def _diagnostic(f: Finding, sources: Any) -> dict[str, Any]:
     # A notebook's rows are not the file's: suggestions there would edit the wrong lines.
     if f.fix and f.cell is None:
         out["suggestions"] = [{
-            "range": {"start": _position(sources, f, e["location"]["row"], e["location"]["column"]),
-                      "end": _position(sources, f, e["end_location"]["row"], e["end_location"]["column"])},
-            "text": e["content"],
-        } for e in f.fix.get("edits", [])]
+            "range": {"start": _position(sources, f, *e.start), "end": _position(sources, f, *e.end)},
+            "text": e.content,
+        } for e in f.fix.edits]
     return out
 
 

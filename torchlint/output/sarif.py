@@ -123,7 +123,7 @@ def render(findings: list[Finding], sources: Optional[dict] = None, *,
         if f.verify:
             properties["verify"] = f.verify
         if f.runtime:  # `torchlint run`
-            properties["runtime"] = f.runtime
+            properties["runtime"] = f.runtime.to_json()
         if properties:
             result["properties"] = properties
         results.append(result)
@@ -160,14 +160,14 @@ def _fix(f: Finding, cwd: Path, root: Path) -> dict[str, Any]:
     empty deleted region)."""
     assert f.fix is not None
     return {
-        "description": {"text": f.fix["message"] + ("" if f.fix["applicability"] == "safe" else " (unsafe)")},
+        "description": {"text": f.fix.message + ("" if f.fix.safe else " (unsafe)")},
         "artifactChanges": [{
             "artifactLocation": _artifact(f.path, cwd, root),
             "replacements": [{
-                "deletedRegion": {"startLine": e["location"]["row"], "startColumn": e["location"]["column"],
-                                  "endLine": e["end_location"]["row"], "endColumn": e["end_location"]["column"]},
-                "insertedContent": {"text": e["content"]},
-            } for e in f.fix["edits"]],
+                "deletedRegion": {"startLine": e.start[0], "startColumn": e.start[1],
+                                  "endLine": e.end[0], "endColumn": e.end[1]},
+                "insertedContent": {"text": e.content},
+            } for e in f.fix.edits],
         }],
     }
 

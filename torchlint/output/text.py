@@ -36,9 +36,9 @@ def verify_line(f: Finding) -> Optional[str]:
 
 def _runtime_line(f: Finding) -> Optional[str]:
     r = f.runtime
-    if not r or r.get("evidence") == f.message:  # a runtime check's message is its evidence
+    if not r or r.evidence == f.message:  # a runtime check's message is its evidence
         return None
-    return f"runtime: {r['verdict']}: {printable(str(r['evidence']))}"
+    return f"runtime: {r.verdict}: {printable(r.evidence)}"
 
 
 def _frame(f: Finding, source: Optional[SourceFile], palette: Palette) -> list[str]:

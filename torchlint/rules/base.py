@@ -1,8 +1,9 @@
 """The Rule base class. A rule is a small class: metadata (code, name, summary,
 severity, default) plus `visit_<NodeType>(node, ctx)` handlers that the single
 traversal in `torchlint.checker` calls before a node's children, `leave_<NodeType>`
-handlers it calls after them, `setup(ctx)` for per-file state, and `end_file(ctx)` for
-rules that decide on the whole file."""
+handlers it calls after them, `setup(ctx)` for per-file state, `end_file(ctx)` for
+rules that decide on the whole file, and `check_noqa(ctx, suppression)` for a rule that
+judges the `# noqa` directives (after the suppression pass)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from torchlint.analysis.astutil import arg_or_keyword, dotted, has_star_kwargs, 
 
 if TYPE_CHECKING:
     from torchlint.checker import FileContext
+    from torchlint.noqa import Suppression
 
 __all__ = ["Evidence", "Option", "Rule", "SEVERITIES", "arg_or_keyword", "dotted", "has_star_kwargs", "keyword", "literal"]
 
@@ -86,9 +88,6 @@ class Rule:
     # What to do about a finding, one short sentence; a report may pass its own.
     help: ClassVar[Optional[str]] = None
 
-    # end_file runs after every other rule's end_file (TL001 judges their findings).
-    runs_last: ClassVar[bool] = False
-
     _handler_names: ClassVar[tuple[tuple[type, str], ...]] = ()
     _leave_names: ClassVar[tuple[tuple[type, str], ...]] = ()
 
@@ -125,8 +124,16 @@ class Rule:
     def end_file(self, ctx: "FileContext") -> None:
         """Called once after the walk, for rules that decide on the whole file."""
 
+    def check_noqa(self, ctx: "FileContext", suppression: "Suppression") -> None:
+        """Called after the suppression pass, for rules that judge the `# noqa` directives
+        themselves (TL001): `suppression` knows which ones suppressed something."""
+
     def report(self, node: ast.AST, message: str, **kwargs: Any) -> None:
         self.ctx.report(self, node, message, **kwargs)
+
+    def report_range(self, start: tuple[int, int], end: tuple[int, int], message: str, **kwargs: Any) -> None:
+        """Report on a text range: 1-based (row, code-point column), the end exclusive."""
+        self.ctx.report_range(self, start, end, message, **kwargs)
 
 
 def _handler_table(cls: type, prefix: str) -> tuple[tuple[type, str], ...]:

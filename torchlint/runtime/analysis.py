@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from torchlint.diagnostics import Finding
+from torchlint.records import RuntimeResult
 from torchlint.files import display_path
 from torchlint import catalog
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
@@ -19,7 +20,7 @@ from torchlint.source import DecodeFailure, SourceFile, decode_source
 
 CLASS_INDEX_LOSSES = ("cross_entropy", "nll_loss")
 
-Verdict = dict[str, Any]
+Verdict = RuntimeResult
 
 
 def load_events(directory: Path) -> list[dict[str, Any]]:
@@ -90,7 +91,7 @@ def _shape(desc: Optional[dict[str, Any]]) -> str:
 
 
 def _verdict(verdict: str, evidence: str, hits: int) -> Verdict:
-    return {"verdict": verdict, "evidence": evidence, "hits": hits}
+    return RuntimeResult(verdict, evidence, hits)
 
 
 def _not_reached(what: str) -> Verdict:
@@ -390,8 +391,8 @@ def judge_static(findings: list[Finding], obs: Observation, cwd: Path, stopped_e
             continue
         path = os.path.realpath(cwd / f.path)
         f.runtime = monitor(obs, path, (f.row, max(f.row, f.end_row)), cwd)
-        if f.runtime["verdict"] == "not-reached" and stopped_early:
-            f.runtime["evidence"] += f" ({stopped_early})"
+        if f.runtime.verdict == "not-reached" and stopped_early:
+            f.runtime = f.runtime.noted(f" ({stopped_early})")
 
 
 # -- runtime-only checks ------------------------------------------------------------------
@@ -604,7 +605,7 @@ def _tl720(obs: Observation, cwd: Path, static_eval_sites: set) -> list[RuntimeP
 
 def runtime_problems(obs: Observation, static: list[Finding], cwd: Path) -> list[RuntimeProblem]:
     confirmed_casts = {(os.path.realpath(cwd / f.path), f.row) for f in static
-                       if f.code == "TL201" and f.runtime and f.runtime["verdict"] == "confirmed"}
+                       if f.code == "TL201" and f.runtime and f.runtime.confirmed}
     explained = {(e["site"][0], e["site"][1]) for e in obs.by_kind["loss"]
                  if e.get("site") and any(p == e["site"][0] and e["site"][3] <= row <= e["site"][1]
                                           for p, row in confirmed_casts)}

@@ -103,8 +103,8 @@ def run_command(opts: RunOptions, write_output: Callable[[str, str, list[Path]],
     judge_static(static, obs, cwd, stopped)
     if stopped:
         for f in static:  # reached, but only on the part of the program that ran
-            if f.runtime and f.runtime["verdict"] == "not-observed":
-                f.runtime["evidence"] += f" (cut short: {stopped.split(';')[0]}; the hazard may come later)"
+            if f.runtime and f.runtime.verdict == "not-observed":
+                f.runtime = f.runtime.noted(f" (cut short: {stopped.split(';')[0]}; the hazard may come later)")
     crashes = crash_events(obs.by_kind["crash"])
     explained = confirm_by_crash(static, crashes, cwd)
     problems = [RuntimeProblem("TL020", site, message) for site, message in crash_messages(crashes, explained, cwd)]
@@ -113,7 +113,7 @@ def run_command(opts: RunOptions, write_output: Callable[[str, str, list[Path]],
     problems = [p for p in problems if p.code in enabled]
     findings = sorted(static + problem_findings(problems, cwd), key=Finding.sort_key)
     if opts.confirmed_only:
-        findings = [f for f in findings if f.runtime and f.runtime["verdict"] == "confirmed"]
+        findings = [f for f in findings if f.runtime and f.runtime.confirmed]
     tasks = list(report.tasks)
     framed = {t.display for t in tasks}
     for path in sorted({f.path for f in findings} - framed):  # runtime findings outside the linted files
@@ -128,7 +128,7 @@ def run_command(opts: RunOptions, write_output: Callable[[str, str, list[Path]],
     for error in obs.internal_errors:
         click.echo(f"warning: torchlint run monitor: {error}", err=True)
     code = exit_code(outcome, obs.budget_reached, report.internal_errors > 0,
-                     any(f.runtime and f.runtime["verdict"] == "confirmed" for f in findings) and not opts.exit_zero)
+                     any(f.runtime and f.runtime.confirmed for f in findings) and not opts.exit_zero)
     if code:
         raise click.exceptions.Exit(code)
 
@@ -173,7 +173,7 @@ def _stopped_early(opts: RunOptions, outcome: Outcome, obs: Observation) -> Opti
 def _unfinished(static: list[Finding]) -> str:
     """Budget honesty: what the run did not judge because it was stopped early."""
     def listed(verdict: str) -> str:
-        hit = [f for f in static if f.runtime and f.runtime["verdict"] == verdict]
+        hit = [f for f in static if f.runtime and f.runtime.verdict == verdict]
         shown = ", ".join(f"{f.code} {f.path}:{f.row}" for f in hit[:6]) + (", ..." if len(hit) > 6 else "")
         return f"{len(hit)}" + (f" ({shown})" if hit else "")
 

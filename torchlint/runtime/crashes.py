@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.files import display_path
+from torchlint.records import RuntimeResult
 
 # code -> the error torch (or Python) raises when that rule's hazard happens.
 CRASH_SIGNATURES: dict[str, re.Pattern[str]] = {code: re.compile(pattern) for code, pattern in {
@@ -85,9 +86,9 @@ def confirm_by_crash(findings: list[Finding], crashes: list[Event], cwd: Path) -
             frame = _through(e.get("frames") or [], path, (f.row, max(f.row, f.end_row)))
             if frame is None or not signature.search(_text(e)):
                 continue
-            if not (f.runtime and f.runtime["verdict"] == "confirmed"):  # else a monitor already said more
-                f.runtime = {"verdict": "confirmed", "hits": max(1, (f.runtime or {}).get("hits", 0)),
-                             "evidence": f"the program crashed with {describe(e, cwd)}"}
+            if not (f.runtime and f.runtime.confirmed):  # else a monitor already said more
+                f.runtime = RuntimeResult("confirmed", f"the program crashed with {describe(e, cwd)}",
+                                          max(1, f.runtime.hits if f.runtime else 0))
             explained.setdefault(index, []).append(f"{f.code} at {f.path}:{f.row}")
             break
     return explained

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.fix.edits import edit, end_of, make_fix, start_of
+from torchlint.fix.edits import Fix, edit, end_of, make_fix, start_of
 from torchlint.rules.base import Evidence, Rule, dotted
 
 _TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "requiresgrad", "requires_gradient"})
@@ -68,7 +68,7 @@ class RequiresGradTypo(Rule):
                                 help="Write `requires_grad=`", fix=_rename(ctx, start_of(ctx.source, kw), kw.arg))
 
 
-def _rename(ctx: FileContext, anchor: tuple[int, int], typo: str, from_end: bool = False) -> dict:
+def _rename(ctx: FileContext, anchor: tuple[int, int], typo: str, from_end: bool = False) -> Fix:
     """Replace the misspelt name, which ends at `anchor` (an attribute's last token) or
     starts there (a keyword argument's name)."""
     row, col = anchor

@@ -5,7 +5,11 @@ from torchlint.rules.base import Evidence, Rule
 class SyntaxErrorRule(Rule):
     """## What it does
     Reports a file that torchlint could not read, decode or parse, at the position the
-    parser (or decoder) names. The run goes on with the other files.
+    parser (or decoder) names: a syntax error, an undecodable file, a file larger than
+    `max-file-size` or one torchlint may not read, and a file whose lint ran past
+    `lint-timeout`. The run goes on with the other files. A broken configuration is
+    [TL002](TL002-config-error.md) and an internal error [TL003](TL003-internal-error.md):
+    `--ignore TL000` hides neither.
 
     ## Why is this bad?
     A file that does not parse is not checked by any other rule, so its PyTorch mistakes stay

@@ -6,11 +6,10 @@ import re
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.fix.edits import edit, make_fix
+from torchlint.fix.edits import Fix, edit, make_fix
+from torchlint.noqa import Directive, Suppression
 from torchlint.rules.base import Evidence, Rule
-from torchlint.source import ALL_CODES, CODE_SPLIT, _comment_part
 
-_DIRECTIVE = re.compile(r"#\s*noqa:\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*)", re.IGNORECASE)
 _TL_CODE = re.compile(r"TL[0-9]{3}")
 
 
@@ -54,11 +53,10 @@ class UnusedNoqa(Rule):
     tags = ("maintainability",)
     precision = "very-high"
     requires_text = ("noqa", "NOQA", "Noqa")
-    runs_last = True
+    help = "Remove the unused code"
     evidence = Evidence(reason="a statement about this file's comments, not about torch: nothing to run")
 
-    def end_file(self, ctx: FileContext) -> None:
-        source = ctx.source
+    def check_noqa(self, ctx: FileContext, suppression: Suppression) -> None:
         # Only codes enabled for this file are judged: a rule left out by --select or
         # per-file-ignores might still need its noqa elsewhere.
         judged = ctx.enabled_codes
@@ -66,40 +64,33 @@ class UnusedNoqa(Rule):
         from torchlint.catalog import static_codes
 
         known = static_codes()
-        for row, codes in sorted(source.noqa_rows().items()):
-            if codes is ALL_CODES:
+        for row, directive in sorted(suppression.directives.by_row.items()):
+            codes = directive.code_set
+            if codes is None:
                 continue  # a bare noqa directive also silences other tools: not ours to judge
-            unused = [c for c in codes
-                      if _TL_CODE.fullmatch(c) and (c not in known or c in judged)
-                      and (row, c) not in source.noqa_hits and c != self.code]
+            unused = sorted(c for c in codes
+                            if _TL_CODE.fullmatch(c) and (c not in known or c in judged)
+                            and (row, c) not in suppression.used and c != self.code)
             if unused:
-                self._report(ctx, row, sorted(unused), known)
+                self._report(ctx, directive, unused, known)
 
-    def _report(self, ctx: FileContext, row: int, unused: list[str], known: frozenset[str]) -> None:
-        line = ctx.source.line(row)
-        comment = _comment_part(line)
-        match = _DIRECTIVE.search(comment) if comment else None
-        if comment is None or match is None:
-            return
-        offset = len(line) - len(comment)
-        start, end = offset + match.start(), offset + match.end()
+    def _report(self, ctx: FileContext, directive: Directive, unused: list[str], known: frozenset[str]) -> None:
         unknown = [c for c in unused if c not in known]
         what = ", ".join(f"`{c}`" for c in unused)
         detail = " (no such rule)" if unknown and len(unknown) == len(unused) else ""
-        message = f"Unused `noqa` directive: {what}{detail}"
-        if ctx.source.is_suppressed(self.code, row):
-            return
-        self.ctx.findings.append(_finding(self, ctx, row, start, end, message,
-                                          _removal(row, line, comment, offset, match, set(unused))))
+        row = directive.row
+        self.report_range((row, directive.start + 1), (row, directive.end + 1),
+                          f"Unused `noqa` directive: {what}{detail}",
+                          fix=_removal(ctx.source.line(row), directive, set(unused)))
 
 
-def _removal(row: int, line: str, comment: str, offset: int, match: re.Match, unused: set[str]) -> dict:
-    codes = [c for c in CODE_SPLIT.split(match.group("codes").strip()) if c]
-    keep = [c for c in codes if c.upper() not in unused]
+def _removal(line: str, directive: Directive, unused: set[str]) -> Optional[Fix]:
+    assert directive.codes is not None
+    row, start, end = directive.row, directive.start, directive.end
+    keep = [c.text for c in directive.codes if c.code not in unused]
     if keep:
-        a, b = offset + match.start("codes"), offset + match.end("codes")
+        a, b = directive.codes[0].start, directive.codes_end
         return make_fix("Remove the unused codes", [edit((row, a + 1), (row, b + 1), ", ".join(keep))])
-    start, end = offset + match.start(), offset + match.end()
     rest = line[end:]
     if rest.strip():  # `# noqa: TL101 because ...`: keep the rest of the comment
         after = len(rest) - len(rest.lstrip())
@@ -109,11 +100,3 @@ def _removal(row: int, line: str, comment: str, offset: int, match: re.Match, un
                         [edit((row, start + 1), (row, end + after + 1), remainder)])
     before = len(line[:start]) - len(line[:start].rstrip())
     return make_fix("Remove the unused `noqa` directive", [edit((row, start - before + 1), (row, len(line) + 1), "")])
-
-
-def _finding(rule: Rule, ctx: FileContext, row: int, start: int, end: int, message: str, fix: Optional[dict]):  # type: ignore[no-untyped-def]
-    from torchlint.diagnostics import Finding
-
-    return Finding(code=rule.code, name=rule.name, message=message, path=ctx.source.path, row=row,
-                   col=start + 1, end_row=row, end_col=end + 1, severity=rule.severity, fix=fix,
-                   help="Remove the unused code")

@@ -8,7 +8,7 @@ from typing import Optional
 
 from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
-from torchlint.fix.edits import edit, end_of, make_fix, module_alias, replace, start_of
+from torchlint.fix.edits import Fix, edit, end_of, make_fix, module_alias, replace, start_of
 from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION
 
 # old name -> (new name, device, how the device is passed)
@@ -124,7 +124,7 @@ def _candidate(func: ast.AST, ctx: FileContext) -> bool:
     return isinstance(func, ast.Name) and ctx.qualname(func) in _MOVED
 
 
-def _fix(node: ast.AST, call: Optional[ast.Call], new: str, device: str, how: str, ctx: FileContext) -> Optional[dict]:
+def _fix(node: ast.AST, call: Optional[ast.Call], new: str, device: str, how: str, ctx: FileContext) -> Optional[Fix]:
     """`torch.cuda.amp.autocast(...)` -> `torch.amp.autocast("cuda", ...)`, for a call spelled
     through the module with keyword arguments only (positional ones shift: the first
     positional of torch.amp.autocast is the device, the second `dtype`, not `enabled`)."""

@@ -8,7 +8,7 @@ from typing import Optional
 
 from torchlint.analysis.torch_versions import DeprecatedApi, at_least, deprecated_apis
 from torchlint.checker import FileContext
-from torchlint.fix.edits import add_keyword, make_fix, module_alias, replace
+from torchlint.fix.edits import Fix, add_keyword, make_fix, module_alias, replace
 from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION
 
 _LAST_NAMES = frozenset(api.short for api in deprecated_apis().values())
@@ -113,7 +113,7 @@ class DeprecatedTorchApi(Rule):
                     severity="error" if api.removed else None, fix=_fix(node, api, ctx, call))
 
 
-def _fix(node: ast.AST, api: DeprecatedApi, ctx: FileContext, call: ast.Call) -> Optional[dict]:
+def _fix(node: ast.AST, api: DeprecatedApi, ctx: FileContext, call: ast.Call) -> Optional[Fix]:
     if not api.fix or not isinstance(node, ast.Attribute):
         return None  # a bare imported name: its import would have to change too
     if api.fix == "rename":

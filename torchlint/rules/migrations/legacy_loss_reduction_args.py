@@ -6,7 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.fix.edits import edit, end_of, has_comment, make_fix, start_of, text_of
+from torchlint.fix.edits import Fix, edit, end_of, has_comment, make_fix, start_of, text_of
 from torchlint.rules.base import Evidence, Rule, keyword, literal
 
 _LEGACY = ("size_average", "reduce")
@@ -87,7 +87,7 @@ class LegacyLossReductionArgs(Rule):
                     end_node=found[-1], fix=_fix(node, found, value, ctx))
 
 
-def _fix(node: ast.Call, found: list[ast.keyword], value: Optional[str], ctx: FileContext) -> Optional[dict]:
+def _fix(node: ast.Call, found: list[ast.keyword], value: Optional[str], ctx: FileContext) -> Optional[Fix]:
     """Replace the legacy keywords with `reduction=`, when they sit next to each other and
     `reduction=` is not passed already."""
     if value is None or keyword(node, "reduction") is not None or len(node.args) > 2:

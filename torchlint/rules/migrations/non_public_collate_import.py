@@ -6,7 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.fix.edits import has_comment, make_fix, module_alias, replace, text_of
+from torchlint.fix.edits import Fix, has_comment, make_fix, module_alias, replace, text_of
 from torchlint.rules.base import Evidence, Rule
 
 _PRIVATE_MODULE = "torch.utils.data._utils.collate"
@@ -73,7 +73,7 @@ class NonPublicCollateImport(Rule):
         self.report(node, f"`{name}` is private", help=f"Use `{public}`", fix=fix)
 
 
-def _import_fix(node: ast.ImportFrom, ctx: FileContext) -> Optional[dict]:
+def _import_fix(node: ast.ImportFrom, ctx: FileContext) -> Optional[Fix]:
     """`from torch.utils.data._utils.collate import default_collate` -> `from torch.utils.data
     import default_collate`, when the statement imports nothing else and holds no comment."""
     if any(f"{_PRIVATE_MODULE}.{a.name}" not in _PUBLIC for a in node.names) or has_comment(text_of(ctx.source, node)):

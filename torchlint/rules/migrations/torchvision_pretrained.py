@@ -6,7 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.fix.edits import UNSAFE, SAFE, make_fix, replace
+from torchlint.fix.edits import SAFE, UNSAFE, Fix, make_fix, replace
 from torchlint.rules.base import Evidence, Rule, literal
 
 _RENAMES = {"pretrained": "weights", "pretrained_backbone": "weights_backbone"}
@@ -69,7 +69,7 @@ class TorchvisionPretrained(Rule):
                             fix=_fix(kw, new, ctx))
 
 
-def _fix(kw: ast.keyword, new: str, ctx: FileContext) -> Optional[dict]:
+def _fix(kw: ast.keyword, new: str, ctx: FileContext) -> Optional[Fix]:
     value = literal(kw.value)
     if value is False:
         return make_fix(f"Pass `{new}=None`", [replace(ctx.source, kw, f"{new}=None")], SAFE)
