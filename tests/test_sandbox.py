@@ -290,6 +290,13 @@ def run_attack(name: str, namespaces: bool, spec: dict[str, Any]) -> dict[str, A
                          project=spec.get("project", ""), namespaces=namespaces)
     worker.disk_limit = spec.get("disk", worker.disk_limit)
     started = time.monotonic()
+    out = run_attack_code(code, namespaces, worker)
+    return {**out, "layers": worker.layers, "seconds": time.monotonic() - started}
+
+
+def run_attack_code(code: str, namespaces: bool, worker: Any = None) -> dict[str, Any]:
+    """`code` as the slice of one request to a fresh worker; the verdict and its RESULT[...]."""
+    worker = worker or ProbeWorker(timeout=120, limit_memory=True, namespaces=namespaces)
     try:
         worker.start()
         result = worker.run({"code": "TL101", "facts": {}, "device": "cpu", "slice_seconds": 0,
@@ -297,8 +304,7 @@ def run_attack(name: str, namespaces: bool, spec: dict[str, Any]) -> dict[str, A
     finally:
         worker.stop()
     found = re.search(r"RESULT\[(.*?)\]", result["evidence"])
-    return {**result, "result": found.group(1) if found else None, "layers": worker.layers,
-            "seconds": time.monotonic() - started}
+    return {**result, "result": found.group(1) if found else None}
 
 
 # -- who runs the attack -------------------------------------------------------------------
@@ -1079,15 +1085,3 @@ def test_each_files_process_has_a_log_of_its_own(monkeypatch, tmp_path, namespac
     assert time.monotonic() - started < 25, "torchlint waited on the lease"
     assert a.verify["verdict"] == "error" and "exited with status 5: a line" in a.verify["runs"][0]["evidence"], a.verify
     assert "RESULT[offset 0]" in b.verify["runs"][0]["evidence"], b.verify
-
-
-def run_attack_code(code: str, namespaces: bool) -> dict[str, Any]:
-    worker = ProbeWorker(timeout=120, limit_memory=True, namespaces=namespaces)
-    try:
-        worker.start()
-        result = worker.run({"code": "TL101", "facts": {}, "device": "cpu", "slice_seconds": 0,
-                             "slice": {"variants": [code], "stop": "flag"}})
-    finally:
-        worker.stop()
-    found = re.search(r"RESULT\[(.*?)\]", result["evidence"])
-    return {**result, "result": found.group(1) if found else None}

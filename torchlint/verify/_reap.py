@@ -52,14 +52,19 @@ def sweep(root: int) -> None:
         left = descendants(root, stat_table())
         if not left:
             return
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for pid in left:
-                try:
-                    os.kill(pid, sig)
-                except OSError:
-                    pass
+        stop_and_kill(left)
         try:
             while os.waitpid(-1, os.WNOHANG)[0] > 0:
                 pass
         except ChildProcessError:
             pass
+
+
+def stop_and_kill(pids: list[int]) -> None:
+    """SIGSTOP every one first, so that none can fork while the others are killed."""
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass

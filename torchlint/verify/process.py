@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchlint.verify._frames import MAX_FRAME
-from torchlint.verify._reap import stat_table
+from torchlint.verify._reap import stat_table, stop_and_kill
 from torchlint.verify._tree import allocated_bytes, chown_all
 from torchlint.verify._tree import remove as remove_tree
 from torchlint.verify.sandbox import make_parent_undumpable, policy
@@ -127,12 +127,7 @@ def kill_sandbox(root: int, uid: Optional[int]) -> None:
         left = [p for p in sandbox_processes(root, uid) if p != root]
         if not left:
             break
-        for sig in (signal.SIGSTOP, signal.SIGKILL):
-            for pid in left:
-                try:
-                    os.kill(pid, sig)
-                except OSError:
-                    pass
+        stop_and_kill(left)
         time.sleep(0.001)
     try:
         os.kill(root, signal.SIGKILL)
@@ -257,17 +252,7 @@ class ProbeWorker:
 
     def handshake(self) -> dict[str, Any]:
         """The launcher's trusted frame (the layers, or why it refused), then the worker's hello."""
-        first = self._read_frame(STARTUP_TIMEOUT)
-        if first is not None and first.get("kind") == "refused" and type(first.get("reason")) is str:
-            reason = clean_text(first["reason"], 500)
-            self.stop()
-            raise SandboxRefused(reason)
-        layers = first.get("layers") if first is not None and first.get("kind") == "sandbox" else None
-        if type(layers) is not list or not all(type(x) is str for x in layers):
-            reason = self._failure("starting the probe worker")
-            self.stop()
-            raise RuntimeError(reason)
-        self.layers = [clean_text(x, 200) for x in layers[:32]]
+        self.layers = self._layers_frame("sandbox", "starting the probe worker", 32)
         self.uid = next((int(x[4:]) for x in self.layers if x.startswith("uid ") and x[4:].isdigit()), None)
         hello = self._read_frame(STARTUP_TIMEOUT)
         if hello is None or hello.get("kind") != "hello":
@@ -404,18 +389,24 @@ class ProbeWorker:
         if self.proc is None or self.proc.poll() is not None:
             self.start()
         self._send({"kind": "open"})
-        ready = self._read_frame(STARTUP_TIMEOUT)
-        if ready is not None and ready.get("kind") == "refused" and type(ready.get("reason")) is str:
-            reason = clean_text(ready["reason"], 500)
+        self.file_layers = self._layers_frame("ready", "starting the file's probe process", 8)
+        self._file_open = True
+
+    def _layers_frame(self, kind: str, what: str, most: int) -> list[str]:
+        """A trusted frame, sent before any checked code ran on that side: `kind` with the
+        layers in place, or `refused` with the reason (SandboxRefused); anything else is a
+        worker that did not start (RuntimeError). Either way the worker is stopped."""
+        frame = self._read_frame(STARTUP_TIMEOUT)
+        if frame is not None and frame.get("kind") == "refused" and type(frame.get("reason")) is str:
+            reason = clean_text(frame["reason"], 500)
             self.stop()
             raise SandboxRefused(reason)
-        layers = ready.get("layers") if ready is not None and ready.get("kind") == "ready" else None
+        layers = frame.get("layers") if frame is not None and frame.get("kind") == kind else None
         if type(layers) is not list or not all(type(x) is str for x in layers):
-            reason = self._failure("starting the file's probe process")
+            reason = self._failure(what)
             self.stop()
             raise RuntimeError(reason)
-        self.file_layers = [clean_text(x, 200) for x in layers[:8]]
-        self._file_open = True
+        return [clean_text(x, 200) for x in layers[:most]]
 
     def next_file(self) -> None:
         """End the current file: the server kills every process it left and removes what it
