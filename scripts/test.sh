@@ -7,6 +7,6 @@ python -m pip install -q --upgrade pip
 python -m pip install -q "torch==2.13.0"
 python -m pip install -q -e ".[dev,verify]"
 # Static checks first: they take seconds and name the line.
-python -m ruff check torchlint
+python -m ruff check torchlint tests benchmarks scripts
 python -m mypy
 python -m pytest -q "$@"

@@ -113,7 +113,7 @@ def check_other_claims() -> None:
                 continue
             expected = reduction_for(size_average, reduce)
             kwargs = {k: v for k, v in (("size_average", size_average), ("reduce", reduce)) if v is not None}
-            messages = warned(lambda: nn.MSELoss(**kwargs))
+            messages = warned(lambda kwargs=kwargs: nn.MSELoss(**kwargs))
             assert any(f"reduction='{expected}'" in m for m in messages), (kwargs, messages)
             a, b = torch.randn(4), torch.randn(4)
             assert torch.equal(F.mse_loss(a, b, **kwargs), F.mse_loss(a, b, reduction=expected))

@@ -97,11 +97,11 @@ def test_syntax_error_non_utf8_and_valid_file(tmp_path, run_cli):
     assert code == 1
     assert "Traceback" not in out + err
     lines = out.splitlines()
-    tl000 = [l for l in lines if " TL000 " in l]
+    tl000 = [line for line in lines if " TL000 " in line]
     assert len(tl000) == 2
-    assert any(l.startswith("proj/broken.py:3:7: TL000 SyntaxError") for l in tl000), tl000
-    assert any(l.startswith("proj/latin1.py:2:9: TL000 cannot decode file") for l in tl000), tl000
-    assert any(l.startswith("proj/good.py:5:5: TL101") for l in lines)
+    assert any(line.startswith("proj/broken.py:3:7: TL000 SyntaxError") for line in tl000), tl000
+    assert any(line.startswith("proj/latin1.py:2:9: TL000 cannot decode file") for line in tl000), tl000
+    assert any(line.startswith("proj/good.py:5:5: TL101") for line in lines)
 
 
 def test_coding_cookie_is_honoured(tmp_path, run_cli):

@@ -67,7 +67,7 @@ def _apply(text: str, edits: list[types.TextEdit]) -> str:
     lines = text.splitlines(keepends=True)
     for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
         start, end = edit.range.start, edit.range.end
-        offset = lambda p: sum(len(x) for x in lines[:p.line]) + p.character  # noqa: E731  (ASCII text)
+        offset = lambda p, lines=lines: sum(len(x) for x in lines[:p.line]) + p.character  # noqa: E731  (ASCII text)
         joined = "".join(lines)
         joined = joined[:offset(start)] + edit.new_text + joined[offset(end):]
         lines = joined.splitlines(keepends=True)
