@@ -65,7 +65,9 @@ class ChainedConversion(Rule):
     of the findings were sure to copy twice. Whether a conversion copies depends on the tensor's
     current dtype and device, which a linter rarely knows: `.float()` on a tensor that is already
     float32 returns it unchanged, so `x.float().to(device)` then makes one copy, not two. Enable it
-    with `--extend-select TL203` when you know your tensors' dtypes. It stays silent where the
+    with `--extend-select TL203` when you know your tensors' dtypes. On the held-out corpus of
+    December 2026 (54 projects never used for tuning) an independent reviewer found 0 of 20
+    sampled findings worth changing. It stays silent where the
     receiver is known to be float32 already (`torch.ones(n).float()`, a name assigned a `.float()`
     result) or may be a module (`(ckpt.get("ema") or ckpt["model"]).to(device).float()`).
 
@@ -74,9 +76,12 @@ class ChainedConversion(Rule):
     `x.float().cuda()`, `x.cuda().half()`, `x.to(device).to(dtype)`, `x.cpu().double()`.
 
     ## Why is this bad?
-    Each conversion allocates a new tensor and copies the data: two allocations and two copies
-    where one `x.to(device, dtype)` does the conversion with a single copy. In a data pipeline
-    or training step this is pure overhead.
+    Each conversion that changes something allocates a new tensor and copies the data into it,
+    so a chain fills an intermediate tensor that is thrown away. One `x.to(device, dtype)`
+    states both changes at once and lets torch order them; it does not always save a copy: a
+    copy between CPU and GPU that also changes the dtype may still stage through a temporary
+    tensor. Where it does save one, in a data pipeline or training step, the saving repeats
+    every step.
 
     ## Example
     ```python
