@@ -1003,14 +1003,12 @@ def test_a_tree_deeper_than_the_recursion_limit_is_removed_between_files(monkeyp
         return plan_module.ProbeRequest("TL205", (("constructor", "torch.FloatTensor"),), (code,), "flag"), None
 
     monkeypatch.setattr(runner, "plan", fake_plan)
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    tempfile.tempdir = None
-    try:
-        a, b = _finding("a.py"), _finding("b.py")
-        runner.verify_findings([a, b], device="cpu", timeout=60, sources={"a.py": SOURCE, "b.py": SOURCE + "u = 1\n"}.get,
-                               _namespaces=namespaces)
-    finally:
-        tempfile.tempdir = None
+    # The worker's temp dir goes here, so that what is left of it can be seen. Not through
+    # TMPDIR: tempfile caches what it read, and later tests would put theirs here too.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    a, b = _finding("a.py"), _finding("b.py")
+    runner.verify_findings([a, b], device="cpu", timeout=60, sources={"a.py": SOURCE, "b.py": SOURCE + "u = 1\n"}.get,
+                           _namespaces=namespaces)
     assert "RESULT[planted]" in a.verify["runs"][0]["evidence"], a.verify
     assert "RESULT[state:D shmclean:A fresh:A]" in b.verify["runs"][0]["evidence"], b.verify
     assert "Traceback" not in capfd.readouterr().err
