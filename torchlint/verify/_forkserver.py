@@ -152,7 +152,7 @@ def _status(proc: FileProcess) -> dict:
 def _wipe(path: str) -> None:
     """Empty `path` (however deep what is in it), keeping `path` itself."""
     try:
-        _tree.visit(path, lambda fd, name, _: os.unlink(name, dir_fd=fd), lambda fd, name: os.rmdir(name, dir_fd=fd))
+        _tree.empty(path)
     except OSError:
         pass
 

@@ -61,9 +61,14 @@ def visit(top: str, on_file: Callable[[int, str, os.stat_result], None],
         os.close(fd)
 
 
+def empty(top: str) -> None:
+    """Delete everything below `top`, however deep, keeping `top`. Raises OSError on failure."""
+    visit(top, lambda fd, name, _: os.unlink(name, dir_fd=fd), lambda fd, name: os.rmdir(name, dir_fd=fd))
+
+
 def remove(top: str) -> None:
     """Delete `top` and everything below it, however deep. Raises OSError on failure."""
-    visit(top, lambda fd, name, _: os.unlink(name, dir_fd=fd), lambda fd, name: os.rmdir(name, dir_fd=fd))
+    empty(top)
     os.rmdir(top)
 
 
