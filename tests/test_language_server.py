@@ -139,7 +139,7 @@ def test_diagnostics_edits_and_code_action(tmp_path):
 def test_noqa_edit_extends_an_existing_list_and_respects_bare_noqa():
     from pygls.workspace import TextDocument
 
-    from torchlint.language_server import noqa_edit
+    from torchlint.lsp_code_actions import noqa_edit
 
     doc = TextDocument("file:///x.py", "a = 1  # noqa: E501\nb = 2  # noqa\nc = '''x\ny'''\nd = 3  # why\n")
     edit = noqa_edit(doc, 1, "TL101")

@@ -20,7 +20,8 @@ from lsprotocol import types  # noqa: E402
 from pygls.workspace import Workspace  # noqa: E402
 
 from test_cli import write  # noqa: E402
-from torchlint.language_server import TorchlintServer, code_actions  # noqa: E402
+from torchlint.language_server import TorchlintServer  # noqa: E402
+from torchlint.lsp_code_actions import code_actions  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LEGACY = "x = torch.FloatTensor(3)  # é\n"  # one TL205 finding per line, and a non-ASCII character
@@ -138,7 +139,7 @@ def test_a_fifo_at_an_unopened_uri_does_not_hang_the_server(tmp_path):
         assert not hung, "linting an unopened FIFO blocked"
         [diagnostic] = server.sent[-1].diagnostics
         assert diagnostic.code == "TL000" and "not a regular file" in diagnostic.message
-        from torchlint.language_server import code_actions, hover
+        from torchlint.lsp_code_actions import code_actions, hover
 
         position = types.Position(line=0, character=0)
         hung, result = _in_thread(lambda: (

@@ -91,7 +91,7 @@ def test_language_server_noqa_action_and_hover_after_a_line_separator(kind):
     from lsprotocol import types
     from pygls.workspace import TextDocument
 
-    from torchlint.language_server import hover, noqa_edit
+    from torchlint.lsp_code_actions import hover, noqa_edit
     from torchlint.lsp_positions import DocumentIndex
 
     source = _tricky(kind)
@@ -111,6 +111,8 @@ def test_language_server_noqa_action_and_hover_after_a_line_separator(kind):
 
     # Hover on the code of a noqa comment on the row after the separator names that rule.
     class Server:
+        findings: dict = {}  # no diagnostics to hover on
+
         def document(self, uri):
             return TextDocument(uri, _tricky(kind, "  # noqa: TL101"))
 
@@ -128,7 +130,7 @@ def test_language_server_noqa_action_and_hover_after_a_line_separator(kind):
 def test_language_server_knows_rows_inside_a_string_after_a_lone_cr():
     from pygls.workspace import TextDocument
 
-    from torchlint.language_server import noqa_edit
+    from torchlint.lsp_code_actions import noqa_edit
 
     doc = TextDocument("file:///x.py", "a = '''x\ry'''\rb = 2\r")
     assert noqa_edit(doc, 1, "TL101") is None  # row 1 ends inside the string

@@ -2,9 +2,16 @@
 
 - Diagnostics on open, on change (debounced: linting waits until typing pauses) and on
   save, with the rule code, severity, and the rule's documentation as `codeDescription`.
-- Code actions: the finding's quick fix when the rule offers one, and "Disable TLxxx for
-  this line" (a `# noqa: TLxxx` comment).
-- Hover on a code in a `# noqa: ...` comment shows that rule's summary.
+- Diagnostics are pulled (`textDocument/diagnostic`) by a client that can, pushed otherwise.
+- Code actions: the finding's quick fix when the rule offers one (an unsafe one only with the
+  `unsafeFixes` setting), "Disable TLxxx for this line" (a `# noqa: TLxxx` comment), and
+  `source.fixAll.torchlint`, which applies every allowed fix as `check --fix` would.
+- Commands: `torchlint.server.fixAll` (applies fix-all to a document) and
+  `torchlint.server.ruleDoc` (a rule's documentation page).
+- Hover on a diagnostic shows its message and the rule's summary; on a code in a
+  `# noqa: ...` comment, that rule's summary.
+- Settings from the client (`initializationOptions`, `workspace/configuration`,
+  `workspace/didChangeConfiguration`: see lsp_settings) act like command-line flags.
 - Notebooks opened as notebooks (LSP notebook sync): the code cells are linted as one
   program and each cell gets its own findings, with rows counted within the cell.
 - Configuration is resolved per file exactly as `torchlint check` resolves it, read afresh
@@ -27,28 +34,21 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
-from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from torchlint import __version__
-from torchlint.config import CliOverrides, ConfigError, ConfigResolver
+from torchlint.config import ConfigError, ConfigResolver
 from torchlint.diagnostics import Finding, syntax_error_finding
 from torchlint.api import config_error_finding, lint_document, lint_notebook_cells
+from torchlint.lsp_actions import (FIX_ALL_COMMAND, FIX_ALL_KIND, RULE_DOC_COMMAND, SOURCE, rule_doc_payload, to_diagnostic,
+                                   uri_argument)
+from torchlint.lsp_code_actions import Unreadable, code_actions, document_fix_all, hover
 from torchlint.lsp_positions import DocumentIndex
+from torchlint.lsp_settings import SECTION as SETTINGS_SECTION, SettingsStore, parse_settings
 from torchlint.notebook import Cell, Notebook, is_notebook
-from torchlint.output.docs_url import rule_url
-from torchlint import catalog
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file, refusal, too_large_message
 from torchlint.source import DecodeFailure, decode_source, physical_lines
 
-SOURCE = "torchlint"
 DEBOUNCE_SECONDS = 0.3
-_SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning,
-             "info": types.DiagnosticSeverity.Information}
-
-
-class Unreadable(Exception):
-    """A URI the editor has not opened whose file torchlint will not read (a FIFO, a device,
-    too large, undecodable); the message says why."""
 
 
 class TorchlintServer(LanguageServer):
@@ -60,6 +60,8 @@ class TorchlintServer(LanguageServer):
         self.pending: dict[str, asyncio.TimerHandle] = {}  # per document or notebook URI
         self.findings: dict[str, list[Finding]] = {}  # per document or cell URI, from the last lint
         self.notebook_cells: dict[str, set[str]] = {}  # notebook URI -> cell URIs last published
+        self.client_settings = SettingsStore()
+        self.pull_diagnostics = False  # the client asks for diagnostics (textDocument/diagnostic)
 
     # -- linting -------------------------------------------------------------
     def workspace_root(self) -> Path:
@@ -95,12 +97,12 @@ class TorchlintServer(LanguageServer):
                 raise Unreadable(f"cannot read file: {exc.strerror or exc}") from None
         return TextDocument(uri, source=source, position_codec=self.workspace.position_codec)
 
-    def configure(self, path: Path) -> tuple[Optional[ConfigResolver], list[Finding]]:
+    def configure(self, path: Path, uri: str = "") -> tuple[Optional[ConfigResolver], list[Finding]]:
         """(resolver, []) to lint `path`; (None, []) when the config excludes it; (None,
-        [error]) when the config is broken. A fresh resolver each time: config edits apply
-        at once, like a new CLI run."""
+        [error]) when the config (or a client setting) is broken. A fresh resolver each time:
+        config edits apply at once, like a new CLI run."""
         try:
-            resolver = ConfigResolver(CliOverrides(), cwd=self.workspace_root())
+            resolver = ConfigResolver(self.client_settings.for_uri(uri).overrides(), cwd=self.workspace_root())
             return (None if resolver.for_file(path).is_excluded(path) else resolver), []
         except ConfigError as exc:
             return None, [config_error_finding(str(path), exc)]
@@ -129,13 +131,20 @@ class TorchlintServer(LanguageServer):
 
     def lint(self, uri: str) -> None:
         self.pending.pop(uri, None)
+        linted = self.document_findings(uri)
+        if linted is not None:
+            self.publish(uri, *linted)
+
+    def document_findings(self, uri: str) -> Optional[tuple[list[Finding], Optional[TextDocument]]]:
+        """The findings of a (non-notebook) document and the document read, or None after an
+        internal error (logged)."""
         # An .ipynb opened as text is JSON, whose positions are not the cells': notebooks
         # are linted when the editor opens them as notebooks (lint_notebook below).
         path = self.uri_path(uri, "untitled.py")
         findings: list[Finding] = []
         document: Optional[TextDocument] = None
         if path is not None and not is_notebook(str(path)):
-            resolver, findings = self.configure(path)
+            resolver, findings = self.configure(path, uri)
             if resolver is not None:
                 limit = resolver.for_file(path).max_file_size
                 try:
@@ -148,8 +157,23 @@ class TorchlintServer(LanguageServer):
                     findings = [syntax_error_finding(str(path), str(exc), 1, 1)]
                 except Exception as exc:
                     self.report_internal_error(path, exc)
-                    return
-        self.publish(uri, findings, document)
+                    return None
+        return findings, document
+
+    def relint_all(self) -> None:
+        """After a settings change: every open document and notebook again (a pulling
+        client is asked to pull again instead)."""
+        cells = {c for cs in self.notebook_cells.values() for c in cs}
+        for notebook_uri in list(self.notebook_cells):
+            self.lint_notebook(notebook_uri)
+        if self.pull_diagnostics:
+            refresh = self.client_capabilities.workspace and self.client_capabilities.workspace.diagnostics
+            if refresh and refresh.refresh_support:
+                self.workspace_diagnostic_refresh(None)
+            return
+        for uri in list(self.workspace.text_documents):
+            if uri not in cells:
+                self.lint(uri)
 
     def lint_notebook(self, notebook_uri: str) -> None:
         """Lint an open notebook's code cells as one program and publish each cell's
@@ -175,7 +199,7 @@ class TorchlintServer(LanguageServer):
             size += len(document.source.encode("utf-8", "surrogatepass"))
         findings: list[Finding] = []
         if path is not None:
-            resolver, errors = self.configure(path)
+            resolver, errors = self.configure(path, notebook_uri)
             findings = [replace(e, cell=notebook.cells[0].number) for e in errors[:1] if notebook.cells]
             limit = resolver.for_file(path).max_file_size if resolver is not None else 0
             if resolver is not None and size > limit and notebook.cells:
@@ -209,117 +233,84 @@ class TorchlintServer(LanguageServer):
             pending.cancel()
 
 
-def to_diagnostic(f: Finding, index: DocumentIndex) -> types.Diagnostic:
-    message = f.message
-    help_line = getattr(f, "help", None)
-    if help_line:
-        message += f"\nhelp: {help_line}"
-    return types.Diagnostic(
-        range=index.range(f.row, f.col, f.end_row, f.end_col),
-        message=message,
-        severity=_SEVERITY.get(f.severity, types.DiagnosticSeverity.Warning),
-        code=f.code,
-        code_description=types.CodeDescription(href=rule_url(f.code, f.name)),
-        source=SOURCE,
-        data={"row": f.row, "code": f.code},
-    )
+def log_problems(server: TorchlintServer, problems: list[str]) -> None:
+    for problem in problems:
+        server.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=f"torchlint: {problem}"))
 
 
-# -- code actions ---------------------------------------------------------------
-def noqa_edit(document: TextDocument, row: int, code: str,
-              index: Optional[DocumentIndex] = None) -> Optional[types.TextEdit]:
-    """The edit that suppresses `code` on line `row`: extend an existing `# noqa: ...` list,
-    or append `  # noqa: CODE`. None when the line already suppresses it or cannot take a comment."""
-    index = index or DocumentIndex(document)
-    lines = index.lines
-    if not 0 < row <= len(lines) or (row == len(lines) and not lines[-1]):
-        return None
-    directives = index.directives()
-    if any(d.file_level for d in directives.on_row(row)):
-        return None  # the comment is a file-level directive: a line directive after it would be its text
-    existing = directives.by_row.get(row)
-    if existing is not None:
-        if existing.names(code):
-            return None  # a bare directive, or one that names the code, already suppresses it
-        at = existing.codes_end
-        return types.TextEdit(range=index.range(row, at + 1, row, at + 1), new_text=f", {code}")
-    if not index.comment_allowed_at_end(row):
-        return None
-    end = len(lines[row - 1]) + 1
-    return types.TextEdit(range=index.range(row, end, row, end), new_text=f"  # noqa: {code}")
-
-
-def code_actions(server: TorchlintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    uri = params.text_document.uri
+async def pull_configuration(server: TorchlintServer) -> None:
+    """Ask a client that answers `workspace/configuration` for the `torchlint` section,
+    globally and per workspace folder, then lint again with what it said."""
+    workspace = server.client_capabilities.workspace
+    if not (workspace and workspace.configuration):
+        return
+    folders = list(server.workspace.folders)
+    items = [types.ConfigurationItem(section=SETTINGS_SECTION)] + [
+        types.ConfigurationItem(scope_uri=folder, section=SETTINGS_SECTION) for folder in folders]
     try:
-        index = DocumentIndex(server.document(uri))
-    except Unreadable:
-        return []
-    wanted = params.context.only
-    actions: list[types.CodeAction] = []
-    requested = ServerTextRange(ServerTextPosition(*index.from_client(params.range.start)),
-                                ServerTextPosition(*index.from_client(params.range.end)))
-    for f in server.findings.get(uri, []):
-        # The client names the diagnostics under the cursor; a client that names none
-        # gets the actions of every finding overlapping the requested range.
-        diagnostic = next((d for d in params.context.diagnostics
-                           if d.source == SOURCE and d.code == f.code and (d.data or {}).get("row") == f.row), None)
-        span = ServerTextRange(ServerTextPosition(f.row - 1, f.col - 1), ServerTextPosition(f.end_row - 1, f.end_col - 1))
-        if diagnostic is None and not span.overlaps(requested):
-            continue
-        related = [diagnostic] if diagnostic is not None else [to_diagnostic(f, index)]
-        if f.fix and f.fix.edits and (wanted is None or types.CodeActionKind.QuickFix in wanted):
-            fix = f.fix
-            actions.append(types.CodeAction(
-                title=f"{fix.message or 'Fix'} ({f.code})" + ("" if fix.safe else f" [{fix.applicability}]"),
-                kind=types.CodeActionKind.QuickFix, diagnostics=related, is_preferred=fix.safe,
-                edit=types.WorkspaceEdit(changes={uri: [
-                    types.TextEdit(range=index.range(*e.start, *e.end), new_text=e.content) for e in fix.edits]})))
-        if wanted is None or types.CodeActionKind.QuickFix in wanted:
-            edit = noqa_edit(index.document, f.row, f.code, index)
-            if edit is not None:
-                actions.append(types.CodeAction(
-                    title=f"Disable {f.code} for this line", kind=types.CodeActionKind.QuickFix,
-                    diagnostics=related, edit=types.WorkspaceEdit(changes={uri: [edit]})))
-    return actions
-
-
-def hover(server: TorchlintServer, params: types.HoverParams) -> Optional[types.Hover]:
-    try:
-        index = DocumentIndex(server.document(params.text_document.uri))
-    except Unreadable:
-        return None
-    if params.position.line >= len(index.lines):
-        return None
-    row, character = index.from_client(params.position)
-    for directive in index.directives().on_row(row + 1):
-        for span in directive.codes or ():
-            if span.start <= character <= span.end:
-                rule = catalog.static_rule(span.code)
-                if rule is None:
-                    return None
-                text = (f"**{rule.code}** ({rule.name}, {rule.severity}): {rule.summary}\n\n"
-                        f"[Documentation]({rule_url(rule.code, rule.name)})")
-                return types.Hover(
-                    contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
-                    range=index.range(row + 1, span.start + 1, row + 1, span.end + 1))
-    return None
+        answers = await server.workspace_configuration_async(types.ConfigurationParams(items=items))
+    except Exception as exc:  # a client that announced the capability but fails it
+        log_problems(server, [f"workspace/configuration failed: {exc}"])
+        return
+    if not isinstance(answers, (list, tuple)) or len(answers) != len(items):  # pygls gives a tuple
+        return
+    problems: list[str] = []
+    if answers[0] is not None:
+        server.client_settings.default, found = parse_settings(answers[0])
+        problems += found
+    for folder, answer in zip(folders, answers[1:]):
+        if answer is not None:
+            server.client_settings.folders[folder], found = parse_settings(answer)
+            problems += found
+    log_problems(server, problems)
+    server.relint_all()
 
 
 def create_server() -> TorchlintServer:
     server = TorchlintServer()
 
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls: TorchlintServer, params: types.InitializeParams) -> None:
+        ls.client_settings.default, problems = parse_settings(params.initialization_options)
+        document = params.capabilities.text_document
+        ls.pull_diagnostics = bool(document and document.diagnostic)
+        log_problems(ls, problems)
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(ls: TorchlintServer, params: types.InitializedParams) -> None:
+        await pull_configuration(ls)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def on_configuration(ls: TorchlintServer, params: types.DidChangeConfigurationParams) -> None:
+        # A pushed section (`{"torchlint": {...}}`) applies at once; otherwise pull it.
+        pushed = params.settings.get(SETTINGS_SECTION) if isinstance(params.settings, dict) else None
+        if pushed is not None:
+            ls.client_settings.default, problems = parse_settings(pushed)
+            ls.client_settings.folders.clear()
+            log_problems(ls, problems)
+            ls.relint_all()
+        else:
+            await pull_configuration(ls)
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.lint(params.text_document.uri)
+        if not ls.pull_diagnostics:
+            ls.lint(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TorchlintServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri)
+        if not ls.pull_diagnostics:  # a pulling client asks again when it wants to
+            ls.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.lint(params.text_document.uri)
+        if not ls.pull_diagnostics:
+            ls.lint(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, types.DiagnosticOptions(
+        identifier=SOURCE, inter_file_dependencies=False, workspace_diagnostics=False))
+    def on_diagnostic(ls: TorchlintServer, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
+        return pull_report(ls, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TorchlintServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -345,8 +336,8 @@ def create_server() -> TorchlintServer:
         for cell in ls.notebook_cells.pop(uri, set()):
             ls.clear(cell)
 
-    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
-                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL_KIND]))
     def on_code_action(ls: TorchlintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         return code_actions(ls, params)
 
@@ -354,7 +345,41 @@ def create_server() -> TorchlintServer:
     def on_hover(ls: TorchlintServer, params: types.HoverParams) -> Optional[types.Hover]:
         return hover(ls, params)
 
+    @server.command(FIX_ALL_COMMAND)
+    async def fix_all_command(ls: TorchlintServer, *arguments: object) -> bool:
+        """Apply fix-all to the document given as `[uri]` or `[{"uri": ...}]`; True when the
+        client applied an edit."""
+        uri = uri_argument(list(arguments))
+        if uri is None:
+            return False
+        try:
+            edit = document_fix_all(ls, uri, ls.document(uri))
+        except Unreadable:
+            return False
+        if edit is None:
+            return False
+        result = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(
+            edit=types.WorkspaceEdit(changes={uri: [edit]}), label="torchlint: fix all"))
+        return bool(result and result.applied)
+
+    @server.command(RULE_DOC_COMMAND)
+    def rule_doc_command(ls: TorchlintServer, *arguments: object) -> Optional[dict[str, str]]:
+        return rule_doc_payload(list(arguments))
+
     return server
+
+
+def pull_report(server: TorchlintServer, uri: str) -> types.RelatedFullDocumentDiagnosticReport:
+    """A pulled document's diagnostics. Notebook cells are linted with their notebook and
+    pushed (the notebook is one program), so a cell's pull answers nothing."""
+    if uri in {c for cells in server.notebook_cells.values() for c in cells}:
+        return types.RelatedFullDocumentDiagnosticReport(items=[])
+    linted = server.document_findings(uri)
+    findings, document = linted if linted is not None else ([], None)
+    server.findings[uri] = findings
+    document = document or TextDocument(uri, source="", position_codec=server.workspace.position_codec)
+    positions = DocumentIndex(document)
+    return types.RelatedFullDocumentDiagnosticReport(items=[to_diagnostic(f, positions) for f in findings])
 
 
 def serve() -> None:
