@@ -268,6 +268,15 @@ async def pull_configuration(server: TorchlintServer) -> None:
 
 def create_server() -> TorchlintServer:
     server = TorchlintServer()
+    register_settings(server)
+    register_documents(server)
+    register_notebooks(server)
+    register_requests(server)
+    return server
+
+
+def register_settings(server: TorchlintServer) -> None:
+    """The client's settings: at start, when asked, when changed."""
 
     @server.feature(types.INITIALIZE)
     def on_initialize(ls: TorchlintServer, params: types.InitializeParams) -> None:
@@ -291,6 +300,10 @@ def create_server() -> TorchlintServer:
             ls.relint_all()
         else:
             await pull_configuration(ls)
+
+
+def register_documents(server: TorchlintServer) -> None:
+    """Plain documents: diagnostics pushed on open/change/save, or pulled."""
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TorchlintServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -317,6 +330,10 @@ def create_server() -> TorchlintServer:
         ls.cancel(params.text_document.uri)
         ls.clear(params.text_document.uri)
 
+
+def register_notebooks(server: TorchlintServer) -> None:
+    """Notebooks opened as notebooks: linted as one program, per cell."""
+
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
     def notebook_did_open(ls: TorchlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
         ls.lint_notebook(params.notebook_document.uri)
@@ -335,6 +352,10 @@ def create_server() -> TorchlintServer:
         ls.cancel(uri)
         for cell in ls.notebook_cells.pop(uri, set()):
             ls.clear(cell)
+
+
+def register_requests(server: TorchlintServer) -> None:
+    """Code actions, hover and commands."""
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL_KIND]))
@@ -365,8 +386,6 @@ def create_server() -> TorchlintServer:
     @server.command(RULE_DOC_COMMAND)
     def rule_doc_command(ls: TorchlintServer, *arguments: object) -> Optional[dict[str, str]]:
         return rule_doc_payload(list(arguments))
-
-    return server
 
 
 def pull_report(server: TorchlintServer, uri: str) -> types.RelatedFullDocumentDiagnosticReport:
