@@ -107,10 +107,15 @@ def test_text_json_sarif_and_github_positions(tmp_path, run_cli):
     doc = json.loads(run_cli("check", "nb.ipynb", "--output-format", "sarif")[1])
     jsonschema.validate(doc, SCHEMA)
     result = doc["runs"][0]["results"][0]
-    assert result["properties"]["cell"] == 4
-    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 3
+    assert (result["properties"]["cell"], result["properties"]["cellLine"]) == (4, 3)
+    # The region is the line of the .ipynb file that GitHub shows: the flagged code's.
+    file_lines = (tmp_path / "nb.ipynb").read_text().splitlines()
+    region = result["locations"][0]["physicalLocation"]["region"]
+    assert "val_loss.backward()" in file_lines[region["startLine"] - 1] and region["endLine"] == region["startLine"]
+    assert "fixes" not in result  # a fix's edits would count the cell's rows
     github = run_cli("check", "nb.ipynb", "--output-format", "github")[1].splitlines()[0]
-    assert github.startswith("::error file=nb.ipynb,title=") and "TL101 cell 4, line 3: " in github
+    assert github.startswith(f"::error file=nb.ipynb,line={region['startLine']},title=")
+    assert "TL101 cell 4, line 3: " in github
     # A .py file still has no cell.
     write(tmp_path, "p.py", "import torch\nwith torch.no_grad():\n    l = m(x)\n    l.backward()\n")
     assert json.loads(run_cli("check", "p.py", "--output-format", "json")[1])[0]["cell"] is None
@@ -189,3 +194,55 @@ def test_cache_covers_notebooks(tmp_path, run_cli, monkeypatch):
 
 def test_fix_hook_says_notebooks_are_not_fixed():
     assert "not applied to Jupyter notebooks" in nb.FIX_UNSUPPORTED
+
+
+@pytest.mark.parametrize("layout", ["jupyter", "compact", "one-string", "split-strings"])
+def test_cell_lines_map_to_the_ipynb_lines_that_hold_them(layout):
+    from torchlint.notebook_positions import cell_file_lines
+
+    source = {"jupyter": ["import torch\n", "x = 1\n", "y = torch.zeros(2)"],
+              "compact": ["import torch\n", "x = 1\n", "y = torch.zeros(2)"],
+              "one-string": "import torch\nx = 1\ny = torch.zeros(2)",
+              # a line spread over two strings, as some tools write: it starts in the first
+              "split-strings": ["import to", "rch\nx = 1\n", "y = torch.zeros(2)"]}[layout]
+    starts = {"split-strings": ["import to", "x = 1", "torch.zeros"]}.get(layout, ["import torch", "x = 1", "torch.zeros"])
+    # Key order and "source" keys elsewhere (metadata, outputs) must not confuse the walk.
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# title\n"]},
+             {"source": source, "cell_type": "code", "metadata": {"tags": ["source"], "source": "no"},
+              "execution_count": 1,
+              "outputs": [{"output_type": "stream", "name": "stdout", "text": ["source\n"], "source": ["no"]}]}]
+    text = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5},
+                      indent=None if layout == "compact" else 1)
+    lines = cell_file_lines(text)
+    file_lines = text.splitlines()
+    assert len(lines[2]) == 3 and len(lines[1]) == 1
+    for row, start in enumerate(starts):
+        assert start in file_lines[lines[2][row] - 1]
+    assert "# title" in file_lines[lines[1][0] - 1]
+    if layout == "jupyter":
+        assert len(set(lines[2])) == 3  # one file line per source line
+
+
+def test_cell_lines_of_text_that_is_not_json_are_unknown():
+    from torchlint.notebook_positions import cell_file_lines
+
+    assert cell_file_lines('{"cells": [') is None
+    assert cell_file_lines("") is None
+
+
+def test_sarif_fingerprints_follow_the_flagged_lines_text_not_its_position(tmp_path, run_cli):
+    # Sources load lazily: SARIF once read an empty mapping as "no sources", so every
+    # fingerprint hashed an empty line and shifted when a finding was added above it.
+    def fingerprints() -> dict[str, str]:
+        doc = json.loads(run_cli("check", "a.py", "--select", "TL909", "--output-format", "sarif", "--no-cache")[1])
+        lines = (tmp_path / "a.py").read_text().splitlines()
+        return {lines[r["locations"][0]["physicalLocation"]["region"]["startLine"] - 1].strip():
+                r["partialFingerprints"]["torchlint/v1"] for r in doc["runs"][0]["results"]}
+
+    head = "import torch.nn.functional as F\nloss = F.mse_loss(a, b)\n"
+    write(tmp_path, "a.py", head + "v = loss.data[0]\n")
+    before = fingerprints()
+    write(tmp_path, "a.py", head + "w = loss.data[0]\nv = loss.data[0]\n")
+    after = fingerprints()
+    assert after["v = loss.data[0]"] == before["v = loss.data[0]"]
+    assert after["w = loss.data[0]"] != after["v = loss.data[0]"]

@@ -200,6 +200,16 @@ class NotebookSource(SourceFile):
     def cell_line(self, number: int, row: int) -> str:
         return self.notebook.cell_line(number, row) if self.notebook is not None else ""
 
+    def file_line(self, cell: int, row: int) -> Optional[int]:
+        """The line of the .ipynb file that holds line `row` of cell `cell` (1-based), or
+        None when it cannot be told (see notebook_positions)."""
+        if not hasattr(self, "_file_lines"):
+            from torchlint.notebook_positions import cell_file_lines
+
+            self._file_lines = cell_file_lines(self.text)
+        lines = (self._file_lines or {}).get(cell, [])
+        return lines[row - 1] if 0 < row <= len(lines) else None
+
 
 def load_source(path: str, data: bytes) -> Optional[NotebookSource]:
     try:

@@ -39,9 +39,14 @@ def render(findings: list[Finding], sources: Any = None, *, cwd: Optional[Path] 
         message = f"{f.code} {f.message}"
         cell = getattr(f, "cell", None)
         if cell is not None:
-            # A line in a notebook cell is not a line of the .ipynb file: annotate the file
-            # and say where in the message.
+            # A line in a notebook cell is not a line of the .ipynb file: annotate the file's
+            # line that holds the code (when it can be told) and say where in the message.
             props = f"file={_escape_property(path)}"
+            # (`sources` loads on first use: an empty one is not "no sources")
+            file_line = getattr(sources.get(f.path), "file_line", None) if sources is not None else None
+            line = file_line(cell, f.row) if file_line is not None else None
+            if line is not None:
+                props += f",line={line}"
             message = f"{f.code} cell {cell}, line {f.row}: {f.message}"
         elif f.end_row == f.row:
             props = (f"file={_escape_property(path)},line={f.row},col={f.col},"

@@ -90,7 +90,7 @@ def _line_of(sources: Any, f: Finding) -> str:
 def render(findings: list[Finding], sources: Optional[dict] = None, *,
            errors: Optional[list[Finding]] = None, cwd: Optional[Path] = None, root: Optional[Path] = None,
            rules: Iterable[str] = (), **_: object) -> str:
-    sources = sources or {}
+    sources = {} if sources is None else sources  # a lazy Sources starts empty: keep it
     cwd = (cwd or Path.cwd()).resolve()
     root = (root or cwd).resolve()
     over_limit = truncation_warning(len(findings))
@@ -104,7 +104,7 @@ def render(findings: list[Finding], sources: Optional[dict] = None, *,
         line_text = _line_of(sources, f)
         k = (f.code, f.path, line_text.strip())
         seen[k] = seen.get(k, 0) + 1
-        physical, related = _locations(f, cwd, root, line_text)
+        physical, related = _locations(f, cwd, root, line_text, _notebook_lines(sources, f))
         result: dict[str, Any] = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
@@ -115,11 +115,11 @@ def render(findings: list[Finding], sources: Optional[dict] = None, *,
         }
         if related:
             result["relatedLocations"] = related
-        if f.fix:
+        if f.fix and f.cell is None:  # a fix's edits count a cell's rows, not the file's
             result["fixes"] = [_fix(f, cwd, root)]
         properties: dict[str, Any] = {}
-        if getattr(f, "cell", None) is not None:
-            properties["cell"] = f.cell  # type: ignore[attr-defined]
+        if f.cell is not None:  # where in the notebook: the region holds the .ipynb file's lines
+            properties.update(cell=f.cell, cellLine=f.row, cellColumn=f.col)
         if f.verify:
             properties["verify"] = f.verify
         if f.runtime:  # `torchlint run`
@@ -188,10 +188,33 @@ def _artifact(path: str, cwd: Path, root: Path) -> dict[str, Any]:
     return {"uri": absolute.resolve().as_uri()}
 
 
-def _locations(f: Finding, cwd: Path, root: Path, line_text: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _notebook_lines(sources: Any, f: Finding) -> Optional[tuple[int, int]]:
+    """For a notebook finding, the .ipynb file lines of its first and last rows (a cell's
+    rows are not the file's lines), or None when they cannot be told."""
+    source = sources.get(f.path)
+    file_line = getattr(source, "file_line", None)
+    if f.cell is None or file_line is None:
+        return None
+    start, end = file_line(f.cell, f.row), file_line(f.cell, f.end_row)
+    return (start, end or start) if start is not None else None
+
+
+def _locations(f: Finding, cwd: Path, root: Path, line_text: str,
+               notebook_lines: Optional[tuple[int, int]] = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The primary location (the flagged line only) and, for a span over several lines,
-    a related location covering all of it."""
+    a related location covering all of it. A notebook finding is placed on the lines of the
+    .ipynb file that hold its code (no columns: the JSON line is indented and quoted), or,
+    where they cannot be told, on the file alone."""
     artifact = _artifact(f.path, cwd, root)
+    if f.cell is not None:
+        if notebook_lines is None:
+            return {"physicalLocation": {"artifactLocation": artifact}}, []
+        start, end = notebook_lines
+        primary = {"physicalLocation": {"artifactLocation": artifact, "region": {"startLine": start, "endLine": start}}}
+        if end == start:
+            return primary, []
+        return primary, [{"id": 1, "message": {"text": "the whole flagged code"}, "physicalLocation": {
+            "artifactLocation": artifact, "region": {"startLine": start, "endLine": end}}}]
     if f.end_row == f.row:
         end_col = f.end_col
     else:  # stop at the end of the first line (the line text may be unknown: at least one column)
