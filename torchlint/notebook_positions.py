@@ -10,7 +10,7 @@ that string's line, which is the line a reader of the file sees the code on."""
 from __future__ import annotations
 
 import json
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # public, but not in typeshed
 from typing import Optional
 
 _WHITESPACE = " \t\n\r"
