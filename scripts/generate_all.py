@@ -42,7 +42,21 @@ def doc_page(entry: catalog.Entry) -> str:
         raise SystemExit(f"{entry.code}: {entry.__name__} has no docstring (its doc page)")
     default = "on" if entry.default_enabled else "off"
     return (f"# {entry.code} {entry.name}\n\n**Default:** {default} · **Severity:** {entry.severity}\n\n"
-            f"{inspect.cleandoc(doc)}\n")
+            f"{with_options(inspect.cleandoc(doc), entry)}\n")
+
+
+def with_options(doc: str, entry: catalog.Entry) -> str:
+    """The docstring with an Options section (ruff's) before References, from the rule's
+    typed options: each key, what a valid value is, its default and its help."""
+    options: dict = getattr(entry, "options", {})
+    if not options:
+        return doc
+    table = f"[tool.torchlint.options.{entry.name}]"
+    lines = [f"Set under `{table}` (or the rule's code):", "",
+             *(opt.doc_line(key) for key, opt in sorted(options.items()))]
+    section = "## Options\n" + "\n".join(lines) + "\n\n"
+    head, sep, tail = doc.partition("## References")
+    return head + section + sep + tail if sep else doc + "\n\n" + section.rstrip("\n")
 
 
 def page_name(entry: catalog.Entry) -> str:

@@ -195,9 +195,9 @@ def _validate_options(path: Path, table: Any) -> dict[str, dict[str, Any]]:
             if opt is None:
                 known = ", ".join(sorted(rule.options)) or "none"
                 raise ConfigError(f"{path}: options.{rule_key}: unknown option `{key}` (known: {known})")
-            if not isinstance(value, opt.type) or (opt.item_type and not all(isinstance(v, opt.item_type) for v in value)):
-                expected = opt.type.__name__ + (f" of {opt.item_type.__name__}" if opt.item_type else "")
-                raise ConfigError(f"{path}: options.{rule_key}.{key} must be a {expected}, got {value!r}")
+            problem = opt.problem(value)
+            if problem is not None:
+                raise ConfigError(f"{path}: options.{rule_key}.{key} {problem}")
         out.setdefault(rule.code, {}).update(values)
     return out
 

@@ -275,9 +275,6 @@ def _schema_type(option: Option) -> dict[str, Any]:
     return {"type": "object", "properties": _rule_option_schemas(), "additionalProperties": {"type": "object"}}
 
 
-_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array"}
-
-
 def _rule_option_schemas() -> dict[str, Any]:
     """`options.<rule code or name>`: each rule's own options, typed as the rule declares them."""
     from torchlint import catalog
@@ -286,12 +283,7 @@ def _rule_option_schemas() -> dict[str, Any]:
     for rule in catalog.static_rules():
         if not rule.options:
             continue
-        props = {}
-        for key, opt in sorted(rule.options.items()):
-            prop: dict[str, Any] = {"description": opt.help, "type": _JSON_TYPES[opt.type]}
-            if opt.item_type is not None:
-                prop["items"] = {"type": _JSON_TYPES[opt.item_type]}
-            props[key] = prop
+        props = {key: opt.json_schema() for key, opt in sorted(rule.options.items())}
         table = {"type": "object", "additionalProperties": False, "properties": props}
         out[rule.code] = out[rule.name] = table
     return out
