@@ -3,7 +3,9 @@
 - `rules_docs/*.md`: each rule's or runtime check's docstring under a header of its metadata;
 - the README's two rule tables;
 - `torchlint/verify/evidence_index.py`: code -> the probe and slice judge each rule's
-  `evidence` names, for the --verify worker, which cannot import torchlint.
+  `evidence` names, for the --verify worker, which cannot import torchlint;
+- what the option table generates (scripts/generate_settings.py): `torchlint/settings_fields.py`,
+  `torchlint/data/schema.json` and the README's configuration example.
 
     python scripts/generate_all.py           # rewrite what is out of date
     python scripts/generate_all.py --check   # exit 1 and name what is out of date
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import inspect
 import re
 import sys
@@ -42,7 +45,21 @@ def doc_page(entry: catalog.Entry) -> str:
         raise SystemExit(f"{entry.code}: {entry.__name__} has no docstring (its doc page)")
     default = "on" if entry.default_enabled else "off"
     return (f"# {entry.code} {entry.name}\n\n**Default:** {default} · **Severity:** {entry.severity}\n\n"
-            f"{inspect.cleandoc(doc)}\n")
+            f"{with_options(inspect.cleandoc(doc), entry)}\n")
+
+
+def with_options(doc: str, entry: catalog.Entry) -> str:
+    """The docstring with an Options section (ruff's) before References, from the rule's
+    typed options: each key, what a valid value is, its default and its help."""
+    options: dict = getattr(entry, "options", {})
+    if not options:
+        return doc
+    table = f"[tool.torchlint.options.{entry.name}]"
+    lines = [f"Set under `{table}` (or the rule's code):", "",
+             *(opt.doc_line(key) for key, opt in sorted(options.items()))]
+    section = "## Options\n" + "\n".join(lines) + "\n\n"
+    head, sep, tail = doc.partition("## References")
+    return head + section + sep + tail if sep else doc + "\n\n" + section.rstrip("\n")
 
 
 def page_name(entry: catalog.Entry) -> str:
@@ -136,10 +153,23 @@ def evidence_index() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _settings_generator():
+    """scripts/generate_settings.py (the option table's files), loaded by path: scripts/ is no package."""
+    spec = importlib.util.spec_from_file_location("generate_settings", Path(__file__).with_name("generate_settings.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def expected_files() -> dict[Path, str]:
-    """Every generated file and the text it must have."""
+    """Every generated file and the text it must have: the catalog's, and the option table's
+    (the README holds both the rule tables and the configuration example)."""
     files = {DOCS / page_name(e): doc_page(e) for e in catalog.entries()}
-    files[README] = readme_text(README.read_text(encoding="utf-8"))
+    generator = _settings_generator()
+    settings = generator.outputs(README.read_text(encoding="utf-8"))
+    files[README] = readme_text(settings.pop(generator.README))
+    files.update(settings)
     files[EVIDENCE_INDEX] = evidence_index()
     return files
 

@@ -66,6 +66,26 @@ def lint_file(path: Path, codes: set[str]):
     return result.findings
 
 
+def fixed_text(path: Path, code: str, unsafe: bool) -> str:
+    """`path` fixed to a fixed point with `code`'s fixes, as `--fix` (`--unsafe-fixes` when
+    `unsafe`) would write it; the snapshot of each fixture records the result as a diff."""
+    from torchlint.fix.engine import encode_like, fix_text
+    from torchlint.fix.policy import FixPolicy
+    from torchlint.linter import lint_bytes
+    from torchlint.source import decode_source
+
+    task = FileTask(path=str(path), display=str(path), codes=frozenset({code}))
+    data = path.read_bytes()
+
+    def lint(text: str):
+        return lint_bytes(task, encode_like(data, text)).findings
+
+    outcome = fix_text(decode_source(data), lint_bytes(task, data).findings, lint,
+                       FixPolicy(frozenset({code}), unsafe).allows)
+    assert outcome.error is None and outcome.converged, (path, outcome.error)
+    return outcome.text
+
+
 @pytest.fixture
 def run_cli(tmp_path, monkeypatch):
     """Run the CLI in-process: returns (exit_code, stdout, stderr)."""

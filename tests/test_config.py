@@ -93,4 +93,4 @@ def test_per_rule_option_changes_behaviour(tmp_path, run_cli):
     assert rows() == [5, 9]
     write(tmp_path, "pyproject.toml", '[tool.torchlint.options.TL102]\nskip-initializers = "no"\n')
     code, _, err = run_cli("check", "a.py")
-    assert code == 2 and "skip-initializers must be a bool" in err
+    assert code == 2 and 'options.TL102.skip-initializers must be true or false, got "no"' in err

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from torchlint.diagnostics import TOOL_CODES
-from torchlint.docs import SECTIONS, doc_sections, docs_dir, rule_doc
+from torchlint.docs import OPTIONS_SECTION, SECTIONS, doc_sections, docs_dir, rule_doc
 from torchlint import catalog
 
 # Static rules, the runtime-only checks of `torchlint run` and torchlint's own codes (TL002,
@@ -25,8 +25,12 @@ def test_doc_exists_with_all_sections(rule):
     default = "on" if rule.default_enabled else "off"
     assert f"**Default:** {default} · **Severity:** {rule.severity}" in text
     sections = doc_sections(text)
-    assert list(sections) == list(SECTIONS), f"{path.name}: sections {list(sections)}"
-    assert all(sections[s] for s in SECTIONS)
+    expected = list(SECTIONS)
+    if getattr(rule, "options", None):  # every typed option listed, before References
+        expected.insert(expected.index("References"), OPTIONS_SECTION)
+        assert all(f"- `{key}` (" in sections[OPTIONS_SECTION] for key in rule.options), sections[OPTIONS_SECTION]
+    assert list(sections) == expected, f"{path.name}: sections {list(sections)}"
+    assert all(sections[s] for s in expected)
 
 
 def test_no_orphan_docs():

@@ -17,12 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, fixed_text
 from test_cli import write
 from torchlint.linter import FileTask, lint_task
 
-SNAPSHOTS = Path(__file__).parent / "fix_snapshots"
-UPDATE = os.environ.get("TORCHLINT_UPDATE_SNAPSHOTS") == "1"
 FIXTURE_FILES = sorted(FIXTURES.glob("TL*/*.py"))
 
 
@@ -51,12 +49,8 @@ def test_fix_matches_snapshot_and_second_fix_is_a_no_op(fixture, tmp_path, run_c
     shutil.copy(fixture, target)
     _fix_cli(run_cli, target, code)
     fixed = target.read_text(encoding="utf-8")
-    snapshot = SNAPSHOTS / code / fixture.name.replace(".py", ".out.py")
-    if UPDATE:
-        snapshot.parent.mkdir(parents=True, exist_ok=True)
-        snapshot.write_text(fixed, encoding="utf-8")
-    assert snapshot.is_file(), f"no snapshot {snapshot} (TORCHLINT_UPDATE_SNAPSHOTS=1 writes it)"
-    assert fixed == snapshot.read_text(encoding="utf-8")
+    # The fixture's .snap shows this text as its fix diffs (tests/test_snapshots.py).
+    assert fixed == fixed_text(fixture, code, unsafe=True)
     assert fixed != fixture.read_text(encoding="utf-8")
     ast.parse(fixed)
     # Every finding that had a fix is gone (or its fix was not certain enough to apply).
@@ -68,10 +62,14 @@ def test_fix_matches_snapshot_and_second_fix_is_a_no_op(fixture, tmp_path, run_c
     assert target.read_text(encoding="utf-8") == fixed
 
 
-def test_every_snapshot_belongs_to_a_fixable_fixture():
-    expected = {(p.parent.name, p.name.replace(".py", ".out.py")) for p in FIXABLE}
-    present = {(p.parent.name, p.name) for p in SNAPSHOTS.glob("TL*/*.out.py")}
-    assert present == expected
+def test_snapshots_show_a_fix_exactly_for_the_fixable_fixtures():
+    def shows_a_fix(path: Path) -> bool:
+        snap = path.with_suffix(".snap")
+        text = snap.read_text(encoding="utf-8") if snap.exists() else ""
+        return "\nSafe fix (--fix):\n" in text or "\nUnsafe fix (--fix --unsafe-fixes" in text
+
+    shown = {p for p in FIXTURE_FILES if shows_a_fix(p)}
+    assert shown == set(FIXABLE) and len(FIXABLE) > 30
 
 
 def test_fix_keeps_comments_formatting_and_mode(tmp_path, run_cli):

@@ -41,7 +41,13 @@ def test_a_page_is_the_docstring_under_the_metadata_header():
         header = f"# {entry.code} {entry.name}\n\n**Default:** {default} · **Severity:** {entry.severity}\n\n"
         assert page.startswith(header), entry.code
         doc_lines = [line.strip() for line in entry.__doc__.strip().splitlines()]
-        page_lines = [line.strip() for line in page[len(header):].strip().splitlines()]
+        body = page[len(header):]
+        options = getattr(entry, "options", {})
+        if options:  # the generated Options section, from the rule's typed options
+            before, section, after = body.partition("## Options\n")
+            assert section and all(opt.doc_line(key) in after for key, opt in options.items()), entry.code
+            body = before + after[after.index("## References"):]
+        page_lines = [line.strip() for line in body.strip().splitlines()]
         assert page_lines == doc_lines, entry.code  # the docstring, dedented, and nothing else
 
 

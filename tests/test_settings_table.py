@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from torchlint.config import CliOverrides, ConfigError, Settings, settings_from_table
-from torchlint.options import KNOWN_KEYS, OPTIONS, OPTIONS_BY_KEY, json_schema, toml_example
+from torchlint.options import DERIVED_FIELDS, KNOWN_KEYS, OPTIONS, OPTIONS_BY_KEY, json_schema, toml_example
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -23,10 +23,6 @@ else:  # pragma: no cover
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "torchlint" / "data" / "schema.json"
-# Settings fields that no single row fills: where they come from.
-DERIVED = {"root": "the config file's directory", "config_path": "the config file",
-           "enabled": "select, extend-select, ignore", "options": "options, torch-version, module-bases",
-           "fixable": "fixable, extend-fixable, unfixable"}
 
 
 def test_generated_files_are_up_to_date() -> None:
@@ -62,9 +58,49 @@ def test_the_schema_and_torchlint_reject_the_same_bad_values(table: dict) -> Non
 
 
 def test_every_settings_field_comes_from_the_table() -> None:
-    fields = {f.name for f in dataclasses.fields(Settings)}
-    from_rows = {o.attr for o in OPTIONS} & fields
-    assert fields == from_rows | set(DERIVED), fields - from_rows - set(DERIVED)
+    """Settings' fields are generated (torchlint/settings_fields.py): one per row that fills a
+    field by itself, plus the derived ones, whose sources are rows too."""
+    fields = [f.name for f in dataclasses.fields(Settings)]
+    assert fields == [attr for attr, *_ in DERIVED_FIELDS] + [o.attr for o in OPTIONS if o.field]
+    for _, _, _, source in DERIVED_FIELDS[2:]:  # root and config_path come from where the config is
+        assert set(source.split(", ")) <= KNOWN_KEYS, source
+    # Every row lands somewhere: in its own field, a derived one, or a rule's options.
+    sources = {key for *_, source in DERIVED_FIELDS for key in source.split(", ")}
+    assert all(o.field or o.key in sources for o in OPTIONS)
+
+
+# A config value for each row that fills a field, the field it gives, and a flag's value that beats it.
+ROW_VALUES = {
+    "exclude": (["gen"], ("gen",), ["other"], ("other",)),
+    "extend-exclude": (["gen"], ("gen",), ["other"], ("gen", "other")),  # adds up
+    "respect-gitignore": (False, False, True, True),
+    "max-file-size": ("1KB", 1000, "2KiB", 2048),
+    "lint-timeout": (5, 5.0, 7.5, 7.5),
+    "cache-dir": ("c", "ROOT/c", None, None),  # config only: relative to the config's directory
+    "verify-memory": (512, 512, 1024, 1024),
+    "verify-budget": (10, 10.0, 20.0, 20.0),
+    "verify-timeout": (10, 10.0, 20.0, 20.0),
+    "fix": (True, True, False, False),
+    "unsafe-fixes": (True, True, False, False),
+}
+
+
+@pytest.mark.parametrize("option", [o for o in OPTIONS if o.field], ids=lambda o: o.key)
+def test_a_row_fills_its_field_and_its_flag_beats_the_config(option, tmp_path: Path) -> None:
+    config, field_value, flag, flag_field = ROW_VALUES[option.key]
+
+    def resolved(value: object) -> object:
+        return tmp_path / "c" if value == "ROOT/c" else value
+
+    default = settings_from_table(None, {}, CliOverrides(), tmp_path)
+    assert getattr(default, option.attr) == getattr(Settings(tmp_path), option.attr)
+    settings = settings_from_table(None, {option.key: config}, CliOverrides(), tmp_path)
+    assert getattr(settings, option.attr) == resolved(field_value) != getattr(default, option.attr)
+    assert option.flag == (flag is not None)
+    if option.flag:
+        cli = CliOverrides(**{option.attr: flag})
+        assert cli.given() == {option.key}
+        assert getattr(settings_from_table(None, {option.key: config}, cli, tmp_path), option.attr) == flag_field
 
 
 def test_every_flag_in_the_table_is_an_option_of_check() -> None:

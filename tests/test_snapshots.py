@@ -1,34 +1,72 @@
-"""Message snapshots: each fixture `X.py` has `X.snap` beside it with every finding's row,
-column, code, message and help. A message change is a visible diff in review.
+"""Fixture snapshots (ruff's shape): each fixture `X.py` has `X.snap` beside it with every
+finding's row, column, code, message and help, then what `--fix` does to the fixture as a
+unified diff ("Safe fix"), and what `--unsafe-fixes` changes on top of that ("Unsafe fix").
+A message or fix change is a visible diff in review. One switch rewrites them all, and the
+files generated from the catalog (tests/test_generated_files.py):
 
     pytest tests/test_snapshots.py --snapshot-update    # rewrite the .snap files
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 import statistics
 
 import pytest
 
-from conftest import FIXTURES, lint_file
+from conftest import FIXTURES, fixed_text, lint_file
 
 from torchlint import catalog
+from torchlint.source import decode_source
 
 FIXTURE_FILES = sorted(FIXTURES.glob("TL*/*.py"))
 # Notebook fixtures run every rule (they are not one rule's fixtures); rows are per cell.
 NOTEBOOKS = sorted(FIXTURES.glob("notebooks/*.ipynb"))
 ALL_CODES = {r.code for r in catalog.static_rules()}
+LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+SAFE_FIX = "Safe fix (--fix):"
+UNSAFE_FIX = "Unsafe fix (--fix --unsafe-fixes, after the safe fix):"
 
 
 def render(path) -> str:
     lines = []
     codes = ALL_CODES if path.suffix == ".ipynb" else {path.parent.name}
-    for f in lint_file(path, codes):
+    findings = lint_file(path, codes)
+    for f in findings:
         cell = f"cell {f.cell}:" if getattr(f, "cell", None) is not None else ""
         lines.append(f"{cell}{f.row}:{f.col}: {f.code} {f.message}")
         if f.help:
             lines.append(f"    help: {f.help}")
-    return "\n".join(lines) + "\n" if lines else ""
+    messages = "\n".join(lines) + "\n" if lines else ""
+    if path.suffix == ".ipynb" or not any(f.fix for f in findings):  # notebooks are never fixed
+        return messages
+    return messages + render_fixes(path)
+
+
+def render_fixes(path) -> str:
+    """The fix sections: the safe fixes' diff on the fixture, then the unsafe fixes' diff on
+    the safely fixed text (each left out when it changes nothing)."""
+    code, name = path.parent.name, f"{path.parent.name}/{path.name}"
+    original = decode_source(path.read_bytes())
+    safe = fixed_text(path, code, unsafe=False)
+    unsafe = fixed_text(path, code, unsafe=True)
+    out = ""
+    for title, before, after in ((SAFE_FIX, original, safe), (UNSAFE_FIX, safe, unsafe)):
+        if before != after:
+            out += f"\n{title}\n{diff(before, after, name)}"
+    return out
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split where Python's tokenizer splits them (a form feed or U+2028 is no break)."""
+    return LINE_RE.findall(text)
+
+
+def diff(before: str, after: str, name: str) -> str:
+    lines = difflib.unified_diff(_lines(before), _lines(after), fromfile=f"a/{name}", tofile=f"b/{name}")
+    # As git writes it: a last line without a newline is marked, not run into the next one.
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES + NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -37,11 +75,16 @@ def test_snapshot(path, request):
     actual = render(path)
     if request.config.getoption("--snapshot-update"):
         if actual:
-            snap.write_text(actual, encoding="utf-8")
+            with open(snap, "w", encoding="utf-8", newline="") as out:
+                out.write(actual)
         elif snap.exists():
             snap.unlink()
         return
-    expected = snap.read_text(encoding="utf-8") if snap.exists() else ""
+    # newline="": a fixture's carriage returns and form feeds stay what they are in the diff.
+    expected = ""
+    if snap.exists():
+        with open(snap, encoding="utf-8", newline="") as f:
+            expected = f.read()
     assert actual == expected, (f"{snap.name} is out of date; if the change is intended, run "
                                 "`pytest tests/test_snapshots.py --snapshot-update` and review the diff")
 

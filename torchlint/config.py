@@ -8,18 +8,18 @@ import fnmatch
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from torchlint.budget import DEFAULT_LINT_TIMEOUT
 from torchlint.options import (DEFAULT_EXCLUDES, DEFAULT_TORCH_VERSION, DEFAULT_VERIFY_BUDGET,  # noqa: F401 (re-exported)
                                DEFAULT_VERIFY_MEMORY_MIB, DEFAULT_VERIFY_TIMEOUT, OPTIONS_BY_KEY, ConfigError,
-                               CliOverrides, check_table, check_torch_version, expect_list)
+                               check_table, check_torch_version, expect_list)
 from torchlint.project_torch import project_torch_floor
 from torchlint import catalog
-from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, is_within, parse_size, read_regular_file
+from torchlint.safe_io import RefusedFile, is_within, read_regular_file
 from torchlint.selection import SelectionError, SelectionLayer, parse_list, resolve
+from torchlint.settings_fields import CliOverrides, SettingsFields, row_fields
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,27 +30,10 @@ CONFIG_FILES = (".torchlint.toml", "torchlint.toml", "pyproject.toml")
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
-@dataclass
-class Settings:
-    """Effective settings for the files under one config file (or the defaults)."""
-
-    root: Path  # directory that relative patterns are relative to
-    config_path: Optional[Path] = None
-    enabled: frozenset[str] = frozenset()
-    exclude: tuple[str, ...] = DEFAULT_EXCLUDES
-    extend_exclude: tuple[str, ...] = ()
-    per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
-    respect_gitignore: bool = True
-    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # code -> option values
-    cache_dir: Optional[Path] = None
-    max_file_size: int = DEFAULT_MAX_FILE_SIZE
-    verify_memory: Optional[int] = None  # MiB
-    verify_budget: Optional[float] = None  # seconds
-    verify_timeout: Optional[float] = None  # seconds, per probe
-    lint_timeout: float = DEFAULT_LINT_TIMEOUT  # CPU seconds per file
-    fix: bool = False
-    unsafe_fixes: bool = False
-    fixable: frozenset[str] = frozenset()  # codes whose fixes may be applied
+@dataclass  # again: the generated __init__ must call this class's __post_init__
+class Settings(SettingsFields):
+    """Effective settings for the files under one config file (or the defaults). The fields come
+    from the option table (torchlint/settings_fields.py, generated)."""
 
     def __post_init__(self) -> None:
         self._root = os.path.abspath(self.root)
@@ -195,9 +178,9 @@ def _validate_options(path: Path, table: Any) -> dict[str, dict[str, Any]]:
             if opt is None:
                 known = ", ".join(sorted(rule.options)) or "none"
                 raise ConfigError(f"{path}: options.{rule_key}: unknown option `{key}` (known: {known})")
-            if not isinstance(value, opt.type) or (opt.item_type and not all(isinstance(v, opt.item_type) for v in value)):
-                expected = opt.type.__name__ + (f" of {opt.item_type.__name__}" if opt.item_type else "")
-                raise ConfigError(f"{path}: options.{rule_key}.{key} must be a {expected}, got {value!r}")
+            problem = opt.problem(value)
+            if problem is not None:
+                raise ConfigError(f"{path}: options.{rule_key}.{key} {problem}")
         out.setdefault(rule.code, {}).update(values)
     return out
 
@@ -210,26 +193,10 @@ def settings_from_table(path: Optional[Path], table: dict[str, Any], cli: CliOve
     values = check_table(where, table, cli.given())
     return Settings(
         root=root, config_path=path, enabled=frozenset(_enabled(where, values, cli)),
-        exclude=tuple(cli.exclude if cli.exclude is not None else values.get("exclude", DEFAULT_EXCLUDES)),
-        extend_exclude=tuple(values.get("extend-exclude", [])) + tuple(cli.extend_exclude),
         per_file_ignores=_per_file_ignores(where, values.get("per-file-ignores", {})),
-        respect_gitignore=_flag_or(cli.respect_gitignore, values, "respect-gitignore"),
-        options=_rule_options(where, values, cli, root),
-        cache_dir=(root / values["cache-dir"]) if "cache-dir" in values else None,
-        max_file_size=_cli_size(where, cli.max_file_size) if cli.max_file_size is not None
-        else values.get("max-file-size", DEFAULT_MAX_FILE_SIZE),
-        verify_memory=cli.verify_memory or values.get("verify-memory"),
-        verify_budget=cli.verify_budget or values.get("verify-budget"),
-        verify_timeout=cli.verify_timeout or values.get("verify-timeout"),
-        lint_timeout=cli.lint_timeout if cli.lint_timeout is not None
-        else values.get("lint-timeout", DEFAULT_LINT_TIMEOUT),
-        fix=_flag_or(cli.fix, values, "fix"), unsafe_fixes=_flag_or(cli.unsafe_fixes, values, "unsafe-fixes"),
-        fixable=_fixable(where, values),
+        options=_rule_options(where, values, cli, root), fixable=_fixable(where, values),
+        **row_fields(where, values, cli, root),
     )
-
-
-def _flag_or(flag: Optional[bool], values: dict[str, Any], key: str) -> bool:
-    return flag if flag is not None else values.get(key, OPTIONS_BY_KEY[key].default)
 
 
 def _selectors(where: Path, values: dict[str, Any], key: str) -> list[str]:
@@ -255,13 +222,6 @@ def _per_file_ignores(where: Path, table: dict[str, Any]) -> tuple[tuple[str, fr
         except SelectionError as exc:
             raise ConfigError(f"{where}: per-file-ignores.{pattern}: {exc}") from None
     return tuple(per_file)
-
-
-def _cli_size(where: Path, value: str) -> int:
-    try:
-        return parse_size(value)
-    except ValueError as exc:
-        raise ConfigError(f"{where}: `max-file-size`: {exc}") from None
 
 
 def _rule_options(where: Path, values: dict[str, Any], cli: CliOverrides, root: Path) -> dict[str, dict[str, Any]]:

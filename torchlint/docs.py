@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Optional, Protocol
 
 SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
+# Generated before References for a rule with options (scripts/generate_all.py).
+OPTIONS_SECTION = "Options"
 
 
 

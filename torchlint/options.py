@@ -53,10 +53,20 @@ class Option:
     flag_help: str = ""  # the flag's --help text
     ceiling: Optional[float] = None  # a security limit: a config may only lower it
     minimum: Optional[float] = None
+    # The `Settings` field this row fills by itself (torchlint/settings_fields.py is generated
+    # from these): its type and default, as Python source. "": the row feeds a field that
+    # several rows fill together (DERIVED_FIELDS), computed in config.py.
+    field: str = ""
+    field_default: str = ""
 
     @property
     def attr(self) -> str:
         return self.key.replace("-", "_")
+
+    @property
+    def adds_up(self) -> bool:
+        """A list the command line adds to the config's (extend-*, ignore) instead of replacing."""
+        return self.kind == "list" and self.default == []
 
     @property
     def replaced_by_flag(self) -> bool:
@@ -128,6 +138,14 @@ def check_torch_version(value: Any, where: str) -> str:
     return value
 
 
+def flag_size(where: Path, value: str) -> int:
+    """`--max-file-size`'s value in bytes (raises ConfigError)."""
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: `max-file-size`: {exc}") from None
+
+
 def above_limit(where: Path, key: str, value: Any, limit: str) -> None:
     raise ConfigError(f"{where}: `{key}` = {value!r} is above the built-in {limit}; a config file can only "
                       f"lower this security limit. Pass --{key} on the command line to raise it")
@@ -150,39 +168,46 @@ OPTIONS: tuple[Option, ...] = (
        flag_help="Rule codes or prefixes to disable."),
     _o("exclude", "list", list(DEFAULT_EXCLUDES), "Globs to exclude (replaces the default excludes).", "",
        _list, flag=True,
-       flag_help="Comma-separated globs to exclude (replaces the default excludes)."),
+       flag_help="Comma-separated globs to exclude (replaces the default excludes).",
+       field="tuple[str, ...]", field_default="DEFAULT_EXCLUDES"),
     _o("extend-exclude", "list", [], "Globs to exclude in addition.", 'extend-exclude = ["generated/"]', _list,
-       flag=True,
-       flag_help="Comma-separated globs to exclude in addition."),
+       flag=True, flag_help="Comma-separated globs to exclude in addition.",
+       field="tuple[str, ...]", field_default="()"),
     _o("respect-gitignore", "bool", True, "Skip files that .gitignore ignores.", "respect-gitignore = true", _bool,
-       flag=True,
-       flag_help="Skip files that .gitignore ignores (default: on)."),
+       flag=True, flag_help="Skip files that .gitignore ignores (default: on).",
+       field="bool", field_default="True"),
     _o("max-file-size", "size", "5MB", "Skip (and report) files larger than this, e.g. 5MB; a config can only "
        "lower it.", 'max-file-size = "5MB"      # larger files are reported (TL000), not read (notebooks: 10x for '
        'outputs; code cells: 1x)', _size, flag=True,
        flag_help="Skip (and report) files larger than this, e.g. 5MB (default: 5 MiB).",
-       ceiling=DEFAULT_MAX_FILE_SIZE),
+       ceiling=DEFAULT_MAX_FILE_SIZE,
+       field="int", field_default="DEFAULT_MAX_FILE_SIZE"),
     _o("lint-timeout", "seconds", DEFAULT_LINT_TIMEOUT, "CPU seconds one file may take to lint; a config can only "
        "lower it.", "lint-timeout = 60          # CPU seconds per file; a slower file is reported (TL000), not "
        "linted (config can only lower it)", _number(float, SECONDS), flag=True,
        flag_help="CPU seconds one file may take to lint; a slower file is reported as TL000 and skipped "
        "(default 60; config: lint-timeout, which can only lower it).", ceiling=DEFAULT_LINT_TIMEOUT,
-       minimum=MIN_LINT_TIMEOUT),
+       minimum=MIN_LINT_TIMEOUT,
+       field="float", field_default="DEFAULT_LINT_TIMEOUT"),
     _o("cache-dir", "path", ".torchlint_cache", "Cache directory, relative to the config file.",
-       'cache-dir = ".torchlint_cache"', _path),
+       'cache-dir = ".torchlint_cache"', _path,
+       field="Optional[Path]", field_default="None"),
     _o("verify-memory", "int", DEFAULT_VERIFY_MEMORY_MIB, "MiB the --verify worker's processes may use together; "
        "a config can only lower it.", "verify-memory = 2048       # MiB for the --verify worker's process tree",
        _number(int, "a whole number of MiB"), flag=True,
        flag_help="MiB the --verify worker's processes may use together (default 2048; config: verify-memory).",
-       ceiling=DEFAULT_VERIFY_MEMORY_MIB, minimum=256),
+       ceiling=DEFAULT_VERIFY_MEMORY_MIB, minimum=256,
+       field="Optional[int]", field_default="None"),
     _o("verify-budget", "seconds", DEFAULT_VERIFY_BUDGET, "Seconds all of --verify may take; a config can only "
        "lower it.", "verify-budget = 900        # seconds for all of --verify", _number(float, SECONDS), flag=True,
        flag_help="Seconds all of --verify may take; findings left then are skipped (default 900; config: verify-budget).",
-       ceiling=DEFAULT_VERIFY_BUDGET, minimum=1.0),
+       ceiling=DEFAULT_VERIFY_BUDGET, minimum=1.0,
+       field="Optional[float]", field_default="None"),
     _o("verify-timeout", "seconds", DEFAULT_VERIFY_TIMEOUT, "Seconds one probe may run; a config can only lower it.",
        "verify-timeout = 120       # seconds for one --verify run", _number(float, SECONDS), flag=True,
        flag_help="Seconds one probe may run before it counts as an error (default 120; config: verify-timeout).",
-       ceiling=DEFAULT_VERIFY_TIMEOUT, minimum=1.0),
+       ceiling=DEFAULT_VERIFY_TIMEOUT, minimum=1.0,
+       field="Optional[float]", field_default="None"),
     _o("torch-version", "version", None, 'The oldest torch the code must run on ("2.4"); unset: the project\'s own '
        "`torch>=X.Y`, else 2.4.", 'torch-version = "2.4"      # oldest torch the code must run on (TL9xx, TL601); '
        "unset: the\n                           # project's own `torch>=X.Y` in pyproject.toml, else 2.4",
@@ -192,10 +217,12 @@ OPTIONS: tuple[Option, ...] = (
        "module-bases = []          # extra base classes whose subclasses are nn.Modules (beyond\n"
        "                           # Lightning, HF PreTrainedModel, diffusers ModelMixin, timm/torchvision)", _list),
     _o("fix", "bool", False, "Apply fixes, like --fix.", "fix = false                # like --fix", _bool, flag=True,
-       flag_help="Apply fixes (default: the `fix` config key, off)."),
+       flag_help="Apply fixes (default: the `fix` config key, off).",
+       field="bool", field_default="False"),
     _o("unsafe-fixes", "bool", False, "Also apply fixes marked unsafe, like --unsafe-fixes.",
        "unsafe-fixes = false       # like --unsafe-fixes", _bool, flag=True,
-       flag_help="Also apply fixes marked unsafe (they may change behaviour; see each rule's Fix safety)."),
+       flag_help="Also apply fixes marked unsafe (they may change behaviour; see each rule's Fix safety).",
+       field="bool", field_default="False"),
     _o("fixable", "list", ["ALL"], "Rules whose fixes may be applied.",
        'fixable = ["ALL"]          # rules whose fixes may be applied ...', _list),
     _o("unfixable", "list", [], "Rules whose fixes are never applied.", 'unfixable = ["TL701"]      # ... minus these',
@@ -208,6 +235,17 @@ OPTIONS: tuple[Option, ...] = (
 )
 OPTIONS_BY_KEY = {option.key: option for option in OPTIONS}
 KNOWN_KEYS = frozenset(OPTIONS_BY_KEY)
+# The `Settings` fields that no single row fills: (attribute, type, default, what fills it).
+# config.py computes them; the verify-* fields (rows) stay None when unset, so --verify
+# applies its own built-in limits.
+DERIVED_FIELDS: tuple[tuple[str, str, str, str], ...] = (
+    ("root", "Path", "", "the config file's directory (relative patterns are relative to it)"),
+    ("config_path", "Optional[Path]", "None", "the config file"),
+    ("enabled", "frozenset[str]", "frozenset()", "select, extend-select, ignore"),
+    ("per_file_ignores", "tuple[tuple[str, frozenset[str]], ...]", "()", "per-file-ignores"),
+    ("options", "dict[str, dict[str, Any]]", "field(default_factory=dict)", "options, torch-version, module-bases"),
+    ("fixable", "frozenset[str]", "frozenset()", "fixable, extend-fixable, unfixable"),
+)
 
 
 def check_table(where: Path, table: dict[str, Any], overridden: frozenset[str] = frozenset()) -> dict[str, Any]:
@@ -219,30 +257,6 @@ def check_table(where: Path, table: dict[str, Any], overridden: frozenset[str] =
         raise ConfigError(f"{where}: unknown key `{key}` (known keys: {', '.join(sorted(KNOWN_KEYS))})")
     return {option.key: option.validate(where, option, table[option.key]) for option in OPTIONS
             if option.key in table and not (option.replaced_by_flag and option.key in overridden)}
-
-
-class CliOverrides:
-    """Values the command line gives for settings, by option name (`max_file_size="10MB"`);
-    unset ones are None (lists: empty). Only options with a flag can be overridden."""
-
-    _FIELDS = {option.attr: option for option in OPTIONS if option.flag}
-
-    def __init__(self, **values: Any) -> None:
-        unknown = set(values) - set(self._FIELDS)
-        if unknown:
-            raise TypeError(f"not a command-line setting: {', '.join(sorted(unknown))}")
-        for attr, option in self._FIELDS.items():
-            value = values.get(attr)
-            if value is None and option.default == [] and option.kind == "list":  # extend-*, ignore: add up
-                value = []
-            setattr(self, attr, value)
-
-    def __getattr__(self, name: str) -> Any:  # for mypy: the fields are set in __init__
-        raise AttributeError(name)
-
-    def given(self) -> frozenset[str]:
-        """Config keys whose value the command line gives."""
-        return frozenset(option.key for attr, option in self._FIELDS.items() if getattr(self, attr) not in (None, []))
 
 
 # -- what the table generates besides the checks: docs and the JSON schema -------------------
@@ -275,9 +289,6 @@ def _schema_type(option: Option) -> dict[str, Any]:
     return {"type": "object", "properties": _rule_option_schemas(), "additionalProperties": {"type": "object"}}
 
 
-_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array"}
-
-
 def _rule_option_schemas() -> dict[str, Any]:
     """`options.<rule code or name>`: each rule's own options, typed as the rule declares them."""
     from torchlint import catalog
@@ -286,12 +297,7 @@ def _rule_option_schemas() -> dict[str, Any]:
     for rule in catalog.static_rules():
         if not rule.options:
             continue
-        props = {}
-        for key, opt in sorted(rule.options.items()):
-            prop: dict[str, Any] = {"description": opt.help, "type": _JSON_TYPES[opt.type]}
-            if opt.item_type is not None:
-                prop["items"] = {"type": _JSON_TYPES[opt.item_type]}
-            props[key] = prop
+        props = {key: opt.json_schema() for key, opt in sorted(rule.options.items())}
         table = {"type": "object", "additionalProperties": False, "properties": props}
         out[rule.code] = out[rule.name] = table
     return out

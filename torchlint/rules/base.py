@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional, U
 
 # Re-exported: rules import their AST helpers from here.
 from torchlint.analysis.astutil import arg_or_keyword, dotted, has_star_kwargs, keyword, literal
+from torchlint.rules.rule_options import Option
 
 if TYPE_CHECKING:
     from torchlint.checker import FileContext
@@ -21,16 +22,6 @@ if TYPE_CHECKING:
 __all__ = ["Evidence", "Option", "Rule", "SEVERITIES", "arg_or_keyword", "dotted", "has_star_kwargs", "keyword", "literal"]
 
 SEVERITIES = ("error", "warning", "info")
-
-
-@dataclass(frozen=True)
-class Option:
-    """A per-rule setting, configured under `[tool.torchlint.options.<rule-name>]`."""
-
-    type: Any  # the Python type of the value: bool, int, str, list
-    default: Any
-    help: str
-    item_type: Any = None  # for list options: the type of the items
 
 
 @dataclass(frozen=True)
@@ -60,7 +51,8 @@ class Evidence:
 # Every rule that reads the `torch-version` setting declares this option; config.py fills it
 # from the top-level `torch-version` key (or `--torch-version`).
 TORCH_VERSION_OPTION = Option(str, "2.4", "The oldest torch the code must run on (MAJOR.MINOR); set it with "
-                                          "the top-level `torch-version` key or `--torch-version`.")
+                                          "the top-level `torch-version` key or `--torch-version`.",
+                              pattern=r"[0-9]+\.[0-9]+", pattern_help='"MAJOR.MINOR" such as "2.4"')
 
 # Rules that ask "is this class an nn.Module?" declare this; config.py fills it from the
 # top-level `module-bases` key (framework bases beyond torchlint.analysis.frameworks).

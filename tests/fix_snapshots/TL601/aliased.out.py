@@ -1,3 +1,0 @@
-from torch import load as tload
-
-ckpt = tload("x.ckpt", weights_only=True)  # expect: TL601
