@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Union
 
 from torchlint.analysis.imports import is_module_class_name
 
@@ -110,35 +110,45 @@ def kind_of(expr: ast.AST, ctx: "SemanticModel", depth: int = 0) -> Optional[str
     if depth > 6:
         return None
     if isinstance(expr, ast.Call):
-        name = ctx.call_name(expr)
-        if name is not None:
-            return kind_of_qualname(name)
-        func = expr.func
-        if isinstance(func, ast.Name) and ctx.is_module_class_name(func.id):
-            return MODULE
-        if isinstance(func, (ast.Name, ast.Attribute)) and kind_of(func, ctx, depth + 1) == MODULE:
-            return TENSOR  # calling a module runs its forward: `dist = model(x)`
-        if isinstance(func, ast.Attribute):
-            base = kind_of(func.value, ctx, depth + 1)
-            if base in (TENSOR, PARAMETER) and func.attr in TENSOR_METHODS:
-                return TENSOR
-            if base == MODULE and func.attr in ("to", "cuda", "cpu", "float", "half", "double", "train", "eval"):
-                return MODULE
-        return None
+        return _call_kind(expr, ctx, depth)
     if isinstance(expr, ast.Attribute):
-        if expr.attr in ("weight", "bias"):
-            return PARAMETER
-        if expr.attr == "grad":
-            return TENSOR
-        if expr.attr == "data" and kind_of(expr.value, ctx, depth + 1) in (TENSOR, PARAMETER):
-            return TENSOR
-        if isinstance(expr.value, ast.Name) and expr.value.id == "self":
-            return self_attribute_kind(expr.attr, ctx)
-        return None
+        return _attribute_kind(expr, ctx, depth)
     if isinstance(expr, ast.Name):
         if expr.id == "self" and ctx.enclosing_module_class() is not None:
             return MODULE
         return name_kind(expr.id, getattr(expr, "lineno", 10**9), ctx, depth)
+    return None
+
+
+def _call_kind(expr: ast.Call, ctx: "SemanticModel", depth: int) -> Optional[str]:
+    """What a call returns: a known torch API's kind, a module (its class called), a module's
+    output (a tensor), or what a tensor's or module's method gives back."""
+    name = ctx.call_name(expr)
+    if name is not None:
+        return kind_of_qualname(name)
+    func = expr.func
+    if isinstance(func, ast.Name) and ctx.is_module_class_name(func.id):
+        return MODULE
+    if isinstance(func, (ast.Name, ast.Attribute)) and kind_of(func, ctx, depth + 1) == MODULE:
+        return TENSOR  # calling a module runs its forward: `dist = model(x)`
+    if isinstance(func, ast.Attribute):
+        base = kind_of(func.value, ctx, depth + 1)
+        if base in (TENSOR, PARAMETER) and func.attr in TENSOR_METHODS:
+            return TENSOR
+        if base == MODULE and func.attr in ("to", "cuda", "cpu", "float", "half", "double", "train", "eval"):
+            return MODULE
+    return None
+
+
+def _attribute_kind(expr: ast.Attribute, ctx: "SemanticModel", depth: int) -> Optional[str]:
+    if expr.attr in ("weight", "bias"):
+        return PARAMETER
+    if expr.attr == "grad":
+        return TENSOR
+    if expr.attr == "data" and kind_of(expr.value, ctx, depth + 1) in (TENSOR, PARAMETER):
+        return TENSOR
+    if isinstance(expr.value, ast.Name) and expr.value.id == "self":
+        return self_attribute_kind(expr.attr, ctx)
     return None
 
 
@@ -267,41 +277,55 @@ def binding_kind(b: "Binding", ctx: "SemanticModel", depth: int = 0) -> Optional
     if isinstance(node, ast.arg):
         return kind_of_annotation(b.annotation, ctx)
     if isinstance(node, (ast.For, ast.AsyncFor)):
-        it = node.iter
-        index = b.index  # position in what one iteration yields
-        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
-            if index != 1:
-                return None  # the counter, or the (counter, item) pair
-            it, index = it.args[0], None
-        if isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == "self" \
-                and index is None and ctx.self_attribute_constructor(it.attr) in MODULE_SEQUENCES:
-            return MODULE
-        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "zip" and index is not None \
-                and index < len(it.args) and not isinstance(it.args[index], ast.Starred):
-            it, index = it.args[index], None  # `for p, q in zip(a.parameters(), b.parameters())`
-        which = iterates_parameters(it)
-        if which == "parameters" and index is None:
-            return PARAMETER
-        if which == "named_parameters" and index == 1:
-            return PARAMETER
-        if which == "buffers" and index is None:
-            return TENSOR
-        if which == "named_buffers" and index == 1:
-            return TENSOR
-        if isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Constant) and it.slice.value == "params" \
-                and index is None:
-            return PARAMETER  # `for p in group["params"]`: an optimizer's parameter group
-        if which is None and _loader_like(it, ctx):
-            # A whole batch is a tensor only under the default collate; a custom `collate_fn`
-            # may return a dict or a transformers BatchEncoding (whose `.to()` is in place).
-            if index is None and not _default_collate(it, b.lineno, ctx):
-                return None
-            return TENSOR
-        return None
+        return _loop_target_kind(b, node, ctx)
     if b.annotation is not None:
         kind = kind_of_annotation(b.annotation, ctx)
         if kind is not None:
             return kind
     if b.value is not None and b.index is None and isinstance(node, (ast.Assign, ast.AnnAssign)):
         return kind_of(b.value, ctx, depth + 1)
+    return None
+
+
+# What one item of `model.<method>()` is, by its position in the item (None: the item itself).
+_ITERATED_KINDS = {("parameters", None): PARAMETER, ("named_parameters", 1): PARAMETER,
+                   ("buffers", None): TENSOR, ("named_buffers", 1): TENSOR}
+
+
+def _loop_target_kind(b: "Binding", node: Union[ast.For, ast.AsyncFor], ctx: "SemanticModel") -> Optional[str]:
+    """The kind of a name a for loop binds, from what the loop iterates over (through
+    `enumerate` and `zip`)."""
+    it: ast.AST = node.iter
+    index = b.index  # position in what one iteration yields
+    counted = _builtin_call(it, "enumerate")
+    if counted is not None and counted.args:
+        if index != 1:
+            return None  # the counter, or the (counter, item) pair
+        it, index = counted.args[0], None
+    if isinstance(it, ast.Attribute) and isinstance(it.value, ast.Name) and it.value.id == "self" \
+            and index is None and ctx.self_attribute_constructor(it.attr) in MODULE_SEQUENCES:
+        return MODULE
+    zipped = _builtin_call(it, "zip")
+    if zipped is not None and index is not None and index < len(zipped.args) \
+            and not isinstance(zipped.args[index], ast.Starred):
+        it, index = zipped.args[index], None  # `for p, q in zip(a.parameters(), b.parameters())`
+    which = iterates_parameters(it)
+    if which is not None and (which, index) in _ITERATED_KINDS:
+        return _ITERATED_KINDS[(which, index)]
+    if isinstance(it, ast.Subscript) and isinstance(it.slice, ast.Constant) and it.slice.value == "params" \
+            and index is None:
+        return PARAMETER  # `for p in group["params"]`: an optimizer's parameter group
+    if which is None and _loader_like(it, ctx):
+        # A whole batch is a tensor only under the default collate; a custom `collate_fn`
+        # may return a dict or a transformers BatchEncoding (whose `.to()` is in place).
+        if index is None and not _default_collate(it, b.lineno, ctx):
+            return None
+        return TENSOR
+    return None
+
+
+def _builtin_call(node: ast.AST, name: str) -> Optional[ast.Call]:
+    """`node` when it is a call of the plain name `name` (`enumerate(...)`), else None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+        return node
     return None

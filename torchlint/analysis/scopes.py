@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 from torchlint.analysis.imports import QualnameResolver
 from torchlint.analysis.nodes import iter_children
@@ -142,6 +142,70 @@ class Binding:
         return getattr(self.node, "lineno", 0)
 
 
+def _parameters(args: ast.arguments) -> Iterator[Binding]:
+    for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+        yield Binding(a.arg, a, None, annotation=a.annotation)
+    for extra in (args.vararg, args.kwarg):
+        if extra is not None:
+            yield Binding(extra.arg, extra, None)
+
+
+# What each kind of node binds in its scope (a nested def or class binds its own name only).
+def _assign(node: ast.Assign) -> Iterator[Binding]:
+    for target in node.targets:
+        for name, idx in assigned_names(target):
+            yield Binding(name, node, node.value, idx)
+
+
+def _ann_assign(node: ast.AnnAssign) -> Iterator[Binding]:
+    if isinstance(node.target, ast.Name):
+        yield Binding(node.target.id, node, node.value, annotation=node.annotation)
+
+
+def _aug_assign(node: ast.AugAssign) -> Iterator[Binding]:
+    if isinstance(node.target, ast.Name):
+        yield Binding(node.target.id, node, node)
+
+
+def _loop(node: Union[ast.For, ast.AsyncFor]) -> Iterator[Binding]:
+    for name, idx in assigned_names(node.target):
+        yield Binding(name, node, None, idx)
+
+
+def _with_item(node: ast.withitem) -> Iterator[Binding]:
+    if node.optional_vars is not None:
+        for name, idx in assigned_names(node.optional_vars):
+            yield Binding(name, node, node.context_expr, idx)
+
+
+def _walrus(node: ast.NamedExpr) -> Iterator[Binding]:
+    if isinstance(node.target, ast.Name):
+        yield Binding(node.target.id, node, node.value)
+
+
+def _definition(node: Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef]) -> Iterator[Binding]:
+    yield Binding(node.name, node, None)
+
+
+def _import(node: Union[ast.Import, ast.ImportFrom]) -> Iterator[Binding]:
+    for alias in node.names:
+        if alias.name != "*":
+            yield Binding(alias.asname or alias.name.split(".", 1)[0], node, None)
+
+
+def _except_handler(node: ast.ExceptHandler) -> Iterator[Binding]:
+    if node.name:
+        yield Binding(node.name, node, None)
+
+
+_BINDERS: dict[type, Callable[[Any], Iterator[Binding]]] = {
+    ast.Assign: _assign, ast.AnnAssign: _ann_assign, ast.AugAssign: _aug_assign, ast.For: _loop,
+    ast.AsyncFor: _loop, ast.withitem: _with_item, ast.NamedExpr: _walrus, ast.FunctionDef: _definition,
+    ast.AsyncFunctionDef: _definition, ast.ClassDef: _definition, ast.Import: _import, ast.ImportFrom: _import,
+    ast.ExceptHandler: _except_handler,
+}
+
+
 class Assignments:
     """'This name was assigned from X' within one scope, in source order."""
 
@@ -151,40 +215,14 @@ class Assignments:
         self._latest: dict[tuple[str, bool], tuple[list[int], list[Binding]]] = {}
         self.declared_outside: set[str] = set()  # `global` / `nonlocal` names
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            args = scope.args
-            for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
-                self._add(Binding(a.arg, a, None, annotation=a.annotation))
-            for extra in (args.vararg, args.kwarg):
-                if extra is not None:
-                    self._add(Binding(extra.arg, extra, None))
+            for binding in _parameters(scope.args):
+                self._add(binding)
         body: list[ast.stmt] = scope.body if isinstance(scope.body, list) else [ast.Expr(scope.body)]
         for node in iter_scope(body):
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    for name, idx in assigned_names(target):
-                        self._add(Binding(name, node, node.value, idx))
-            elif isinstance(node, ast.AnnAssign):
-                if isinstance(node.target, ast.Name):
-                    self._add(Binding(node.target.id, node, node.value, annotation=node.annotation))
-            elif isinstance(node, ast.AugAssign):
-                if isinstance(node.target, ast.Name):
-                    self._add(Binding(node.target.id, node, node))
-            elif isinstance(node, (ast.For, ast.AsyncFor)):
-                for name, idx in assigned_names(node.target):
-                    self._add(Binding(name, node, None, idx))
-            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
-                for name, idx in assigned_names(node.optional_vars):
-                    self._add(Binding(name, node, node.context_expr, idx))
-            elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
-                self._add(Binding(node.target.id, node, node.value))
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self._add(Binding(node.name, node, None))
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    if alias.name != "*":
-                        self._add(Binding(alias.asname or alias.name.split(".", 1)[0], node, None))
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                self._add(Binding(node.name, node, None))
+            binder = _BINDERS.get(type(node))
+            if binder is not None:
+                for binding in binder(node):
+                    self._add(binding)
             elif isinstance(node, (ast.Global, ast.Nonlocal)):
                 self.declared_outside.update(node.names)
 

@@ -75,7 +75,7 @@ def wrap_statement(sl: Slice, stmt: ast.stmt, tag: str) -> None:
 
 def _block_of(sl: Slice, stmt: ast.stmt) -> list[ast.stmt]:
     parent = sl.parent_of(stmt)
-    for name, value in ast.iter_fields(parent):
+    for name, value in ast.iter_fields(parent):  # type: ignore[arg-type]  # a statement has a parent
         if isinstance(value, list) and any(item is stmt for item in value):
             return value
     raise ValueError("statement not in a block")
@@ -114,7 +114,7 @@ def _consuming_call(tree: ast.AST, node: ast.AST, parents: dict[int, ast.AST], p
 
 
 def _flag_call(sl: Slice) -> Optional[ast.Call]:
-    node = sl.flagged
+    node: Optional[ast.AST] = sl.flagged
     if isinstance(node, ast.keyword):
         node = sl.parent_of(node)
     return node if isinstance(node, ast.Call) else None

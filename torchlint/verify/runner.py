@@ -22,7 +22,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from torchlint import __version__, integrity
 from torchlint.cache import cache_subdir
@@ -82,7 +82,7 @@ class VerdictCache:
                            _FORMAT, "at"])
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def get(self, key: str) -> Optional[dict[str, str]]:
+    def get(self, key: str) -> Optional[dict[str, Any]]:  # str values, and the sandbox layers
         if self.root is None or cache_subdir(self.root.parent, self.root.name) is None:
             return None
         try:
@@ -154,7 +154,7 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
     refused: Optional[str] = None if unsandboxed or sys.platform.startswith("linux") else \
         f"there is no OS sandbox for {sys.platform}"
     cuda: Optional[bool] = None
-    memo: dict[str, dict[str, str]] = {}
+    memo: dict[str, dict[str, Any]] = {}
     deadline = time.monotonic() + budget
     try:
         def get_worker() -> ProbeWorker:
@@ -191,7 +191,7 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
             if finding.path != worker_path and worker is not None:
                 worker.next_file()  # no state, no process, no file survives into the next file's process
             worker_path = finding.path
-            runs = []
+            runs: list[dict[str, Any]] = []
             planned: Optional[tuple[Optional[ProbeRequest], Optional[str], bool]] = None
             for dev in devices:
                 if dev == "cuda" and not cuda_available():

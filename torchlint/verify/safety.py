@@ -29,7 +29,7 @@ import ast
 import json
 import math
 import os
-from typing import Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 ALLOWED_ROOTS = frozenset({"torch", "numpy", "math", "random"})
 # Subtrees of the allowed modules that touch files, the network, other processes or a
@@ -188,7 +188,7 @@ def fold(node: ast.AST, consts: Optional[dict[str, Number]] = None) -> Optional[
     values: dict[int, Number] = {}
     for n in reversed(order):
         if isinstance(n, ast.Constant):
-            values[id(n)] = n.value
+            values[id(n)] = n.value  # type: ignore[assignment]  # an int, float or complex (checked above)
         elif isinstance(n, ast.Name):
             values[id(n)] = consts[n.id]  # type: ignore[index]
         elif isinstance(n, ast.UnaryOp):
@@ -211,7 +211,7 @@ def _bits(v: Number) -> float:
     return math.log2(a) if a > 1 and not (isinstance(a, float) and math.isinf(a)) else 0.0
 
 
-def _binop(op: ast.operator, a: Number, b: Number) -> Number:
+def _binop(op: ast.operator, a: Any, b: Any) -> Number:  # Any: Python decides what mixes (1 << 2.0 raises)
     if isinstance(op, ast.Pow):
         if isinstance(b, (int, float)) and not isinstance(b, bool) and abs(a) > 1 and b > 0 \
                 and _bits(a) * b > MAX_INT_BITS * 4:
@@ -439,7 +439,7 @@ def _shape_args(call: ast.Call) -> list[ast.AST]:
     size = next((k.value for k in call.keywords if k.arg == "size"), None)
     if size is not None:
         return list(size.elts) if isinstance(size, (ast.Tuple, ast.List)) else [size]
-    args = [a for a in call.args if not isinstance(a, ast.Starred)]
+    args: list[ast.AST] = [a for a in call.args if not isinstance(a, ast.Starred)]
     if args and isinstance(args[0], (ast.Tuple, ast.List)):
         elts = args[0].elts
         # torch.Tensor([1.0, 2.0]) holds values, not a shape: only int literals count.

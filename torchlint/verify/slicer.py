@@ -22,7 +22,7 @@ import copy
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, cast
 
 from torchlint.source import split_lines
 from torchlint.verify.safety import ALLOWED_BUILTINS, Unsafe, Validator, check_shape, iter_with_depth
@@ -385,7 +385,8 @@ def build(text: str, row: int, col: int, end_row: int, end_col: int,
     if any(isinstance(a, (ast.ClassDef, ast.Lambda)) for a in scopes) or len(scopes) > 1:
         raise NotSelfContained("the flagged code is inside a method or nested function; its inputs "
                                "(`self`, arguments) have no value in the file")
-    function = scopes[0] if scopes else None
+    # Neither a class nor a lambda (refused above): a function, or None at module level.
+    function = cast(Optional[ast.FunctionDef], scopes[0] if scopes else None)
     if function is not None and parents.get(id(function)) is not tree:
         raise NotSelfContained("the flagged code is inside a function that is not defined at module level")
     for s in seed_stmts:
@@ -498,9 +499,9 @@ def _argument_values(function: ast.FunctionDef, call: ast.Call) -> Optional[dict
         values[k.arg] = k.value  # type: ignore[index]
     for p, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
         values.setdefault(p.arg, default)
-    for p, default in zip(args.kwonlyargs, args.kw_defaults):
-        if default is not None:
-            values.setdefault(p.arg, default)
+    for p, kw_default in zip(args.kwonlyargs, args.kw_defaults):
+        if kw_default is not None:
+            values.setdefault(p.arg, kw_default)
     return values
 
 

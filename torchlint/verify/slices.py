@@ -543,7 +543,7 @@ def _judge_tl301(facts: dict, rec: Record, runs: list[dict[str, Any]]) -> Option
     workers = loader.num_workers
     if workers < 2:
         return "not-reproduced", f"num_workers={workers}: no second worker to repeat the stream"
-    size = min(len(loader.dataset), 4 * workers)
+    size = min(len(loader.dataset), 4 * workers)  # type: ignore[arg-type]  # map-style: it has a length
     # The user's dataset and worker_init_fn; one sample per index, in order, so worker k
     # draws indices k, k + workers, ...
     tagged = torch.utils.data.DataLoader(_Tagged(loader.dataset, size), batch_size=None, num_workers=workers,

@@ -98,36 +98,49 @@ class WorkerRngDuplication(Rule):
         return None
 
     def _stored_rng(self, cls: ast.ClassDef, ctx: FileContext) -> Optional[tuple[str, str]]:
+        """(attribute, kind) of a generator `__init__` stores on self and a sampling method
+        reads without replacing it; None when the class seeds per worker."""
         methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
         init = methods.get("__init__")
-        if init is None:
+        if init is None or _asks_worker_info(cls):
             return None
-        for node in ast.walk(cls):  # a dataset that seeds per worker knows what it does
-            if isinstance(node, ast.Attribute) and node.attr == "get_worker_info":
-                return None
-            if isinstance(node, ast.Name) and node.id == "get_worker_info":
-                return None
-        rngs: dict[str, str] = {}
-        for node in ast.walk(init):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                kind = RNG_CONSTRUCTORS.get(ctx.call_name(node.value) or "")
-                if kind is None:
-                    continue
-                for t in node.targets:
-                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                        rngs[t.attr] = kind
+        rngs = _rng_attributes(init, ctx)
         if not rngs:
             return None
         for method_name in _SAMPLING_METHODS:
             method = methods.get(method_name)
-            if method is None:
-                continue
-            used: set[str] = set()
-            reassigned: set[str] = set()
-            for node in ast.walk(method):
-                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                        and node.value.id == "self" and node.attr in rngs:
-                    (reassigned if isinstance(node.ctx, ast.Store) else used).add(node.attr)
-            for attr in sorted(used - reassigned):
-                return attr, rngs[attr]
+            shared = _read_not_replaced(method, rngs) if method is not None else []
+            if shared:
+                return shared[0], rngs[shared[0]]
         return None
+
+
+def _asks_worker_info(cls: ast.ClassDef) -> bool:
+    """A dataset that calls `get_worker_info` seeds per worker: it knows what it does."""
+    return any((isinstance(node, ast.Attribute) and node.attr == "get_worker_info")
+               or (isinstance(node, ast.Name) and node.id == "get_worker_info") for node in ast.walk(cls))
+
+
+def _rng_attributes(init: ast.AST, ctx: FileContext) -> dict[str, str]:
+    """`self.<attr> = <generator constructor>(...)` in `__init__`: attribute -> generator kind."""
+    rngs: dict[str, str] = {}
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            kind = RNG_CONSTRUCTORS.get(ctx.call_name(node.value) or "")
+            if kind is None:
+                continue
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    rngs[t.attr] = kind
+    return rngs
+
+
+def _read_not_replaced(method: ast.AST, rngs: dict[str, str]) -> list[str]:
+    """The generators `method` reads through self and never assigns, sorted."""
+    used: set[str] = set()
+    reassigned: set[str] = set()
+    for node in ast.walk(method):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id == "self" and node.attr in rngs:
+            (reassigned if isinstance(node.ctx, ast.Store) else used).add(node.attr)
+    return sorted(used - reassigned)
