@@ -8,7 +8,7 @@ from typing import Optional
 from torchlint.analysis import inference
 from torchlint.analysis.training_step import in_forward_backward_window
 from torchlint.checker import FileContext
-from torchlint.fix.edits import UNSAFE, edit, end_of, has_comment, make_fix, module_alias, start_of, text_of
+from torchlint.edits import UNSAFE, edit, end_of, has_comment, make_fix, module_alias, start_of, text_of
 from torchlint.rules.base import Evidence, Option, Rule, dotted
 
 _NOT_TENSORS = ("self", "cls")

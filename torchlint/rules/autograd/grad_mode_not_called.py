@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.fix.edits import end_of, insert_at, make_fix
+from torchlint.edits import end_of, insert_at, make_fix
 from torchlint.rules.base import Evidence, Rule
 
 _MODES = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.fix.edits import Fix, edit, end_of, make_fix, start_of
+from torchlint.edits import Fix, edit, end_of, make_fix, start_of
 from torchlint.rules.base import Evidence, Rule, dotted
 
 _TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "requiresgrad", "requires_gradient"})

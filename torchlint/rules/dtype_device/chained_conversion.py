@@ -8,7 +8,7 @@ from typing import Optional
 from torchlint.analysis import inference
 from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
-from torchlint.fix.edits import edit, end_of, has_comment, make_fix, module_alias, text_of
+from torchlint.edits import edit, end_of, has_comment, make_fix, module_alias, text_of
 from torchlint.rules.base import Evidence, Rule, dotted
 
 _DTYPE_METHODS = frozenset({"float", "half", "double", "bfloat16", "long", "int"})

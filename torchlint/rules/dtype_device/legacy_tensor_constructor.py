@@ -6,7 +6,7 @@ import ast
 
 from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
 from torchlint.checker import FileContext
-from torchlint.fix.edits import make_fix, module_alias, replace, text_of
+from torchlint.edits import make_fix, module_alias, replace, text_of
 from torchlint.rules.base import Evidence, Rule
 
 _DTYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",

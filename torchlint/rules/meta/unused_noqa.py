@@ -6,7 +6,7 @@ import re
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.fix.edits import Fix, edit, make_fix
+from torchlint.edits import Fix, edit, make_fix
 from torchlint.noqa import Directive, Suppression
 from torchlint.rules.base import Evidence, Rule
 

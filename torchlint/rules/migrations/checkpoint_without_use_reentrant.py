@@ -6,7 +6,7 @@ import ast
 
 from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
-from torchlint.fix.edits import UNSAFE, add_keyword, make_fix
+from torchlint.edits import UNSAFE, add_keyword, make_fix
 from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, has_star_kwargs, keyword
 
 _CHECKPOINTS = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential")

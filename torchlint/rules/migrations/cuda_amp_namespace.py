@@ -8,7 +8,7 @@ from typing import Optional
 
 from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
-from torchlint.fix.edits import Fix, edit, end_of, make_fix, module_alias, replace, start_of
+from torchlint.edits import Fix, edit, end_of, make_fix, module_alias, replace, start_of
 from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION
 
 # old name -> (new name, device, how the device is passed)

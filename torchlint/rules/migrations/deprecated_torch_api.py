@@ -8,7 +8,7 @@ from typing import Optional
 
 from torchlint.analysis.torch_versions import DeprecatedApi, at_least, deprecated_apis
 from torchlint.checker import FileContext
-from torchlint.fix.edits import Fix, add_keyword, make_fix, module_alias, replace
+from torchlint.edits import Fix, add_keyword, make_fix, module_alias, replace
 from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION
 
 _LAST_NAMES = frozenset(api.short for api in deprecated_apis().values())

@@ -6,7 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.fix.edits import Fix, edit, end_of, has_comment, make_fix, start_of, text_of
+from torchlint.edits import Fix, edit, end_of, has_comment, make_fix, start_of, text_of
 from torchlint.rules.base import Evidence, Rule, keyword, literal
 
 _LEGACY = ("size_average", "reduce")

@@ -6,7 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.fix.edits import make_fix, replace, text_of
+from torchlint.edits import make_fix, replace, text_of
 from torchlint.rules.base import Evidence, Rule
 
 

@@ -6,7 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.fix.edits import Fix, has_comment, make_fix, module_alias, replace, text_of
+from torchlint.edits import Fix, has_comment, make_fix, module_alias, replace, text_of
 from torchlint.rules.base import Evidence, Rule
 
 _PRIVATE_MODULE = "torch.utils.data._utils.collate"

@@ -6,7 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.fix.edits import SAFE, UNSAFE, Fix, make_fix, replace
+from torchlint.edits import SAFE, UNSAFE, Fix, make_fix, replace
 from torchlint.rules.base import Evidence, Rule, literal
 
 _RENAMES = {"pretrained": "weights", "pretrained_backbone": "weights_backbone"}

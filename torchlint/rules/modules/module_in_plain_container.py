@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
-from torchlint.fix.edits import UNSAFE, make_fix, module_alias, replace, text_of
+from torchlint.edits import UNSAFE, make_fix, module_alias, replace, text_of
 from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule
 
 

@@ -7,7 +7,7 @@ from typing import Optional
 
 from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
-from torchlint.fix.edits import UNSAFE, SAFE, add_keyword, edit, end_of, has_comment, make_fix, text_of
+from torchlint.edits import UNSAFE, SAFE, add_keyword, edit, end_of, has_comment, make_fix, text_of
 from torchlint.rules.base import Evidence, Rule, literal
 
 _FACTORIES = frozenset(f"torch.{n}" for n in (

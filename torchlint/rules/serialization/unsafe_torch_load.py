@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.checker import FileContext
-from torchlint.fix.edits import UNSAFE, add_keyword, make_fix
+from torchlint.edits import UNSAFE, add_keyword, make_fix
 from torchlint.analysis.torch_versions import at_least
 from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, has_star_kwargs, keyword, literal
 
