@@ -134,6 +134,26 @@ def test_diff_prints_and_exits_1_without_writing(tmp_path, run_cli):
     assert run_cli("check", "--isolated", "--no-cache", "--diff", "b.py")[0] == 0
 
 
+def test_diff_splits_lines_where_python_does_and_marks_a_missing_final_newline(tmp_path, run_cli):
+    """A form feed or U+2028 inside a line is no line break for Python (nor for `git apply`),
+    and a fixed last line without a newline must not run into the diff's next line."""
+    source = "import torch\n\x0c\nwith torch.no_grad:  # a\u2028b\n    pass"
+    write(tmp_path, "a.py", source)
+    rc, out, _ = run_cli("check", "--isolated", "--no-cache", "--select", "TL108", "--diff", "a.py")
+    assert rc == 1
+    assert out == ("--- a/a.py\n+++ b/a.py\n@@ -1,4 +1,4 @@\n import torch\n \x0c\n-with torch.no_grad:  # a\u2028b\n"
+                   "+with torch.no_grad():  # a\u2028b\n     pass\n\\ No newline at end of file\n")
+    write(tmp_path, "b.py", "import torch\nwith torch.no_grad: pass")
+    rc, out, _ = run_cli("check", "--isolated", "--no-cache", "--select", "TL108", "--diff", "b.py")
+    assert out.endswith("-with torch.no_grad: pass\n\\ No newline at end of file\n"
+                        "+with torch.no_grad(): pass\n\\ No newline at end of file\n"), out
+    if shutil.which("git"):  # and git applies it
+        subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+        (tmp_path / "b.patch").write_text(out, encoding="utf-8")
+        subprocess.run(["git", "apply", "b.patch"], cwd=tmp_path, check=True)
+        assert (tmp_path / "b.py").read_text(encoding="utf-8") == "import torch\nwith torch.no_grad(): pass"
+
+
 def test_fix_only_exits_0_and_show_fixes_lists_them(tmp_path, run_cli):
     write(tmp_path, "a.py", "import torch\nwith torch.no_grad:\n    model.forward(x)\n")
     rc, out, err = run_cli("check", "--isolated", "--no-cache", "--fix-only", "a.py")

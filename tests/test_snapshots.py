@@ -9,8 +9,6 @@ files generated from the catalog (tests/test_generated_files.py):
 
 from __future__ import annotations
 
-import difflib
-import re
 import statistics
 
 import pytest
@@ -18,13 +16,13 @@ import pytest
 from conftest import FIXTURES, fixed_text, lint_file
 
 from torchlint import catalog
+from torchlint.fix.files import text_diff
 from torchlint.source import decode_source
 
 FIXTURE_FILES = sorted(FIXTURES.glob("TL*/*.py"))
 # Notebook fixtures run every rule (they are not one rule's fixtures); rows are per cell.
 NOTEBOOKS = sorted(FIXTURES.glob("notebooks/*.ipynb"))
 ALL_CODES = {r.code for r in catalog.static_rules()}
-LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 SAFE_FIX = "Safe fix (--fix):"
 UNSAFE_FIX = "Unsafe fix (--fix --unsafe-fixes, after the safe fix):"
 
@@ -54,19 +52,8 @@ def render_fixes(path) -> str:
     out = ""
     for title, before, after in ((SAFE_FIX, original, safe), (UNSAFE_FIX, safe, unsafe)):
         if before != after:
-            out += f"\n{title}\n{diff(before, after, name)}"
+            out += f"\n{title}\n{text_diff(before, after, name)}"  # as --diff prints it
     return out
-
-
-def _lines(text: str) -> list[str]:
-    """Lines split where Python's tokenizer splits them (a form feed or U+2028 is no break)."""
-    return LINE_RE.findall(text)
-
-
-def diff(before: str, after: str, name: str) -> str:
-    lines = difflib.unified_diff(_lines(before), _lines(after), fromfile=f"a/{name}", tofile=f"b/{name}")
-    # As git writes it: a last line without a newline is marked, not run into the next one.
-    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES + NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -21,6 +21,15 @@ def split_lines(text: str) -> list[str]:
     return LINE_BREAK.split(text) if "\r" in text else text.split("\n")
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def lines_with_breaks(text: str) -> list[str]:
+    """The physical lines of `text` with their breaks (the last one may have none), split
+    where the parser splits them: `str.splitlines(keepends=True)` without its extra breaks."""
+    return _LINE.findall(text)
+
+
 def physical_lines(text: str) -> list[str]:
     """`split_lines` without the empty element after a final line break: one per line shown."""
     lines = split_lines(text)

@@ -18,7 +18,7 @@ from torchlint.fix.noqa import add_noqa
 from torchlint.fix.policy import FixPolicy
 from torchlint.fix.write import FixSkipped, write_fixed
 from torchlint.linter import FileResult, FileTask, lint_bytes, lint_task, read_task
-from torchlint.source import DecodeFailure, decode_source
+from torchlint.source import DecodeFailure, decode_source, lines_with_breaks
 
 
 @dataclass
@@ -137,9 +137,17 @@ def _write(task: FileTask, before: bytes, after: bytes) -> Optional[str]:
 
 
 def unified_diff(fix: FileFix) -> str:
-    return "".join(difflib.unified_diff(
-        fix.before.splitlines(keepends=True), fix.after.splitlines(keepends=True),
-        fromfile=f"a/{fix.display}", tofile=f"b/{fix.display}"))
+    return text_diff(fix.before, fix.after, fix.display)
+
+
+def text_diff(before: str, after: str, name: str) -> str:
+    """`--diff`'s unified diff, with lines where Python ends them (a form feed or U+2028 inside
+    a line is no break, so `git apply` agrees), and a last line without a newline marked as
+    git marks it rather than run into the next line of the diff."""
+    lines = difflib.unified_diff(lines_with_breaks(before), lines_with_breaks(after),
+                                 fromfile=f"a/{name}", tofile=f"b/{name}")
+    return "".join(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n"
+                   for line in lines)
 
 
 def add_noqa_to_files(tasks: list[FileTask], results: list[FileResult]) -> tuple[int, list[str]]:
