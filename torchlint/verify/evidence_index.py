@@ -23,6 +23,25 @@ def probe_worker_options(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"this torch accepts {option} with num_workers=0"
 
 
+# TL805, from torchlint.rules.performance.tensor_from_ndarray_list
+def probe_ndarray_list(params: dict, device: str) -> tuple[str, str]:
+    """The --verify fact probe: does this torch warn when given a list of the element kind?"""
+    import warnings
+
+    import numpy as np
+    import torch
+
+    element = params.get("element", "ndarray")
+    items = [np.zeros(3) for _ in range(4)] if element == "ndarray" else [[0.0, 0.0, 0.0] for _ in range(4)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.tensor(items)
+    slow = [str(w.message) for w in caught if "numpy.ndarray" in str(w.message)]
+    if slow:
+        return "confirmed", f"torch.tensor(list of {element}) warned: {slow[0].splitlines()[0][:120]}"
+    return "not-reproduced", f"torch.tensor(list of {element}) gave no warning on this torch"
+
+
 PROBES: dict[str, str] = {
     "TL101": "backward_under_no_grad",
     "TL102": "data_attribute_mutation",
@@ -55,6 +74,7 @@ PROBES: dict[str, str] = {
     "TL703": "forward_directly",
     "TL704": "train_mode",
     "TL801": "create_then_move",
+    "TL805": "probe_ndarray_list",
 }
 
 

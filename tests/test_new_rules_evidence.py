@@ -1,0 +1,36 @@
+"""The probes of the rules added for issue #20 (second half): each can say "no" when the facts
+make the hazard absent, and says "yes" on the facts its rule reports. Run in-process on the
+installed torch (the probes import torch themselves)."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchlint import catalog
+
+pytest.importorskip("torch")
+
+# code -> (the facts the rule reports, facts under which the hazard is absent)
+CASES = {
+    "TL805": ({"element": "ndarray"}, {"element": "list"}),
+}
+
+
+def _probe(code):
+    rule = next(r for r in catalog.static_rules() if r.code == code)
+    probe = rule.evidence.probe
+    assert callable(probe), f"{code}: evidence names no probe beside the rule"
+    return probe
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_probe_confirms_the_reported_facts(code):
+    verdict, evidence = _probe(code)(CASES[code][0], "cpu")
+    assert verdict in ("confirmed", "skipped"), evidence
+    assert evidence
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_probe_says_no_when_the_hazard_is_absent(code):
+    verdict, evidence = _probe(code)(CASES[code][1], "cpu")
+    assert verdict == "not-reproduced", evidence
