@@ -13,6 +13,7 @@ pytest.importorskip("torch")
 # code -> (the facts the rule reports, facts under which the hazard is absent)
 CASES = {
     "TL805": ({"element": "ndarray"}, {"element": "list"}),
+    "TL210": ({"source": "tensor"}, {"source": "list"}),
 }
 
 

@@ -7,6 +7,23 @@ name of the function that shows the finding (here or in probes.py / slices.py)."
 from __future__ import annotations
 
 
+# TL210, from torchlint.rules.dtype_device.tensor_from_tensor
+def probe_tensor_copy(params: dict, device: str) -> tuple[str, str]:
+    """The --verify fact probe: does `torch.tensor(<source>)` warn on this torch?"""
+    import warnings
+
+    import torch
+
+    source = torch.ones(3) if params.get("source", "tensor") == "tensor" else [1.0, 1.0, 1.0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.tensor(source)
+    copy = [str(w.message) for w in caught if "copy construct" in str(w.message)]
+    if copy:
+        return "confirmed", f"torch.tensor(<a tensor>) warned: {copy[0].splitlines()[0][:140]}"
+    return "not-reproduced", f"torch.tensor(<a {params.get('source', 'tensor')}>) gave no warning on this torch"
+
+
 # TL306, from torchlint.rules.data.worker_options_without_workers
 def probe_worker_options(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe. It runs in the worker, which cannot import torchlint:
@@ -58,6 +75,7 @@ PROBES: dict[str, str] = {
     "TL204": "float64_from_numpy",
     "TL205": "legacy_constructor",
     "TL206": "unregistered_tensor",
+    "TL210": "probe_tensor_copy",
     "TL301": "worker_rng",
     "TL302": "main_guard",
     "TL303": "dataloader_in_loop",
