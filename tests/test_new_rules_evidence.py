@@ -14,6 +14,7 @@ pytest.importorskip("torch")
 CASES = {
     "TL805": ({"element": "ndarray"}, {"element": "list"}),
     "TL210": ({"source": "tensor"}, {"source": "list"}),
+    "TL209": ({"type": "torch.FloatTensor"}, {"type": "torch.cuda.FloatTensor"}),
 }
 
 

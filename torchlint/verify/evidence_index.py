@@ -7,6 +7,27 @@ name of the function that shows the finding (here or in probes.py / slices.py)."
 from __future__ import annotations
 
 
+# TL209, from torchlint.rules.dtype_device.type_to_cpu_tensor_type
+def probe_cpu_type(params: dict, device: str) -> tuple[str, str]:
+    """The --verify fact probe: does `.type(<the type>)` take a GPU tensor off the GPU?"""
+    import torch
+
+    name = str(params.get("type", "torch.FloatTensor"))
+    target = torch
+    for part in name.split(".")[1:]:
+        target = getattr(target, part, None)  # type: ignore[assignment]
+    if target is None:
+        return "not-applicable", f"this torch has no {name}"
+    if getattr(target, "is_cuda", False):
+        return "not-reproduced", f"{name} is a CUDA type: .type() keeps the tensor on the GPU"
+    if not torch.cuda.is_available():
+        return "skipped", f"needs CUDA to show the move ({name} is a CPU type on this torch)"
+    moved = torch.ones(2, device="cuda").type(target)  # type: ignore[call-overload]
+    if moved.device.type == "cpu":
+        return "confirmed", f"torch.ones(2, device='cuda').type({name}) is on {moved.device}"
+    return "not-reproduced", f"torch.ones(2, device='cuda').type({name}) stayed on {moved.device}"
+
+
 # TL210, from torchlint.rules.dtype_device.tensor_from_tensor
 def probe_tensor_copy(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: does `torch.tensor(<source>)` warn on this torch?"""
@@ -75,6 +96,7 @@ PROBES: dict[str, str] = {
     "TL204": "float64_from_numpy",
     "TL205": "legacy_constructor",
     "TL206": "unregistered_tensor",
+    "TL209": "probe_cpu_type",
     "TL210": "probe_tensor_copy",
     "TL301": "worker_rng",
     "TL302": "main_guard",
