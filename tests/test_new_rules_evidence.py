@@ -15,6 +15,7 @@ CASES = {
     "TL805": ({"element": "ndarray"}, {"element": "list"}),
     "TL210": ({"source": "tensor"}, {"source": "list"}),
     "TL209": ({"type": "torch.FloatTensor"}, {"type": "torch.cuda.FloatTensor"}),
+    "TL113": ({"dtype": "float32"}, {"dtype": "float64"}),
 }
 
 

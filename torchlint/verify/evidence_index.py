@@ -7,6 +7,25 @@ name of the function that shows the finding (here or in probes.py / slices.py)."
 from __future__ import annotations
 
 
+# TL113, from torchlint.rules.autograd.gradcheck_float32
+def probe_gradcheck_dtype(params: dict, device: str) -> tuple[str, str]:
+    """The --verify fact probe: does gradcheck reject a correct gradient at this dtype?"""
+    import warnings
+
+    import torch
+    from torch.autograd import gradcheck
+
+    dtype = getattr(torch, str(params.get("dtype", "float32")))
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(5, generator=generator, dtype=dtype).requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the float32 warning itself is not the result
+        passed = gradcheck(torch.sigmoid, (x,), raise_exception=False)
+    if passed:
+        return "not-reproduced", f"gradcheck(torch.sigmoid) passes with {dtype} inputs"
+    return "confirmed", f"gradcheck(torch.sigmoid, <randn(5, dtype={dtype})>) fails: sigmoid's own gradient is correct"
+
+
 # TL209, from torchlint.rules.dtype_device.type_to_cpu_tensor_type
 def probe_cpu_type(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: does `.type(<the type>)` take a GPU tensor off the GPU?"""
@@ -90,6 +109,7 @@ PROBES: dict[str, str] = {
     "TL107": "loss_accumulated",
     "TL108": "grad_mode_not_called",
     "TL109": "requires_grad_typo",
+    "TL113": "probe_gradcheck_dtype",
     "TL201": "label_float_cast",
     "TL202": "discarded_conversion",
     "TL203": "chained_conversion",
