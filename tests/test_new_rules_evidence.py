@@ -16,6 +16,7 @@ CASES = {
     "TL210": ({"source": "tensor"}, {"source": "list"}),
     "TL209": ({"type": "torch.FloatTensor"}, {"type": "torch.cuda.FloatTensor"}),
     "TL113": ({"dtype": "float32"}, {"dtype": "float64"}),
+    "TL406": ({"scale": 100.0}, {"scale": 10.0}),
 }
 
 

@@ -80,6 +80,21 @@ def probe_worker_options(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"this torch accepts {option} with num_workers=0"
 
 
+# TL406, from torchlint.rules.losses.log_sum_exp
+def probe_log_sum_exp(params: dict, device: str) -> tuple[str, str]:
+    """The --verify fact probe: does the naive form overflow where logsumexp does not, at the
+    magnitude given (`scale`: the largest |x|)?"""
+    import torch
+
+    scale = float(params.get("scale", 100.0))
+    x = torch.tensor([scale, scale - 1.0, -scale], dtype=torch.float32)
+    naive = torch.log(torch.sum(torch.exp(x)))
+    stable = torch.logsumexp(x, dim=0)
+    if not torch.isfinite(naive) and torch.isfinite(stable):
+        return "confirmed", f"float32 log(sum(exp(x))) at |x| = {scale:g} is {naive.item()}; logsumexp gives {stable.item():.4f}"
+    return "not-reproduced", f"float32 log(sum(exp(x))) at |x| = {scale:g} is finite ({naive.item():.4f})"
+
+
 # TL805, from torchlint.rules.performance.tensor_from_ndarray_list
 def probe_ndarray_list(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: does this torch warn when given a list of the element kind?"""
@@ -126,6 +141,7 @@ PROBES: dict[str, str] = {
     "TL401": "softmax_before_ce",
     "TL402": "functional_dropout",
     "TL403": "implicit_softmax_dim",
+    "TL406": "probe_log_sum_exp",
     "TL501": "mean_under_ddp",
     "TL502": "sampler_set_epoch",
     "TL601": "unsafe_load",
