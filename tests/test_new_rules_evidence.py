@@ -17,6 +17,7 @@ CASES = {
     "TL209": ({"type": "torch.FloatTensor"}, {"type": "torch.cuda.FloatTensor"}),
     "TL113": ({"dtype": "float32"}, {"dtype": "float64"}),
     "TL406": ({"scale": 100.0}, {"scale": 10.0}),
+    "TL910": ({"scheduler": "StepLR", "method": "get_lr"}, {"scheduler": "StepLR", "method": "get_last_lr"}),
 }
 
 

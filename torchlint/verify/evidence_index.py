@@ -114,6 +114,36 @@ def probe_ndarray_list(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"torch.tensor(list of {element}) gave no warning on this torch"
 
 
+# TL910, from torchlint.rules.migrations.scheduler_get_lr
+def probe_get_lr(params: dict, device: str) -> tuple[str, str]:
+    """The --verify fact probe: what `<scheduler>.<method>()` does after one step on this torch."""
+    import warnings
+
+    import torch
+
+    name = str(params.get("scheduler", "StepLR"))
+    method = str(params.get("method", "get_lr"))
+    param = torch.nn.Parameter(torch.ones(1))
+    opt = torch.optim.SGD([param], lr=0.1)
+    makers = {"StepLR": lambda: torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.1),
+              "ExponentialLR": lambda: torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5),
+              "LambdaLR": lambda: torch.optim.lr_scheduler.LambdaLR(opt, lambda e: 1.0 / (e + 1))}
+    if name not in makers:
+        return "not-applicable", f"the probe does not build {name}"
+    sched = makers[name]()
+    opt.step()
+    sched.step()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        read = getattr(sched, method)()
+    warned = [str(w.message) for w in caught if "get_last_lr" in str(w.message)]
+    last = sched.get_last_lr()
+    if warned or read != last:
+        what = f"warned {warned[0]!r}" if warned else "did not warn"
+        return "confirmed", f"{name}.{method}() after one step {what} and returned {read}; the rate in use is {last}"
+    return "not-reproduced", f"{name}.{method}() returned the rate in use ({last}) without a warning"
+
+
 PROBES: dict[str, str] = {
     "TL101": "backward_under_no_grad",
     "TL102": "data_attribute_mutation",
@@ -151,6 +181,7 @@ PROBES: dict[str, str] = {
     "TL704": "train_mode",
     "TL801": "create_then_move",
     "TL805": "probe_ndarray_list",
+    "TL910": "probe_get_lr",
 }
 
 
