@@ -18,6 +18,7 @@ CASES = {
     "TL113": ({"dtype": "float32"}, {"dtype": "float64"}),
     "TL406": ({"scale": 100.0}, {"scale": 10.0}),
     "TL910": ({"scheduler": "StepLR", "method": "get_lr"}, {"scheduler": "StepLR", "method": "get_last_lr"}),
+    "TL707": ({"weight_decay": 0.01}, {"weight_decay": 0.0}),
 }
 
 

@@ -95,6 +95,27 @@ def probe_log_sum_exp(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"float32 log(sum(exp(x))) at |x| = {scale:g} is finite ({naive.item():.4f})"
 
 
+# TL707, from torchlint.rules.modules.adam_weight_decay
+def probe_adam_weight_decay(params: dict, device: str) -> tuple[str, str]:
+    """The --verify fact probe: do Adam and AdamW take different steps at this weight decay?"""
+    import torch
+
+    decay = float(params.get("weight_decay", 0.01))
+    results = []
+    for cls in (torch.optim.Adam, torch.optim.AdamW):
+        weight = torch.nn.Parameter(torch.tensor([1.0, -2.0, 3.0]))
+        opt = cls([weight], lr=0.1, weight_decay=decay)
+        for _ in range(3):
+            opt.zero_grad()
+            (weight * torch.tensor([0.5, 0.1, 0.0])).sum().backward()
+            opt.step()
+        results.append(weight.detach().clone())
+    if torch.allclose(results[0], results[1]):
+        return "not-reproduced", f"Adam and AdamW take the same steps at weight_decay={decay:g}"
+    return "confirmed", (f"after 3 steps at weight_decay={decay:g}: Adam {results[0].tolist()} (L2 added to the "
+                         f"gradient, then scaled), AdamW {results[1].tolist()} (decay applied to the weights)")
+
+
 # TL805, from torchlint.rules.performance.tensor_from_ndarray_list
 def probe_ndarray_list(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: does this torch warn when given a list of the element kind?"""
@@ -179,6 +200,7 @@ PROBES: dict[str, str] = {
     "TL702": "missing_super",
     "TL703": "forward_directly",
     "TL704": "train_mode",
+    "TL707": "probe_adam_weight_decay",
     "TL801": "create_then_move",
     "TL805": "probe_ndarray_list",
     "TL910": "probe_get_lr",
