@@ -19,6 +19,7 @@ CASES = {
     "TL406": ({"scale": 100.0}, {"scale": 10.0}),
     "TL910": ({"scheduler": "StepLR", "method": "get_lr"}, {"scheduler": "StepLR", "method": "get_last_lr"}),
     "TL707": ({"weight_decay": 0.01}, {"weight_decay": 0.0}),
+    "TL708": ({"weight_decay": 0.01}, {"weight_decay": 0.0}),
 }
 
 

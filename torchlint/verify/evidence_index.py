@@ -116,6 +116,25 @@ def probe_adam_weight_decay(params: dict, device: str) -> tuple[str, str]:
                          f"gradient, then scaled), AdamW {results[1].tolist()} (decay applied to the weights)")
 
 
+# TL708, from torchlint.rules.modules.weight_decay_on_norm_and_bias
+def probe_norm_decay(params: dict, device: str) -> tuple[str, str]:
+    """The --verify fact probe: does a step at this weight decay shrink a LayerNorm's scale and
+    bias when the loss does not depend on them?"""
+    import torch
+
+    decay = float(params.get("weight_decay", 0.01))
+    norm = torch.nn.LayerNorm(4)
+    with torch.no_grad():
+        norm.bias.fill_(0.5)
+    opt = torch.optim.SGD(norm.parameters(), lr=0.1, weight_decay=decay)
+    (norm(torch.randn(2, 4)) * 0.0).sum().backward()  # a zero gradient: only the decay acts
+    opt.step()
+    weight, bias = norm.weight[0].item(), norm.bias[0].item()
+    if weight < 1.0 and bias < 0.5:
+        return "confirmed", f"one SGD step at weight_decay={decay:g} with a zero gradient: LayerNorm weight 1.0 -> {weight:.6f}, bias 0.5 -> {bias:.6f}"
+    return "not-reproduced", f"at weight_decay={decay:g} the LayerNorm's parameters stayed at {weight:g}, {bias:g}"
+
+
 # TL805, from torchlint.rules.performance.tensor_from_ndarray_list
 def probe_ndarray_list(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: does this torch warn when given a list of the element kind?"""
@@ -201,6 +220,7 @@ PROBES: dict[str, str] = {
     "TL703": "forward_directly",
     "TL704": "train_mode",
     "TL707": "probe_adam_weight_decay",
+    "TL708": "probe_norm_decay",
     "TL801": "create_then_move",
     "TL805": "probe_ndarray_list",
     "TL910": "probe_get_lr",
