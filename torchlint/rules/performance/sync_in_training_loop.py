@@ -10,17 +10,20 @@ from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, dotted
 
 _SYNCING = frozenset({"item", "cpu", "numpy", "tolist"})
+_SYNCHRONIZE = frozenset({"torch.cuda.synchronize"})
 
 
 class SyncInTrainingLoop(Rule):
     """## What it does
-    Flags `.item()`, `.cpu()`, `.numpy()`, `.tolist()` and `print(<tensor>)` on every iteration of a
-    loop that calls `.backward()` (not inside an `if`, which usually rate-limits logging). Off by
-    default: useful when profiling.
+    Flags `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `print(<tensor>)` and
+    `torch.cuda.synchronize()` on every iteration of a loop that calls `.backward()` (not inside
+    an `if`, which usually rate-limits logging). Off by default: useful when profiling.
 
     ## Why is this bad?
-    Each of these copies a value to the host, so the CPU waits until the GPU has finished all
-    queued work: the pipeline drains every step and GPU utilisation drops.
+    Each of these copies a value to the host (or, for `torch.cuda.synchronize()`, simply blocks),
+    so the CPU waits until the GPU has finished all queued work: the pipeline drains every step
+    and GPU utilisation drops. A `synchronize()` is needed around a timing measurement, which is
+    why an `if` around it (profile every N steps) is not flagged.
 
     `--verify` reports this rule as `skipped`: the cost is a throughput loss that depends on the GPU and the model; no wrong result to show.
 
@@ -53,7 +56,7 @@ class SyncInTrainingLoop(Rule):
 
     code = "TL802"
     name = "sync-in-training-loop"
-    summary = ".item()/.cpu()/.numpy()/print(tensor) every training step forces a device sync"
+    summary = ".item()/.cpu()/.numpy()/print(tensor)/cuda.synchronize() every training step forces a device sync"
     severity = "info"
     default_enabled = False
     tags = ("performance", "training-loop")
@@ -69,7 +72,9 @@ class SyncInTrainingLoop(Rule):
             return
         func = node.func
         is_print = isinstance(func, ast.Name) and func.id == "print"
-        if isinstance(func, ast.Attribute) and func.attr in _SYNCING and not node.args:
+        if ctx.call_name(node) in _SYNCHRONIZE:
+            what = "`torch.cuda.synchronize()`"
+        elif isinstance(func, ast.Attribute) and func.attr in _SYNCING and not node.args:
             if len(ctx.parents) > 1 and isinstance(ctx.parents[-1], ast.Attribute) \
                     and ctx.parents[-1].attr in _SYNCING and isinstance(ctx.parents[-2], ast.Call):
                 return  # `x.cpu().numpy()`: one sync, reported once at the outer call
@@ -95,4 +100,5 @@ class SyncInTrainingLoop(Rule):
                        or (isinstance(a, ast.Name) and a.id in losses) for a in node.args):
                 return
         self.report(node, f"{what} on every training step waits for the device",
-                    help="Accumulate on the device and sync every N steps")
+                    help="Remove it, or synchronize only around the steps you time" if what.startswith("`torch.cuda")
+                    else "Accumulate on the device and sync every N steps")
