@@ -72,7 +72,7 @@ class WeightDecayOnNormAndBias(Rule):
 
     ## References
     - [torch.optim: per-parameter options](https://pytorch.org/docs/stable/optim.html#per-parameter-options)
-    - torch-audit TA402, TA403
+    - torch-audit TA402 (its TA403, weight decay on embeddings, has no torchlint rule)
     """
 
     code = "TL708"
