@@ -68,3 +68,11 @@ def ok_rebound(x):
 def ok_dtype_to(x):
     x = x.to(torch.float16)  # a dtype conversion: device unknown
     return x.type(torch.FloatTensor)
+
+
+def ok_other_branch(x, use_gpu):
+    if use_gpu:
+        x = x.cuda()
+    else:
+        x = x.type(torch.FloatTensor)  # on the CPU in this branch
+    return x

@@ -54,3 +54,19 @@ class NotTorch:
 
 
 ok_other = NotTorch().tensor(torch.zeros(3))
+
+
+def ok_other_branch(sizes, world_size, n):
+    if sizes is None:
+        sizes = torch.full((world_size,), n)
+    if not isinstance(sizes, torch.Tensor):
+        sizes = torch.tensor(sizes)  # the tensor above is assigned in another branch
+    return sizes
+
+
+def ok_sibling_branch(scales, double):
+    if double:
+        scales = torch.tensor(scales, dtype=torch.double)
+    else:
+        scales = torch.tensor(scales, dtype=torch.float)  # `scales` here is still the input
+    return scales

@@ -57,3 +57,15 @@ def ok_numpy(a):
 def ok_math(values):
     import math
     return math.log(sum(math.exp(v) for v in values))
+
+
+def ok_stabilised_by_name(x, dim):
+    x_max = x.amax(dim, keepdim=True)
+    shifted = x - x_max
+    return shifted - torch.log(torch.sum(torch.exp(shifted), dim, keepdim=True))
+
+
+def logsumexp(x, dim):
+    if x.numel() == 0:
+        return torch.sum(torch.exp(x), dim).log()  # the implementation itself: empty input
+    return torch.logsumexp(x, dim)

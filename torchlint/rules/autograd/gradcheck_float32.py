@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from torchlint.analysis.dominance import reaches_here
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, literal
 
@@ -116,7 +117,7 @@ class GradcheckFloat32(Rule):
         if depth > 4:
             return False
         if isinstance(expr, ast.Name):
-            value = _assigned(expr, ctx, lineno)
+            value = _assigned(expr, ctx, lineno, depth)
             return value is not None and self._float32(value, ctx, getattr(value, "lineno", lineno), depth + 1)
         if not isinstance(expr, ast.Call):
             return False
@@ -136,9 +137,10 @@ class GradcheckFloat32(Rule):
         return func.attr in _SAME_DTYPE and self._float32(func.value, ctx, lineno, depth + 1)
 
 
-def _assigned(name: ast.Name, ctx: FileContext, lineno: int) -> Optional[ast.AST]:
+def _assigned(name: ast.Name, ctx: FileContext, lineno: int, depth: int) -> Optional[ast.AST]:
     binding = ctx.binding_before(name.id, lineno - 1)
-    if binding is None or binding.index is not None or not isinstance(binding.node, ast.Assign):
+    if binding is None or binding.index is not None or not isinstance(binding.node, ast.Assign) \
+            or (depth == 0 and not reaches_here(ctx, binding.node)):
         return None
     return binding.value
 
@@ -148,7 +150,7 @@ def _requires_grad(expr: ast.AST, ctx: FileContext, lineno: int, depth: int = 0)
     if depth > 4:
         return False
     if isinstance(expr, ast.Name):
-        value = _assigned(expr, ctx, lineno)
+        value = _assigned(expr, ctx, lineno, depth)
         return value is not None and _requires_grad(value, ctx, getattr(value, "lineno", lineno), depth + 1)
     if not isinstance(expr, ast.Call):
         return False

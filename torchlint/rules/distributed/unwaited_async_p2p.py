@@ -17,13 +17,27 @@ _COLLECTIVES = frozenset({
 })
 
 
+def _expects_raise(node: ast.AST) -> bool:
+    """`with self.assertRaises(...)` / `assertRaisesRegex` / `pytest.raises(...)`."""
+    if not isinstance(node, (ast.With, ast.AsyncWith)):
+        return False
+    for item in node.items:
+        call = item.context_expr
+        func = call.func if isinstance(call, ast.Call) else None
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name.startswith("assertRaises") or name == "raises":
+            return True
+    return False
+
+
 class UnwaitedAsyncP2p(Rule):
     """## What it does
     Flags `dist.isend(...)`, `dist.irecv(...)`, `dist.batch_isend_irecv(...)` and collectives
     called with `async_op=True` (`all_reduce`, `broadcast`, `all_gather`, ...) whose returned work
     is thrown away: the call is a statement of its own, or its result is assigned to a name
     that is never read afterwards in the function. A work that is stored in a list, returned,
-    passed on or read in any way is not flagged.
+    passed on or read in any way is not flagged, nor one assigned to `_` (discarded on purpose),
+    nor a call inside `with self.assertRaises(...)`/`pytest.raises(...)` (it is expected to raise).
 
     ## Why is this bad?
     These calls only enqueue the transfer; the returned work's `.wait()` is what makes the
@@ -74,13 +88,14 @@ class UnwaitedAsyncP2p(Rule):
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         op = self._async_op(node, ctx)
-        if op is None:
-            return
+        if op is None or ctx.any_ancestor("tl504-raises", _expects_raise):
+            return  # a test that the call raises: no work is ever returned
         parent = ctx.parent
         if isinstance(parent, ast.Expr):
             where = "is discarded"
         elif isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name) \
-                and parent.value is node and not self._read_later(parent.targets[0].id, parent, ctx):
+                and parent.targets[0].id != "_" and parent.value is node \
+                and not self._read_later(parent.targets[0].id, parent, ctx):
             where = f"is assigned to `{parent.targets[0].id}` and never waited"
         else:
             return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis.dominance import reaches_here
 from torchlint.analysis.inference import TENSOR_FACTORIES, kind_of_annotation
 from torchlint.checker import FileContext
 from torchlint.edits import has_comment, make_fix, replace, text_of
@@ -60,6 +61,8 @@ def known_tensor(expr: ast.AST, ctx: FileContext, lineno: int, depth: int = 0) -
             return False
         if isinstance(binding.node, ast.arg):
             return kind_of_annotation(binding.annotation, ctx) == "tensor"
+        if depth == 0 and not reaches_here(ctx, binding.node):
+            return False  # assigned in another branch: the value here may be something else
         if isinstance(binding.node, ast.Assign) and binding.value is not None:
             return known_tensor(binding.value, ctx, binding.lineno, depth + 1)
     return False
@@ -70,7 +73,8 @@ class TensorFromTensor(Rule):
     Flags `torch.tensor(x)` where `x` is known to be a tensor: the result of a torch function
     that returns one, a tensor method on a known tensor, a name assigned one of those, or a
     parameter annotated `torch.Tensor`. Arguments of unknown type are not flagged (a list or a
-    NumPy array is what `torch.tensor` is for).
+    NumPy array is what `torch.tensor` is for), nor names whose tensor assignment sits in another
+    branch (`if not isinstance(x, torch.Tensor): x = torch.tensor(x)` after an `if` that set it).
 
     ## Why is this bad?
     `torch.tensor` always copies and is meant for data (lists, NumPy arrays, numbers). Given a

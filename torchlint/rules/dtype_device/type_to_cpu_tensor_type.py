@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from torchlint.analysis.dominance import reaches_here
 from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
 from torchlint.edits import make_fix, replace, text_of
@@ -65,7 +66,8 @@ def on_accelerator(expr: ast.AST, ctx: FileContext, lineno: int, depth: int = 0)
         return False
     if isinstance(expr, ast.Name):
         binding = ctx.binding_before(expr.id, lineno - 1)
-        if binding is None or binding.index is not None or not isinstance(binding.node, ast.Assign):
+        if binding is None or binding.index is not None or not isinstance(binding.node, ast.Assign) \
+                or (depth == 0 and not reaches_here(ctx, binding.node)):
             return False
         return binding.value is not None and on_accelerator(binding.value, ctx, binding.lineno, depth + 1)
     if not isinstance(expr, ast.Call):
@@ -100,8 +102,9 @@ class TypeToCpuTensorType(Rule):
     `LongTensor`, ..., or the same name as a string, `'torch.FloatTensor'`) where `x` was put
     on an accelerator in the same function: by `.cuda()`, by `.to(device)` or `.to("cuda")`, or
     by a factory with `device=` that is not `"cpu"`, directly or through a plain assignment.
-    Tensors of unknown device, a `.type(...)` immediately moved again (`.type(T).cuda()`), and the
-    `torch.cuda.*Tensor` types are not flagged.
+    Tensors of unknown device, a move made in another branch of an `if`, a `.type(...)`
+    immediately moved again (`.type(T).cuda()`), and the `torch.cuda.*Tensor` types are not
+    flagged.
 
     ## Why is this bad?
     A legacy type class names a device as well as a dtype: `torch.FloatTensor` is "float32 on the

@@ -49,11 +49,20 @@ def _sum_parts(node: ast.AST, ctx: FileContext) -> Optional[tuple[ast.expr, list
     return None
 
 
+def _shifted(x: ast.AST, lineno: int, ctx: FileContext) -> bool:
+    """`x - m` (the hand-stabilised form), directly or through a name assigned it."""
+    if isinstance(x, ast.Name):
+        value = ctx.value_before(x, lineno)
+        x = value if value is not None else x
+    return isinstance(x, ast.BinOp) and isinstance(x.op, ast.Sub)
+
+
 class LogSumExp(Rule):
     """## What it does
     Flags `torch.log(torch.sum(torch.exp(x)))` and its method spellings (`x.exp().sum(1).log()`,
     `torch.log(x.exp().sum(dim=-1))`). An argument that subtracts something first
-    (`torch.exp(x - x.max())`, the hand-stabilised form) is not flagged.
+    (`torch.exp(x - x.max())`, the hand-stabilised form, also through a name assigned
+    `x - m`) is not flagged, nor is the body of a function implementing `logsumexp`.
 
     ## Why is this bad?
     `exp` overflows long before the log would bring the value back: in float32 `exp(x)` is `inf`
@@ -107,8 +116,8 @@ class LogSumExp(Rule):
         if parts is None:
             return
         x = _exp_operand(parts[0], ctx)
-        if x is None or (isinstance(x, ast.BinOp) and isinstance(x.op, ast.Sub)):
-            return
+        if x is None or _shifted(x, node.lineno, ctx) or "logsumexp" in getattr(ctx.function, "name", ""):
+            return  # stabilised by hand, or the implementation of logsumexp itself
         self.report(node, f"`log(sum(exp({dotted(x)})))` is inf when an `exp` overflows and -inf when all underflow",
                     help="Use `torch.logsumexp(x, dim)`", params={"scale": 100.0},
                     fix=self._fix(node, x, parts[1], parts[2], ctx))

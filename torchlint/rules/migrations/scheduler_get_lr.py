@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from torchlint.analysis.dominance import reaches_here
 from torchlint.checker import FileContext
 from torchlint.edits import edit, end_of, make_fix
 from torchlint.rules.base import Evidence, Rule, dotted
@@ -112,7 +113,8 @@ class SchedulerGetLr(Rule):
         name: Optional[str] = None
         if isinstance(recv, ast.Name):
             binding = ctx.binding_before(recv.id, lineno - 1, module_fallback=True)
-            if binding is not None and binding.index is None and isinstance(binding.node, ast.Assign):
+            if binding is not None and binding.index is None and isinstance(binding.node, ast.Assign) \
+                    and reaches_here(ctx, binding.node):
                 name = ctx.call_name(binding.value) if isinstance(binding.value, ast.Call) else None
         elif isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name) and recv.value.id == "self":
             name = ctx.self_attribute_constructor(recv.attr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from torchlint.analysis.dominance import reaches_here
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, dotted, has_star_kwargs, keyword, literal
 
@@ -115,7 +116,8 @@ class WeightDecayOnNormAndBias(Rule):
         value: Optional[ast.AST] = None
         if isinstance(model, ast.Name):
             binding = ctx.binding_before(model.id, lineno - 1, module_fallback=True)
-            if binding is not None and binding.index is None and isinstance(binding.node, ast.Assign):
+            if binding is not None and binding.index is None and isinstance(binding.node, ast.Assign) \
+                    and reaches_here(ctx, binding.node):
                 value = binding.value
         elif isinstance(model, ast.Attribute) and isinstance(model.value, ast.Name) and model.value.id == "self":
             value = ctx.self_attribute_value(model.attr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from torchlint.analysis.dominance import reaches_here
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, dotted
 
@@ -156,7 +157,8 @@ class TensorFromNdarrayList(Rule):
 
     def _list_of_arrays(self, name: ast.Name, lineno: int, ctx: FileContext) -> bool:
         binding = ctx.binding_before(name.id, lineno - 1)
-        if binding is None or binding.index is not None or not isinstance(binding.node, ast.Assign):
+        if binding is None or binding.index is not None or not isinstance(binding.node, ast.Assign) \
+                or not reaches_here(ctx, binding.node):
             return False
         value = binding.value
         if isinstance(value, ast.ListComp):
