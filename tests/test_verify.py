@@ -66,7 +66,7 @@ def _probe(worker, code, facts, device="cpu"):
 @pytest.mark.parametrize("code", sorted(PROBED))
 def test_fact_probe_demonstrates_on_cpu(worker, code):
     result = _probe(worker, code, DEMONSTRATE_FACTS.get(code, {}))
-    if code == "TL801":  # the cost exists only on a GPU: no verdict on the CPU
+    if code in ("TL801", "TL209"):  # the cost (TL801) or the move (TL209) exists only on a GPU
         assert result["verdict"] == "skipped" and "needs CUDA" in result["evidence"], result
         return
     assert result["verdict"] == "demonstrated", result

@@ -96,10 +96,10 @@ class UnwaitedAsyncP2p(Rule):
         elif isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name) \
                 and parent.targets[0].id != "_" and parent.value is node \
                 and not self._read_later(parent.targets[0].id, parent, ctx):
-            where = f"is assigned to `{parent.targets[0].id}` and never waited"
+            where = f"in `{parent.targets[0].id[:20]}` is never waited"
         else:
             return
-        self.report(node, f"the work `dist.{op}` returns {where}: the buffer may be used before the transfer completes",
+        self.report(node, f"the work of `dist.{op}` {where}: the tensor may be used mid-transfer",
                     help="Keep the returned work and call `.wait()` before the tensor is used")
 
     def _async_op(self, node: ast.Call, ctx: FileContext) -> Optional[str]:

@@ -126,6 +126,7 @@ class TensorFromTensor(Rule):
             text = text_of(ctx.source, arg)
             text = text if isinstance(arg, _ATOMS) else f"({text})"
             fix = make_fix("Use `.detach().clone()`", [replace(ctx.source, node, f"{text}.detach().clone()")])
-        self.report(node, f"`torch.tensor({dotted(arg)})` copies a tensor and detaches it from the graph",
+        shown = dotted(arg)
+        self.report(node, f"`torch.tensor({shown if len(shown) <= 30 else 'x'})` copies a tensor and detaches it from the graph",
                     help="Use `x.detach().clone()` for a copy (`torch.as_tensor(x)` or `x` when none is needed)",
                     params={"source": "tensor"}, fix=fix)

@@ -157,6 +157,7 @@ class TypeToCpuTensorType(Rule):
         method = _CPU_TYPES[short]
         fix = make_fix(f"Use `.{method}()`", [replace(ctx.source, node, f"{text_of(ctx.source, func.value)}.{method}()")],
                        applicability="unsafe")
-        self.report(node, f"`.type(torch.{short})` returns a CPU tensor: it moves `{dotted(func.value)}` off the GPU",
+        shown = dotted(func.value)
+        self.report(node, f"`.type(torch.{short})` returns a CPU tensor: it moves `{shown if len(shown) <= 30 else 'x'}` off the GPU",
                     help=f"Use `.{method}()` or `.to(dtype)`, which keep the device",
                     params={"type": f"torch.{short}"}, fix=fix)

@@ -8,7 +8,7 @@ from typing import Optional
 from torchlint.checker import FileContext
 from torchlint.edits import has_comment, make_fix, module_alias, replace, text_of
 from torchlint.records import Fix
-from torchlint.rules.base import Evidence, Rule, dotted
+from torchlint.rules.base import Evidence, Rule
 
 
 def probe_log_sum_exp(params: dict, device: str) -> tuple[str, str]:
@@ -118,7 +118,7 @@ class LogSumExp(Rule):
         x = _exp_operand(parts[0], ctx)
         if x is None or _shifted(x, node.lineno, ctx) or "logsumexp" in getattr(ctx.function, "name", ""):
             return  # stabilised by hand, or the implementation of logsumexp itself
-        self.report(node, f"`log(sum(exp({dotted(x)})))` is inf when an `exp` overflows and -inf when all underflow",
+        self.report(node, "`log(sum(exp(x)))` is inf when an `exp` overflows, and -inf when all underflow",
                     help="Use `torch.logsumexp(x, dim)`", params={"scale": 100.0},
                     fix=self._fix(node, x, parts[1], parts[2], ctx))
 

@@ -105,7 +105,7 @@ class SchedulerGetLr(Rule):
         start = (end[0], end[1] - len("get_lr()"))
         fix = make_fix("Use `get_last_lr()`", [edit(start, end, "get_last_lr()")]) \
             if ctx.source.line(end[0])[start[1] - 1:end[1] - 1] == "get_lr()" else None
-        self.report(node, f"`{dotted(node)}` recomputes the rate (torch warns; chainable schedulers return the next step's value)",
+        self.report(node, f"`{dotted(node)[:40]}` is not the rate in use: torch warns, and chainable schedulers differ",
                     help="Use `get_last_lr()`", params={"scheduler": kind, "method": "get_lr"}, fix=fix)
 
     def _scheduler(self, recv: ast.AST, lineno: int, ctx: FileContext) -> Optional[str]:

@@ -90,7 +90,6 @@ class AdamWeightDecay(Rule):
         decoupled = arg_or_keyword(node, 11, "decoupled_weight_decay")
         if decoupled is not None and literal(decoupled) is not False:
             return
-        self.report(node, f"`Adam(weight_decay={decay:g})` adds an L2 term that the adaptive step rescales; "
-                          "it is not AdamW's decoupled weight decay",
+        self.report(node, f"`Adam(weight_decay={decay:g})` is an L2 term rescaled by the adaptive step, not AdamW's decay",
                     help="Use `torch.optim.AdamW` (or `decoupled_weight_decay=True`) if decoupled decay is meant",
                     params={"weight_decay": float(decay)})

@@ -106,8 +106,7 @@ class WeightDecayOnNormAndBias(Rule):
         norm = self._norm_layer(model, node.lineno, ctx)
         if norm is None:
             return
-        self.report(node, f"weight decay {decay:g} also shrinks `{dotted(model)}`'s `{norm}` scales and its biases "
-                          "(one group gets every parameter)",
+        self.report(node, f"weight decay {decay:g} also shrinks the `{norm}` scales and the biases of `{dotted(model)[:30]}`",
                     help="Put norm and bias parameters in a group with `weight_decay=0.0`",
                     params={"weight_decay": float(decay)})
 

@@ -85,8 +85,7 @@ class EmptyCacheInLoop(Rule):
         steps = training_steps(ctx).body(loop, scope)
         if not steps.backwards and not steps.steps:
             return
-        self.report(node, "`torch.cuda.empty_cache()` on every training step frees the allocator's cache, "
-                          "so the next step allocates again through the driver",
+        self.report(node, "`torch.cuda.empty_cache()` every training step: the next step re-allocates through the driver",
                     help="Remove it, or call it once outside the loop")
 
 

@@ -151,7 +151,8 @@ class TensorFromNdarrayList(Rule):
         else:
             return
         if holds:
-            self.report(node, f"`torch.tensor({dotted(arg)})` converts a list of NumPy arrays one element at a time",
+            shown = arg.id if isinstance(arg, ast.Name) else "[...]"
+            self.report(node, f"`torch.tensor({shown[:30]})` converts a list of NumPy arrays one element at a time",
                         help="Stack the arrays first: `torch.from_numpy(np.stack(xs))`",
                         params={"element": "ndarray"})
 
