@@ -277,20 +277,19 @@ def test_stdin_fix_prints_the_fixed_source(tmp_path, run_cli):
     assert out == "import torch\nwith torch.no_grad():\n    pass\n"
 
 
-def test_notebooks_are_reported_never_rewritten(tmp_path, run_cli):
+def test_a_notebook_findings_fix_counts_rows_within_its_cell(tmp_path, run_cli):
+    # (--fix/--diff/--add-noqa on notebooks: tests/test_notebooks.py)
+    first = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": ["import torch\n"]}
     cell = {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-            "source": ["import torch\n", "with torch.no_grad:\n", "    pass\n"]}
-    data = json.dumps({"cells": [cell], "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+            "source": ["x = 1\n", "with torch.no_grad:\n", "    pass\n"]}
+    data = json.dumps({"cells": [first, cell], "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
                        "nbformat": 4, "nbformat_minor": 5}, indent=1)
-    path = write(tmp_path, "n.ipynb", data)
-    rc, out, _ = run_cli("check", "--isolated", "--no-cache", "--select", "TL108", "--fix", "n.ipynb")
-    assert rc == 1 and "TL108" in out and "fixable" not in out and path.read_text() == data
+    write(tmp_path, "n.ipynb", data)
     _, out, _ = run_cli("check", "--isolated", "--no-cache", "--select", "TL108", "--output-format", "json", "n.ipynb")
-    assert json.loads(out)[0]["fix"] is None
-    rc, out, _ = run_cli("check", "--isolated", "--no-cache", "--select", "TL108", "--diff", "n.ipynb")
-    assert rc == 0 and out == "" and path.read_text() == data
-    run_cli("check", "--isolated", "--no-cache", "--select", "TL108", "--add-noqa", "n.ipynb")
-    assert path.read_text() == data
+    [finding] = json.loads(out)
+    assert (finding["cell"], finding["location"]["row"]) == (2, 2)
+    [edit] = finding["fix"]["edits"]
+    assert edit["location"]["row"] == 2 and edit["content"] == "()"
 
 
 # -- TL001 and --add-noqa --------------------------------------------------------

@@ -246,3 +246,61 @@ def test_sarif_fingerprints_follow_the_flagged_lines_text_not_its_position(tmp_p
     after = fingerprints()
     assert after["v = loss.data[0]"] == before["v = loss.data[0]"]
     assert after["w = loss.data[0]"] != after["v = loss.data[0]"]
+
+
+def _fixable_notebook(indent, one_string=False) -> str:
+    def source(lines):
+        return "".join(lines) if one_string else lines
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# Training\n"]},
+             {"cell_type": "code", "execution_count": 1, "metadata": {"tags": ["keep"]},
+              "outputs": [{"name": "stdout", "output_type": "stream", "text": ["ok\n"]}],
+              "source": source(["%matplotlib inline\n", "import torch\n", "with torch.no_grad:\n", "    y = 1"])},
+             {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [],
+              "source": source(["with torch.enable_grad:\n", "    z = 'é'"])}]
+    doc = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "language": "python"}},
+           "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(doc, indent=indent, ensure_ascii=False) + "\n"
+
+
+@pytest.mark.parametrize(("indent", "one_string"), [(1, False), (None, False), (2, True)],
+                         ids=["jupyter", "compact", "one-string"])
+def test_fix_rewrites_only_the_code_cells_of_a_notebook(tmp_path, run_cli, indent, one_string):
+    original = _fixable_notebook(indent, one_string)
+    (tmp_path / "nb.ipynb").write_text(original, encoding="utf-8")
+    code, out, _ = run_cli("check", "nb.ipynb", "--select", "TL108", "--diff", "--no-cache")
+    assert code == 1 and (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == original  # --diff writes nothing
+    assert "--- a/nb.ipynb:cell 2\n+++ b/nb.ipynb:cell 2\n" in out and "+with torch.no_grad():\n" in out
+    assert "--- a/nb.ipynb:cell 3" in out and "+with torch.enable_grad():\n" in out
+
+    code, out, _ = run_cli("check", "nb.ipynb", "--select", "TL108", "--fix", "--no-cache")
+    assert code == 0, out
+    fixed = (tmp_path / "nb.ipynb").read_text(encoding="utf-8")
+    expected = original.replace("with torch.no_grad:", "with torch.no_grad():").replace(
+        "with torch.enable_grad:", "with torch.enable_grad():")
+    assert fixed == expected  # outputs, metadata, key order, indentation and escapes as they were
+    assert run_cli("check", "nb.ipynb", "--select", "TL108", "--no-cache")[0] == 0
+
+
+def test_add_noqa_comments_the_cells_of_a_notebook(tmp_path, run_cli):
+    original = _fixable_notebook(1)
+    (tmp_path / "nb.ipynb").write_text(original, encoding="utf-8")
+    code, _, err = run_cli("check", "nb.ipynb", "--select", "TL108", "--add-noqa", "--no-cache")
+    assert code == 0, err
+    cells = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert cells[1]["source"][2] == "with torch.no_grad:  # noqa: TL108\n"
+    assert cells[2]["source"][0] == "with torch.enable_grad:  # noqa: TL108\n"
+    assert cells[1]["outputs"] == [{"name": "stdout", "output_type": "stream", "text": ["ok\n"]}]
+    assert run_cli("check", "nb.ipynb", "--select", "TL108", "--no-cache")[0] == 0
+
+
+def test_a_notebook_fix_never_touches_a_line_ipython_syntax_was_blanked_on():
+    # The fix of a finding is moved into its cell only where the program's line is the cell's.
+    from torchlint.records import Edit, Fix
+
+    rows = [(2, 1), (2, 2), (3, 1)]
+    program = ["", "x = 1", "y = 2"]
+    written = {2: ["%time x = 1", "x = 1"], 3: ["y = 2"]}
+    fix = Fix("f", (Edit((2, 1), (2, 2), "z"),))
+    assert nb._fix_in_cell(fix, 2, rows, program, written).edits == (Edit((2, 1), (2, 2), "z"),)
+    assert nb._fix_in_cell(Fix("f", (Edit((1, 1), (1, 2), "z"),)), 2, rows, program, written) is None  # blanked
+    assert nb._fix_in_cell(Fix("f", (Edit((2, 1), (3, 1), "z"),)), 2, rows, program, written) is None  # spans cells

@@ -36,7 +36,7 @@ from torchlint.records import Fix, RecordError
 from torchlint.safe_io import RefusedFile, is_within, read_regular_file, replace_atomically
 
 CACHE_DIR_NAME = ".torchlint_cache"
-_FORMAT = 6  # 6: entries carry a MAC; 5: findings carry `help`; 4: a notebook cell
+_FORMAT = 7  # 7: notebook findings keep their fixes (cell rows); 6: entries carry a MAC; 5: findings carry `help`; 4: a notebook cell
 _RACY_SECONDS = 2.0
 MAX_INDEX_BYTES = 256 * 1024 * 1024
 _MAX_TEXT = 20_000  # characters in one cached string

@@ -78,12 +78,10 @@ def lint_findings(task: FileTask, data: bytes, rule_errors: list[RuleError]) -> 
     if not notebook.is_notebook(task.display):
         return check_source(task.display, data, classes, options=options, parse_all=parse_all,
                             rule_errors=rule_errors)
-    # The notebook's code, not its JSON, is held to max-file-size.
-    findings = notebook.lint_notebook(task.display, data, classes, options=options, parse_all=parse_all,
-                                      rule_errors=rule_errors, max_code_bytes=task.max_bytes)
-    for f in findings:  # fix edits address the cells' joined source, not the notebook's JSON
-        f.fix = None
-    return findings
+    # The notebook's code, not its JSON, is held to max-file-size. Fix edits count rows
+    # within their cell (fix/notebook.py writes them back into the JSON).
+    return notebook.lint_notebook(task.display, data, classes, options=options, parse_all=parse_all,
+                                  rule_errors=rule_errors, max_code_bytes=task.max_bytes)
 
 
 def _lint_bytes(task: FileTask, data: bytes) -> FileResult:

@@ -32,6 +32,7 @@ from typing import Any, Optional, Sequence
 from torchlint.checker import RuleClass, check_source, syntax_error_finding
 from torchlint.diagnostics import Finding
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, format_size
+from torchlint.records import Edit, Fix
 from torchlint.noqa import Suppression, parse as parse_directives
 from torchlint.source import SourceFile, newer_syntax_hint, physical_lines
 
@@ -256,7 +257,9 @@ def lint_cells(notebook: Notebook, rule_classes: Sequence[RuleClass], parse_all:
     findings += [f for f in check_source(path, program.encode("utf-8"), rule_classes, parse_all=parse_all,
                                          options=options, rule_errors=rule_errors)
                  if f.code != "TL000" or not findings]
-    return sorted((_in_cell(f, rows) for f in findings), key=Finding.sort_key)
+    written = {c.number: c.lines for c in notebook.cells}
+    program_lines = program.split("\n")
+    return sorted((_in_cell(f, rows, program_lines, written) for f in findings), key=Finding.sort_key)
 
 
 def _cell_syntax_error(path: str, body: str, first_row: int) -> Optional[Finding]:
@@ -274,8 +277,11 @@ def _cell_syntax_error(path: str, body: str, first_row: int) -> Optional[Finding
     return None
 
 
-def _in_cell(f: Finding, rows: list[tuple[int, int]]) -> Finding:
-    """A finding on the concatenated program, re-positioned to its cell and row in it."""
+def _in_cell(f: Finding, rows: list[tuple[int, int]], program_lines: list[str],
+             written: dict[int, list[str]]) -> Finding:
+    """A finding on the concatenated program, re-positioned to its cell and row in it; its
+    fix too, or none when the fix reaches outside the cell or touches a line whose IPython
+    syntax was blanked (the program's text there is not the cell's)."""
     if not 0 < f.row <= len(rows):
         return f
     cell, row = rows[f.row - 1]
@@ -284,4 +290,21 @@ def _in_cell(f: Finding, rows: list[tuple[int, int]]) -> Finding:
         end_row, end_col = row, f.col + 1
     else:
         end_col = f.end_col
-    return replace(f, cell=cell, row=row, end_row=end_row, end_col=end_col)
+    return replace(f, cell=cell, row=row, end_row=end_row, end_col=end_col,
+                   fix=_fix_in_cell(f.fix, cell, rows, program_lines, written) if f.fix else None)
+
+
+def _fix_in_cell(fix: Fix, cell: int, rows: list[tuple[int, int]], program_lines: list[str],
+                 written: dict[int, list[str]]) -> Optional[Fix]:
+    edits = []
+    for edit in fix.edits:
+        moved = []
+        for row, col in (edit.start, edit.end):
+            if not 0 < row <= len(rows) or rows[row - 1][0] != cell:
+                return None
+            cell_row = rows[row - 1][1]
+            if program_lines[row - 1] != written[cell][cell_row - 1]:
+                return None
+            moved.append((cell_row, col))
+        edits.append(Edit(moved[0], moved[1], edit.content))
+    return Fix(fix.message, tuple(edits), fix.applicability)

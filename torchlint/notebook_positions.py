@@ -26,6 +26,7 @@ class _Scanner:
         self.i = 0
         self.line = 1
         self.sources: dict[int, list[tuple[int, str]]] = {}
+        self.spans: dict[int, tuple[int, int]] = {}  # cell -> text offsets of its `source` value
 
     def skip(self) -> None:
         text, i = self.text, self.i
@@ -48,6 +49,7 @@ class _Scanner:
     def value(self, path: tuple) -> None:
         """Skip one value at `path` (("cells", 3, "source", 0) ...), recording source strings."""
         self.skip()
+        start = self.i
         char = self.text[self.i]
         if char == "{":
             self.container("}", path, keyed=True)
@@ -60,6 +62,8 @@ class _Scanner:
         else:
             _, end = _DECODER.raw_decode(self.text, self.i)
             self.advance_to(end)
+        if len(path) == 3 and path[0] == "cells" and isinstance(path[1], int) and path[2] == "source":
+            self.spans[path[1] + 1] = (start, self.i)
 
     def container(self, close: str, path: tuple, keyed: bool) -> None:
         self.i += 1
@@ -83,13 +87,27 @@ class _Scanner:
             index += 1
 
 
-def cell_file_lines(text: str) -> Optional[dict[int, list[int]]]:
-    """For each cell (1-based among all cells), the file line of each of its source lines
-    (0-based list index = line within the cell - 1). None when the text cannot be walked."""
+def _scan(text: str) -> Optional[_Scanner]:
     scanner = _Scanner(text)
     try:
         scanner.value(())
     except (ValueError, IndexError, RecursionError):
+        return None
+    return scanner
+
+
+def cell_source_spans(text: str) -> Optional[dict[int, tuple[int, int]]]:
+    """For each cell (1-based among all cells), the (start, end) offsets in `text` of its
+    `source` value, so a fix can rewrite that value and leave every other byte alone."""
+    scanner = _scan(text)
+    return scanner.spans if scanner is not None else None
+
+
+def cell_file_lines(text: str) -> Optional[dict[int, list[int]]]:
+    """For each cell (1-based among all cells), the file line of each of its source lines
+    (0-based list index = line within the cell - 1). None when the text cannot be walked."""
+    scanner = _scan(text)
+    if scanner is None:
         return None
     out: dict[int, list[int]] = {}
     for cell, strings in scanner.sources.items():

@@ -28,6 +28,7 @@ class FileFix:
     after: str
     applied: Counter
     error: Optional[str] = None
+    cells: Optional[list[tuple[int, str, str]]] = None  # a notebook: (cell, before, after) of each changed cell
 
 
 @dataclass
@@ -63,9 +64,7 @@ def fix_results(tasks: list[FileTask], results: list[FileResult], policy_for: Ca
     aliases: list[tuple[FileTask, FileResult]] = []
     for task, result in zip(tasks, results):
         policy = policy_for(task)
-        # A notebook's findings count rows within cells of its JSON: never rewritten.
-        if result.internal_error or notebook.is_notebook(task.display) \
-                or not any(policy.allows(f) for f in result.findings):
+        if result.internal_error or not any(policy.allows(f) for f in result.findings):
             if task.path == "-" and task.data is not None:
                 report.stdin_output = _decode(task.data)
             continue
@@ -89,6 +88,8 @@ def fix_results(tasks: list[FileTask], results: list[FileResult], policy_for: Ca
 
 def _fix_one(task: FileTask, result: FileResult, policy: FixPolicy, write: bool,
              report: FixReport) -> Optional[FileFix]:
+    if notebook.is_notebook(task.display):
+        return _fix_notebook(task, result, policy, write, report)
     data, failed = read_task(task)
     text = _decode(data) if data is not None and failed is None else None
     if data is None or text is None:
@@ -125,6 +126,39 @@ def _fix_one(task: FileTask, result: FileResult, policy: FixPolicy, write: bool,
     return FileFix(task.display, text, outcome.text, outcome.applied)
 
 
+def _fix_notebook(task: FileTask, result: FileResult, policy: FixPolicy, write: bool,
+                  report: FixReport) -> Optional[FileFix]:
+    """A notebook's code cells fixed (fix/notebook.py); the rest of the file is kept."""
+    from torchlint.fix.notebook import fix_notebook
+
+    data, failed = read_task(task)
+    if data is None or failed is not None:
+        return None
+    current = result.findings if task.data is not None else lint_bytes(task, data).findings
+    outcome = fix_notebook(data, current, lambda new: lint_bytes(task, new).findings, policy.allows, task.display)
+    if outcome is None:
+        return None
+    if outcome.error is not None:
+        report.errors.append(f"{task.display}: {outcome.error}")
+        return None
+    if not outcome.converged:
+        report.errors.append(f"{task.display}: fixes did not converge; the file was fixed as far as they got")
+    cells = outcome.changed_cells()
+    if not cells:
+        result.findings = outcome.remaining
+        return None
+    if task.path == "-":
+        report.stdin_output = outcome.after.encode().decode("utf-8", "surrogateescape")
+    elif write:
+        problem = _write(task, data, outcome.after.encode())
+        if problem is not None:
+            report.errors.append(problem)
+            result.findings = current
+            return None
+    result.findings = outcome.remaining
+    return FileFix(task.display, outcome.before.text, outcome.after.text, outcome.applied, cells=cells)
+
+
 def _write(task: FileTask, before: bytes, after: bytes) -> Optional[str]:
     """Write the fixed file; None when written, else why not."""
     try:
@@ -137,6 +171,8 @@ def _write(task: FileTask, before: bytes, after: bytes) -> Optional[str]:
 
 
 def unified_diff(fix: FileFix) -> str:
+    if fix.cells is not None:  # a notebook: one diff per changed cell, as ruff shows them
+        return "".join(text_diff(before, after, f"{fix.display}:cell {number}") for number, before, after in fix.cells)
     return text_diff(fix.before, fix.after, fix.display)
 
 
@@ -156,34 +192,54 @@ def add_noqa_to_files(tasks: list[FileTask], results: list[FileResult]) -> tuple
     errors: list[str] = []
     done: set[str] = set()
     for task, result in zip(tasks, results):
-        if not result.findings or task.path == "-" or notebook.is_notebook(task.display):
+        if not result.findings or task.path == "-":
             continue
         real = os.path.realpath(task.path)
         if real in done:  # a symlink and its target: one file, one set of comments
             continue
         done.add(real)
         data, failed = read_task(task)
-        text = _decode(data) if data is not None and failed is None else None
-        if data is None or text is None:
+        if data is None or failed is not None:
             continue
-        new_text, added, skipped = add_noqa(text, result.findings)
-        if skipped:
-            errors.append(f"{task.display}: {skipped} finding(s) sit on lines that cannot take a comment "
-                          "(inside a multi-line string or after a backslash); add those noqa comments by hand")
+        added, problems = _noqa_one(task, data, result.findings)
+        added_total += added
+        errors += problems
+    return added_total, errors
+
+
+def _noqa_one(task: FileTask, data: bytes, findings: list[Finding]) -> tuple[int, list[str]]:
+    """Add the noqa comments to one file (a notebook: in its cells); (added, errors)."""
+    if notebook.is_notebook(task.display):
+        from torchlint.fix.notebook import add_noqa_to_notebook
+
+        encoded, added, skipped = add_noqa_to_notebook(data, findings, add_noqa)
+        errors = _skipped_noqa(task, skipped)
+        if encoded is None:
+            if added:
+                errors.append(f"{task.display}: adding noqa comments produced cells that do not parse or a "
+                              "notebook that cannot be written back; file left unchanged")
+            return 0, errors
+    else:
+        text = _decode(data)
+        if text is None:
+            return 0, []
+        new_text, added, skipped = add_noqa(text, findings)
+        errors = _skipped_noqa(task, skipped)
         if not added:
-            continue
+            return 0, errors
         problem = parse_error(new_text, text)
         if problem is not None:
-            errors.append(f"{task.display}: adding noqa comments produced invalid code ({problem}); file left unchanged")
-            continue
+            return 0, errors + [f"{task.display}: adding noqa comments produced invalid code ({problem}); file left unchanged"]
         try:
             encoded = encode_like(data, new_text)
         except UnicodeEncodeError as exc:
-            errors.append(f"{task.display}: cannot write the file: {exc}")
-            continue
-        problem = _write(task, data, encoded)
-        if problem is not None:
-            errors.append(problem)
-            continue
-        added_total += added
-    return added_total, errors
+            return 0, errors + [f"{task.display}: cannot write the file: {exc}"]
+    problem = _write(task, data, encoded)
+    return (0, errors + [problem]) if problem is not None else (added, errors)
+
+
+def _skipped_noqa(task: FileTask, skipped: int) -> list[str]:
+    if not skipped:
+        return []
+    return [f"{task.display}: {skipped} finding(s) sit on lines that cannot take a comment "
+            "(inside a multi-line string or after a backslash); add those noqa comments by hand"]
