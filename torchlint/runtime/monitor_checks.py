@@ -133,6 +133,60 @@ class ZeroedBeforeStepMonitor:
             m.record("zeroed_before_step", m.last_grad_event[1], step_site=site, always=True)
 
 
+# TL107, from torchlint.rules.autograd.loss_accumulated_with_graph
+class GraphKeptMonitor:
+    """Accumulators that keep earlier steps' graphs alive: at each backward, a scalar tensor
+    among the local variables of the program's innermost FRAMES frames (the training loop and
+    its callers) whose autograd graph reaches the loss backpropagated last in an earlier
+    optimizer step. That loss's node is held until the next step (its buffers were freed by its
+    backward), so no new node can take its id."""
+
+    FRAMES = 4
+    NODES = 256  # graph nodes walked from each candidate, breadth first
+
+    def __init__(self) -> None:
+        self.last: dict[int, Any] = {}  # optimizer step -> grad_fn of its last backward
+        self.reported: set = set()
+
+    def before_backward(self, m: Any, loss: Any, site: Optional[list], fn: str) -> None:
+        if loss is None or fn == "grad" or loss.grad_fn is None:
+            return
+        earlier = {id(node): step for step, node in self.last.items() if step < m.steps}
+        if earlier:
+            self.scan(m, loss, earlier)
+        self.last = {step: node for step, node in self.last.items() if step >= m.steps - 1}
+        self.last[m.steps] = loss.grad_fn
+
+    def scan(self, m: Any, loss: Any, earlier: dict[int, int]) -> None:
+        import torch
+
+        for frame in m.user.frames(3, self.FRAMES):
+            for name, value in list(frame.f_locals.items()):
+                if (value is loss or not isinstance(value, torch.Tensor) or value.grad_fn is None
+                        or value.numel() != 1):
+                    continue
+                key = (frame.f_code, name)
+                since = None if key in self.reported else self.reaches(value.grad_fn, earlier)
+                if since is not None:
+                    self.reported.add(key)
+                    m.record("graph_kept", m.user.frame_site(frame), name=name, node=type(value.grad_fn).__name__,
+                             since=since, always=True)
+
+    def reaches(self, node: Any, earlier: dict[int, int]) -> Optional[int]:
+        """The step of the earlier loss node this graph reaches, if any."""
+        seen: set = set()
+        queue = [node]
+        while queue and len(seen) < self.NODES:
+            current = queue.pop(0)
+            if current is None or id(current) in seen:
+                continue
+            if id(current) in earlier:
+                return earlier[id(current)]
+            seen.add(id(current))
+            queue.extend(fn for fn, _ in current.next_functions)
+        return None
+
+
 # TL120, from torchlint.rules.autograd.parameter_without_gradient
 class GradientlessParameterMonitor:
     """At each optimizer step, the parameters that require grad but have no `.grad` (`dead`),
@@ -732,6 +786,7 @@ MONITORS: tuple[type, ...] = (
     DataWriteMonitor,  # TL102
     StaleGradientMonitor,  # TL103
     ZeroedBeforeStepMonitor,  # TL104
+    GraphKeptMonitor,  # TL107
     GradientlessParameterMonitor,  # TL120
     NonFiniteMonitor,  # TL121
     DeviceMismatchMonitor,  # TL220
