@@ -30,7 +30,7 @@ class Evidence:
     cannot import torchlint (the --verify worker's `probes.py` and `slices.py`), or are functions
     and classes beside the rule that judge and monitor a `torchlint run`; scripts/generate_all.py
     writes the indexes the worker and the monitors read (`verify/evidence_index.py`,
-    `runtime/monitor_checks.py`). A rule with no probe gives the `reason` instead, which
+    `runtime/monitors_<family>.py`). A rule with no probe gives the `reason` instead, which
     --verify reports as `skipped`."""
 
     # verify/probes.py's function of that name, or a function beside the rule (torch and the

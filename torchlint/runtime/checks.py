@@ -31,7 +31,7 @@ class RuntimeCheck:
     precision: ClassVar[str] = "very-high"
     security_severity: ClassVar[Optional[float]] = None
     # A class of the module whose hooks run inside the program (runtime/monitor.py's
-    # `HOOKS`); scripts/generate_all.py copies it into runtime/monitor_checks.py.
+    # `HOOKS`); scripts/generate_all.py copies it into runtime/monitors_<family>.py.
     monitor: ClassVar[Optional[type]] = None
     # One finding per (check, line): a line that runs every step reports once.
     one_per_site: ClassVar[bool] = True

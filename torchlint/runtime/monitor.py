@@ -1,7 +1,7 @@
 """Runtime monitors for `torchlint run` and `check_training_step`: the generic machinery (the
 hooks into torch, step tracking, the event stream). What each check records is its monitor, a
 class beside the rule (`evidence.monitor`, `RuntimeCheck.monitor`) that
-scripts/generate_all.py copies into `monitor_checks.py`; the hooks it may define are `HOOKS`.
+scripts/generate_all.py copies into `monitors_<family>.py`; the hooks it may define are `HOOKS`.
 
 This module is loaded by path inside the user's processes (see boot/sitecustomize.py), so it
 imports nothing from torchlint and only the standard library at import time. Torch hooks are
@@ -40,9 +40,19 @@ def _sibling(name: str) -> Any:
     return sys.modules[key]
 
 
+def _check_monitors() -> list[tuple[str, Any]]:
+    """(code, class) of every check's monitor, in code order: the generated monitors_<family>.py
+    files beside this module."""
+    found: list[tuple[str, Any]] = []
+    for name in sorted(os.listdir(os.path.dirname(os.path.abspath(__file__)))):
+        if name.startswith("monitors_") and name.endswith(".py"):
+            found += _sibling(name[:-3]).MONITORS
+    return sorted(found, key=lambda pair: pair[0])
+
+
 _support = _sibling("support")
 _wrappers = _sibling("wrappers")
-_checks = _sibling("monitor_checks")  # generated: every check's monitor class, in code order
+MONITORS = _check_monitors()
 
 ENV_DIR = "TORCHLINT_RUNTIME_DIR"
 ENV_MAX_STEPS = "TORCHLINT_RUNTIME_MAX_STEPS"
@@ -117,7 +127,7 @@ class Monitor:
         self._torch_hook: Any = None
         self.installed = False
         self.script: Optional[str] = None
-        self.plugins = [cls() for cls in _checks.MONITORS]
+        self.plugins = [cls() for _, cls in MONITORS]
         self._hooks = {name: [getattr(p, name) for p in self.plugins if hasattr(p, name)] for name in HOOKS}
 
     # -- events -------------------------------------------------------------------------
@@ -215,7 +225,7 @@ class Monitor:
         from torch.utils.data import dataloader as dataloader_mod
 
         self.user.add_excluded(os.path.dirname(torch.__file__))
-        own_files = {__file__, _wrappers.__file__, _checks.__file__}
+        own_files = {__file__, _wrappers.__file__, *(sys.modules[cls.__module__].__file__ for _, cls in MONITORS)}
         self.patch(warnings, "warn", _support.transparent_warn(warnings.warn, own_files))
         self.roots = weakref.WeakSet()
         self.checked_modules = weakref.WeakSet()
