@@ -1,6 +1,6 @@
-"""The in-process API tests (tests/runtime_api_cases.py: every runtime-only check with a positive
-and a negative program, bit-identical results, clean uninstall), run in a child pytest so the
-torch state a training step leaves behind stays out of this process."""
+"""The in-process API tests (tests/runtime_api_cases.py: a clean step, bit-identical results,
+clean uninstall), run in a child pytest so the torch state a training step leaves behind stays
+out of this process. The checks' own API programs are fixtures (test_runtime_fixtures.py)."""
 
 from __future__ import annotations
 
@@ -27,4 +27,4 @@ def test_runtime_api_cases():
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     assert " passed" in result.stdout and " failed" not in result.stdout, result.stdout[-3000:]
     passed = [line for line in result.stdout.splitlines() if line.startswith("PASSED ")]
-    assert len(passed) >= 21, result.stdout[-3000:]  # every case ran, none was skipped
+    assert len(passed) >= 5, result.stdout[-3000:]  # every case ran, none was skipped

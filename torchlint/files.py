@@ -10,20 +10,11 @@ from typing import Iterator, Optional
 from torchlint.config import ConfigResolver, Settings
 from torchlint.git import run_git
 from torchlint.notebook import NOTEBOOK_SUFFIX
-from torchlint.safe_io import is_within, printable, refusal
+from torchlint.safe_io import display_path as display_path  # re-exported: reports locate files with it
+from torchlint.safe_io import is_within, refusal
 
 # Notebooks are discovered like Python files (ruff's default `extend-include` of *.ipynb).
 PYTHON_SUFFIXES = (".py", ".pyi", NOTEBOOK_SUFFIX)
-
-def display_path(path: Path, cwd: Path) -> str:
-    """The path as reports show it: relative to cwd when below it, with control characters
-    and undecodable bytes escaped so a file name cannot forge an output line."""
-    absolute = os.path.abspath(path)
-    prefix = str(cwd) + os.sep
-    if absolute.startswith(prefix):
-        return printable(absolute[len(prefix):].replace(os.sep, "/"))
-    return printable(str(path))
-
 
 def _git_visible_files(directory: Path) -> Optional[set[str]]:
     """Absolute paths of files under `directory` that git does not ignore (tracked and

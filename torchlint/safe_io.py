@@ -12,6 +12,7 @@ import re
 import stat
 import tempfile
 import time
+from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 # Pseudo file systems whose "regular" files report size 0 and hold process secrets.
@@ -232,3 +233,13 @@ def printable(text: str) -> str:
     except UnicodeEncodeError:
         text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return text.translate(_UNPRINTABLE)
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    """The path as reports show it: relative to cwd when below it, with control characters
+    and undecodable bytes escaped so a file name cannot forge an output line."""
+    absolute = os.path.abspath(path)
+    prefix = str(cwd) + os.sep
+    if absolute.startswith(prefix):
+        return printable(absolute[len(prefix):].replace(os.sep, "/"))
+    return printable(str(path))

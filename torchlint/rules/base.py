@@ -27,9 +27,10 @@ SEVERITIES = ("error", "warning", "info")
 @dataclass(frozen=True)
 class Evidence:
     """What can show a rule's finding on a machine. The fields name functions of modules that
-    cannot import torchlint (the --verify worker's `probes.py` and `slices.py`) or that judge a
-    run (`runtime/analysis.py`); scripts/generate_all.py writes the index the worker reads
-    (`verify/evidence_index.py`). A rule with no probe gives the `reason` instead, which
+    cannot import torchlint (the --verify worker's `probes.py` and `slices.py`), or are functions
+    and classes beside the rule that judge and monitor a `torchlint run`; scripts/generate_all.py
+    writes the indexes the worker and the monitors read (`verify/evidence_index.py`,
+    `runtime/monitors_<family>.py`). A rule with no probe gives the `reason` instead, which
     --verify reports as `skipped`."""
 
     # verify/probes.py's function of that name, or a function beside the rule (torch and the
@@ -38,7 +39,15 @@ class Evidence:
     probe: Union[str, Callable[[dict, str], tuple[str, str]], None] = None
     slice: Optional[str] = None  # verify/instrument.py's SLICES: how to cut and run the user's code
     judge: Optional[str] = None  # verify/slices.py: judges the runs of that slice
-    runtime: Optional[str] = None  # runtime/analysis.py: `torchlint run`'s verdict on a finding
+    # `torchlint run`'s verdict on a finding, a function beside the rule (no torch; see
+    # runtime/judging.py): (observation, path, rows, cwd) -> RuntimeResult
+    runtime: Optional[Callable[..., Any]] = None
+    # A class beside the rule whose hooks run inside the monitored program, recording what the
+    # runtime judge reads (runtime/monitor.py's `HOOKS`; the generator copies it).
+    monitor: Optional[type] = None
+    # The error (a regular expression) torch or Python raises when the hazard happens: a crash
+    # that matches it, raised through the flagged lines, confirms the finding.
+    crash: Optional[str] = None
     reason: Optional[str] = None  # why nothing can be run (no probe)
 
     def __post_init__(self) -> None:

@@ -18,9 +18,7 @@ from torchlint.linter import FileTask
 from torchlint.output.ci_safe import COMMAND_FORMATS, write_commands
 from torchlint.output.report import render_report
 from torchlint.project_root import project_root
-from torchlint.runtime.analysis import (Observation, RuntimeProblem, judge_static, load_events, problem_findings,
-                                        runtime_problems)
-from torchlint.runtime.crashes import confirm_by_crash, crash_events, crash_messages
+from torchlint.runtime.analysis import Observation, judge_static, load_events, problem_findings, runtime_problems
 from torchlint import catalog
 from torchlint.runtime.launcher import Outcome, program_env, run_program
 from torchlint.selection import STATIC, SelectionError, SelectionLayer
@@ -52,7 +50,7 @@ class RunOptions:
     cache_dir: Optional[Path] = None
 
 
-# `--select TL1` covers TL101 and TL120: one selector over static rules and runtime checks.
+# `--select TL1` covers static rules and runtime checks alike: one selector over the catalog.
 SELECTOR = STATIC.extended(sorted(catalog.runtime_codes()))
 RUNTIME_SELECTOR = SELECTOR.only(catalog.runtime_codes())
 
@@ -105,10 +103,7 @@ def run_command(opts: RunOptions, write_output: Callable[[str, str, list[Path]],
         for f in static:  # reached, but only on the part of the program that ran
             if f.runtime and f.runtime.verdict == "not-observed":
                 f.runtime = f.runtime.noted(f" (cut short: {stopped.split(';')[0]}; the hazard may come later)")
-    crashes = crash_events(obs.by_kind["crash"])
-    explained = confirm_by_crash(static, crashes, cwd)
-    problems = [RuntimeProblem("TL020", site, message) for site, message in crash_messages(crashes, explained, cwd)]
-    problems += runtime_problems(obs, static, cwd)
+    problems = runtime_problems(obs, static, cwd)  # a crash confirms (in place) the static finding it is
     enabled = RUNTIME_SELECTOR.resolve([layer])
     problems = [p for p in problems if p.code in enabled]
     findings = sorted(static + problem_findings(problems, cwd), key=Finding.sort_key)

@@ -3,12 +3,33 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 from typing import Optional
 
 from torchlint.checker import FileContext
+from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword, dotted, keyword, literal
+import torchlint.runtime.judging as run
+
 
 _AUTOGRAD_FUNCS = {"torch.autograd.backward": "tensors", "torch.autograd.grad": "outputs"}
+
+
+def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Path) -> RuntimeResult:
+    """What the run shows: grad mode and graph at the `backward` call, the error."""
+    calls, hits = run.calls_at(obs, "backward", path, rows)
+    if not calls:
+        return run.not_reached("no backward/grad call ran at this line")
+    for e in calls:
+        no_graph = not e.get("requires_grad") and not e.get("has_grad_fn")
+        if no_graph and (not e["grad_enabled"] or "does not require grad" in (e.get("error") or "")):
+            mode = "off" if not e["grad_enabled"] else "on"
+            outcome = f"{e['fn']} raised {e['error']}" if e.get("error") else f"{e['fn']} had nothing to differentiate"
+            return run.verdict("confirmed", f"at step {e['step']}, grad mode was {mode} at the call and the tensor "
+                                            f"had no graph (requires_grad=False, grad_fn=None); {outcome}", hits)
+    modes = sorted({"on" if e["grad_enabled"] else "off" for e in calls})
+    return run.verdict("not-observed", f"ran {hits} time(s); grad mode was {'/'.join(modes)} and the tensor had a "
+                                       "graph at every call", hits)
 
 
 class BackwardUnderNoGrad(Rule):
@@ -70,7 +91,8 @@ class BackwardUnderNoGrad(Rule):
     tags = ("correctness", "autograd")
     requires_text = ('backward', 'autograd')
     precision = "very-high"
-    evidence = Evidence(probe="backward_under_no_grad", slice="call", judge="_judge_tl101", runtime="_tl101")
+    evidence = Evidence(probe="backward_under_no_grad", slice="call", judge="_judge_tl101", runtime=run_verdict,
+                        crash=r"does not require grad and does not have a grad_fn")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         region = ctx.grad_region

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from pathlib import Path
+import sys
+from typing import Any, Optional
+import weakref
 
 from torchlint.analysis import inference
 from torchlint.analysis.training_step import in_forward_backward_window
 from torchlint.checker import FileContext
 from torchlint.edits import UNSAFE, edit, end_of, has_comment, make_fix, module_alias, start_of, text_of
+from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Option, Rule, dotted
+import torchlint.runtime.judging as run
+
 
 _NOT_TENSORS = ("self", "cls")
 # Weight set-up code (initialisation, checkpoint conversion and loading, deploy-time fusion)
@@ -33,6 +39,115 @@ def _data_receiver(node: ast.AST) -> Optional[ast.Attribute]:
     if isinstance(node, ast.Attribute) and node.attr == "data":
         return node
     return None
+
+
+def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Path) -> RuntimeResult:
+    """What the run shows: a `.data` write between a forward and its backward on a tensor an autograd node saved."""
+    writes = [e for e in obs.by_kind["data_write"] if run.at(e["site"], path, rows)]
+    hits = obs.hits("data", path, rows, len(writes))
+    if not hits:
+        return run.not_reached("no `.data` access ran at this line")
+    for e in writes:
+        if e.get("saved_by"):
+            what = f"`{e['name']}`" if e.get("name") else "a tensor"
+            tensor = e["tensor"]
+            return run.verdict("confirmed", f"at step {e['step']}, `.data` of {what} {run.shape(tensor)} {tensor['dtype']} "
+                                            f"was written after the forward at {run.where(e['forward_site'], cwd)} and "
+                                            f"before the backward at {run.where(e['backward_site'], cwd)}, while "
+                                            f"{e['saved_by']} held it for backward: the gradient used the new values",
+                               hits)
+    if writes:
+        return run.verdict("not-observed", f"ran {hits} time(s); {len(writes)} write(s) fell between a forward and its "
+                                           "backward, but no autograd node had saved the written tensor", hits)
+    return run.verdict("not-observed", f"ran {hits} time(s); no write happened while a forward awaited its backward",
+                       hits)
+
+
+class DataWriteMonitor:
+    """`.data` accesses of tensors that require grad while a forward awaits its backward, and,
+    at the backward, those written meanwhile (assigned, or their alias's version bumped) with
+    the autograd node that had saved the written storage."""
+
+    def __init__(self) -> None:
+        self.pending: list[dict] = []
+
+    def install(self, m: Any, torch: Any) -> None:
+        descriptor = torch._C.TensorBase.__dict__["data"]
+        monitor = self
+
+        def get_data(tensor: Any) -> Any:
+            alias = descriptor.__get__(tensor)
+            if m.user.is_user(sys._getframe(1).f_code.co_filename):
+                monitor.note(m, tensor, alias, assigned=False)
+            return alias
+
+        def set_data(tensor: Any, value: Any) -> None:
+            descriptor.__set__(tensor, value)
+            if m.user.is_user(sys._getframe(1).f_code.co_filename):
+                monitor.note(m, tensor, None, assigned=True)
+
+        m.patch(torch.Tensor, "data", property(get_data, set_data, doc=descriptor.__doc__))
+
+    def note(self, m: Any, tensor: Any, alias: Any, assigned: bool) -> None:
+        try:
+            site = m.user.site(3)
+            key = f"data@{site[0]}:{site[1]}" if site else "data"
+            m.counts[key] = m.counts.get(key, 0) + 1
+            if not tensor.requires_grad or not m.pending_roots or len(self.pending) > 10_000:
+                return
+            if assigned and self.pending and self.pending[-1]["ref"]() is tensor:
+                self.pending[-1]["assigned"] = True  # `p.data -= x`: the getter saw it first
+                return
+            self.pending.append({
+                "ref": weakref.ref(tensor), "alias": alias if alias is not None else tensor, "assigned": assigned,
+                "site": site, "storage": tensor.untyped_storage().data_ptr(), "desc": m.describe(tensor),
+                "forward_site": m.pending_roots[-1]["site"],
+            })
+        except Exception as exc:  # a property getter must never raise on the program's behalf
+            m.internal_error("DataWriteMonitor.note", exc)
+
+    def before_backward(self, m: Any, loss: Any, site: Optional[list], fn: str) -> None:
+        if loss is None:
+            return
+        written = [p for p in self.pending if p["assigned"] or p["alias"]._version > 0]
+        if not written:
+            return
+        saved = self.saved_storages(loss) if loss.grad_fn is not None else {}
+        names = m.parameter_names()
+        for access in written:
+            tensor = access["ref"]()
+            m.record("data_write", access["site"], backward_site=site, forward_site=access["forward_site"],
+                     saved_by=saved.get(access["storage"]), tensor=access["desc"],
+                     name=names.get(id(tensor)) if tensor is not None else None, always=True)
+
+    def after_backward(self, m: Any, site: Optional[list], fn: str, accumulates: bool) -> None:
+        self.pending.clear()
+
+    @staticmethod
+    def saved_storages(loss: Any, limit: int = 10_000) -> dict[int, str]:
+        """Storage pointer -> autograd node name, for every tensor saved for this backward."""
+        import torch
+
+        out: dict[int, str] = {}
+        seen: set = set()
+        stack = [loss.grad_fn]
+        while stack and len(seen) < limit:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            for attr in dir(node):
+                if not attr.startswith("_saved_"):
+                    continue
+                try:
+                    value = getattr(node, attr)
+                except Exception:  # freed or not a tensor
+                    continue
+                for tensor in value if isinstance(value, (list, tuple)) else (value,):
+                    if isinstance(tensor, torch.Tensor):
+                        out.setdefault(tensor.untyped_storage().data_ptr(), type(node).__name__)
+            stack.extend(fn for fn, _ in node.next_functions)
+        return out
 
 
 class DataAttributeMutation(Rule):
@@ -137,7 +252,7 @@ class DataAttributeMutation(Rule):
             "Stay silent inside weight set-up functions (names containing `init`, `reset_parameters`, "
             "`convert`, `load`, `fuse`): no autograd graph exists when they run."),
     }
-    evidence = Evidence(probe="data_attribute_mutation", slice="data-write-before-backward", judge="_judge_tl102", runtime="_tl102")
+    evidence = Evidence(probe="data_attribute_mutation", slice="data-write-before-backward", judge="_judge_tl102", runtime=run_verdict, monitor=DataWriteMonitor)
 
     def _in_initializer(self, ctx: FileContext) -> bool:
         if not self.settings["skip-initializers"]:

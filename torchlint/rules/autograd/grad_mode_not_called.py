@@ -52,7 +52,8 @@ class GradModeNotCalled(Rule):
     tags = ("correctness", "autograd")
     requires_text = ('no_grad', 'enable_grad', 'inference_mode', 'set_grad_enabled')
     precision = "very-high"
-    evidence = Evidence(probe="grad_mode_not_called", slice="with-statement", judge="_judge_tl108")
+    evidence = Evidence(probe="grad_mode_not_called", slice="with-statement", judge="_judge_tl108",
+                        crash=r"does not support the context manager protocol|object has no attribute '__enter__'")
 
     def _check(self, node: ast.AST, ctx: FileContext) -> None:
         for item in node.items:  # type: ignore[attr-defined]

@@ -65,7 +65,8 @@ class IntegerRequiresGrad(Rule):
     tags = ("correctness", "autograd", "dtype")
     requires_text = ('requires_grad',)
     precision = "very-high"
-    evidence = Evidence(probe="integer_requires_grad", slice="call", judge="_judge_tl106")
+    evidence = Evidence(probe="integer_requires_grad", slice="call", judge="_judge_tl106",
+                        crash=r"Only Tensors of floating point and complex dtype can require gradients")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         rg = keyword(node, "requires_grad")

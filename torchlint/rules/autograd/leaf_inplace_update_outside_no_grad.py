@@ -66,7 +66,8 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
     severity = "error"
     tags = ("correctness", "autograd")
     requires_text = ('requires_grad', 'Parameter', 'parameters')
-    evidence = Evidence(probe="leaf_inplace", slice="leaf-inplace", judge="_judge_tl105")
+    evidence = Evidence(probe="leaf_inplace", slice="leaf-inplace", judge="_judge_tl105",
+                        crash=r"leaf Variable that requires grad is being used in an in-place operation")
 
     def _requires_grad_leaf(self, node: ast.AST, ctx: FileContext) -> bool:
         if not isinstance(node, ast.Name):

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Optional
+from pathlib import Path
+from typing import Any, Optional
 
 from torchlint.analysis.loops import is_backward
 from torchlint.checker import FileContext
+from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, dotted
+import torchlint.runtime.judging as run
 
 _DETACHING = frozenset({"item", "detach", "tolist", "cpu", "numpy"})
 
@@ -20,6 +23,80 @@ def _is_detached(value: ast.AST) -> bool:
         if isinstance(value.func, ast.Name) and value.func.id in ("float", "int"):
             return True
     return False
+
+
+class GraphKeptMonitor:
+    """Accumulators that keep earlier steps' graphs alive: at each backward, a scalar tensor
+    among the local variables of the program's innermost FRAMES frames (the training loop and
+    its callers) whose autograd graph reaches the loss backpropagated last in an earlier
+    optimizer step. That loss's node is held until the next step (its buffers were freed by its
+    backward), so no new node can take its id."""
+
+    FRAMES = 4
+    NODES = 256  # graph nodes walked from each candidate, breadth first
+
+    def __init__(self) -> None:
+        self.last: dict[int, Any] = {}  # optimizer step -> grad_fn of its last backward
+        self.reported: set = set()
+
+    def before_backward(self, m: Any, loss: Any, site: Optional[list], fn: str) -> None:
+        if loss is None or fn == "grad" or loss.grad_fn is None:
+            return
+        earlier = {id(node): step for step, node in self.last.items() if step < m.steps}
+        if earlier:
+            self.scan(m, loss, earlier)
+        self.last = {step: node for step, node in self.last.items() if step >= m.steps - 1}
+        self.last[m.steps] = loss.grad_fn
+
+    def scan(self, m: Any, loss: Any, earlier: dict[int, int]) -> None:
+        import torch
+
+        for frame in m.user.frames(3, self.FRAMES):
+            for name, value in list(frame.f_locals.items()):
+                if (value is loss or not isinstance(value, torch.Tensor) or value.grad_fn is None
+                        or value.numel() != 1):
+                    continue
+                key = (frame.f_code, name)
+                since = None if key in self.reported else self.reaches(value.grad_fn, earlier)
+                if since is not None:
+                    self.reported.add(key)
+                    m.record("graph_kept", m.user.frame_site(frame), name=name, node=type(value.grad_fn).__name__,
+                             since=since, always=True)
+
+    def reaches(self, node: Any, earlier: dict[int, int]) -> Optional[int]:
+        """The step of the earlier loss node this graph reaches, if any."""
+        seen: set = set()
+        queue = [node]
+        while queue and len(seen) < self.NODES:
+            current = queue.pop(0)
+            if current is None or id(current) in seen:
+                continue
+            if id(current) in earlier:
+                return earlier[id(current)]
+            seen.add(id(current))
+            queue.extend(fn for fn, _ in current.next_functions)
+        return None
+
+
+def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Path) -> RuntimeResult:
+    """What the run shows: a local tensor of the training loop that still holds an earlier step's graph."""
+
+    def in_function(e: dict) -> bool:
+        site = e.get("site")
+        return site is not None and site[0] == path and site[3] <= rows[0] <= site[4]
+
+    backwards = [e for e in obs.by_kind["backward"] if in_function(e)]
+    function = (backwards[0]["site"][3], backwards[0]["site"][4]) if backwards else rows
+    hits = obs.hits("backward", path, function, len(backwards))
+    for e in obs.by_kind["graph_kept"]:
+        if in_function(e):
+            return run.verdict("confirmed", f"at step {e['step']}, `{e['name']}` (grad_fn {e['node']}) still held the "
+                                            f"graph of the loss backpropagated at step {e['since']}: each step's graph "
+                                            "stays alive as long as the accumulator", max(hits, 1))
+    if not backwards:
+        return run.not_reached("no backward ran in the function of this line")
+    return run.verdict("not-observed", f"{hits} backward(s) ran in this function over {obs.steps} optimizer step(s); no "
+                                       "local tensor held the graph of an earlier step's loss", hits)
 
 
 class LossAccumulatedWithGraph(Rule):
@@ -72,7 +149,8 @@ class LossAccumulatedWithGraph(Rule):
     requires_text = ('backward',)
 
     help = "Accumulate `loss.item()` (or `loss.detach()`)"
-    evidence = Evidence(probe="loss_accumulated", slice="statement-value", judge="_judge_tl107")
+    evidence = Evidence(probe="loss_accumulated", slice="statement-value", judge="_judge_tl107",
+                        runtime=run_verdict, monitor=GraphKeptMonitor)
 
     # The walk collects, for every enclosing loop of the current function, what its body
     # backpropagates, detaches, re-assigns and accumulates; `leave_For` decides once.

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
+from typing import Any, Optional
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, is_zero_grad
 from torchlint.checker import FileContext
+from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule
+import torchlint.runtime.judging as run
 
 
 def _per_context_gradients(loop: ast.AST, backward: ast.Call, ctx: FileContext) -> bool:
@@ -22,6 +26,38 @@ def _per_context_gradients(loop: ast.AST, backward: ast.Call, ctx: FileContext) 
     body = loop.body  # type: ignore[attr-defined]
     return ctx.body_has("dist-autograd-context", body, distributed_context) \
         or ctx.any_ancestor("dist-autograd-context", distributed_context)
+
+
+def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Path) -> RuntimeResult:
+    """What the run shows: gradients left from the previous step."""
+    calls, hits = run.calls_at(obs, "backward", path, rows)
+    if not calls:
+        return run.not_reached("no backward call ran at this line")
+    for e in obs.by_kind["stale_grads"]:
+        if run.at(e["site"], path, rows):
+            what = f"`{e['name']}`" if e.get("name") else "a parameter"
+            return run.verdict("confirmed", f"at step {e['step']}, backward added to gradients left over from the "
+                                            f"previous optimizer step ({what} had a gradient of norm {e['norm']:g}): "
+                                            "no zero_grad ran since that step", hits)
+    steps = max((e["step"] for e in calls), default=0)
+    return run.verdict("not-observed", f"ran {hits} time(s) over {steps} optimizer step(s); the gradients were reset "
+                                       "(or empty) before each backward that followed a step", hits)
+
+
+class StaleGradientMonitor:
+    """A backward after an optimizer step with no zero_grad since adds to old gradients: the
+    first parameter that still held a nonzero gradient, and its norm."""
+
+    def before_backward(self, m: Any, loss: Any, site: Optional[list], fn: str) -> None:
+        if fn == "grad" or not m.steps or m.zeroed_since_step or m.backward_since_step:
+            return
+        for optimizer in list(m.optimizers):
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None and bool(p.grad.any()):
+                        name = m.parameter_names().get(id(p))
+                        m.record("stale_grads", site, name=name, norm=round(float(p.grad.norm()), 6))
+                        return
 
 
 class MissingZeroGrad(Rule):
@@ -73,7 +109,7 @@ class MissingZeroGrad(Rule):
     severity = "warning"
     tags = ("correctness", "training-loop")
     requires_text = ('backward',)
-    evidence = Evidence(probe="missing_zero_grad", slice="call-twice-with-grads", judge="_judge_tl103", runtime="_tl103")
+    evidence = Evidence(probe="missing_zero_grad", slice="call-twice-with-grads", judge="_judge_tl103", runtime=run_verdict, monitor=StaleGradientMonitor)
 
     def _check(self, node: ast.AST, ctx: FileContext) -> None:
         backward = None

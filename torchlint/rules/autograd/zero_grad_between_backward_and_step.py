@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from pathlib import Path
+from typing import Any, Optional
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name
 from torchlint.checker import FileContext
+from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, dotted
+import torchlint.runtime.judging as run
+
 
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")
 
@@ -16,6 +20,29 @@ def _expr_call(stmt: ast.stmt) -> Optional[ast.Call]:
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         return stmt.value
     return None
+
+
+def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Path) -> RuntimeResult:
+    """What the run shows: a step that saw zeroed gradients."""
+    calls, hits = run.calls_at(obs, "zero_grad", path, rows)
+    if not calls:
+        return run.not_reached("no zero_grad call ran at this line")
+    for e in obs.by_kind["zeroed_before_step"]:
+        if run.at(e["site"], path, rows):
+            return run.verdict("confirmed", f"at step {e['step']}, this zero_grad ran after the backward and before "
+                                            f"the optimizer step at {run.where(e['step_site'], cwd)}, which saw no "
+                                            "gradients", hits)
+    return run.verdict("not-observed", f"ran {hits} time(s); a backward always ran between it and the next step",
+                       hits)
+
+
+class ZeroedBeforeStepMonitor:
+    """An optimizer step whose last gradient event since the previous step was a zero_grad
+    that came after a backward: the step saw no gradients."""
+
+    def step(self, m: Any, optimizer: Any, site: Optional[list], event: dict) -> None:
+        if m.backward_since_step and m.last_grad_event and m.last_grad_event[0] == "zero_grad":
+            m.record("zeroed_before_step", m.last_grad_event[1], step_site=site, always=True)
 
 
 class ZeroGradBetweenBackwardAndStep(Rule):
@@ -57,7 +84,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     tags = ("correctness", "training-loop")
     requires_text = ('zero_grad',)
     precision = "very-high"
-    evidence = Evidence(probe="zero_grad_between", slice="call-with-grads", judge="_judge_tl104", runtime="_tl104")
+    evidence = Evidence(probe="zero_grad_between", slice="call-with-grads", judge="_judge_tl104", runtime=run_verdict, monitor=ZeroedBeforeStepMonitor)
 
     def _scan(self, stmts: list[ast.stmt], ctx: FileContext) -> None:
         state = 0

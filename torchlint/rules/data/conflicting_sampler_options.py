@@ -45,7 +45,7 @@ class ConflictingSamplerOptions(Rule):
     tags = ("correctness", "data-loading")
     requires_text = ('DataLoader',)
     precision = "very-high"
-    evidence = Evidence(probe="conflicting_sampler", slice="call", judge="_judge_tl304")
+    evidence = Evidence(probe="conflicting_sampler", slice="call", judge="_judge_tl304", crash=r"mutually exclusive")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != DATALOADER:

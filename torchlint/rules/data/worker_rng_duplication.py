@@ -3,14 +3,47 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 from typing import Optional
 
-from torchlint.analysis.torch_api import DATALOADER, RNG_CONSTRUCTORS
 from torchlint.analysis.dataloader import nonzero_workers
+from torchlint.analysis.torch_api import DATALOADER, RNG_CONSTRUCTORS
 from torchlint.checker import FileContext
+from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, keyword, literal
+from torchlint.rules.data.identical_worker_random_streams import drawn, identical, worker_groups
+import torchlint.runtime.judging as run
+
 
 _SAMPLING_METHODS = ("__getitem__", "__getitems__", "__iter__")
+
+
+def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Path) -> RuntimeResult:
+    """What the run shows: each worker's first draws from the dataset's RNG object."""
+    groups = worker_groups(obs, lambda e: run.at(e["site"], path, rows))
+    if not groups:
+        return run.not_reached("no DataLoader worker started from this line")
+    starts = sum(len(g) for g in groups)
+    for group in groups:
+        same = identical(group, "streams", drawn(obs, group))
+        if same:
+            name, draws = next(iter(same.items()))
+            return run.verdict("confirmed", f"{len(group)} workers of this DataLoader drew identical first values "
+                                            f"from {name}: {draws}", starts)
+    group = max(groups, key=len)
+    if len(group) < 2:
+        return run.verdict("not-observed", f"{starts} worker start(s), never two workers of one DataLoader", starts)
+    if not any(g[0]["streams"] for g in groups):
+        return run.verdict("not-observed", f"{starts} worker start(s); the dataset ({group[0]['dataset']}) held no "
+                                           "RNG object", starts)
+    undrawn = identical(group, "streams", {f"streams:{n}" for n in group[0]["streams"]})
+    if undrawn:
+        return run.verdict("not-observed", f"{starts} worker start(s); workers held identical {', '.join(undrawn)}, "
+                                           "but no worker drew from it while loading a batch", starts)
+    name = next(iter(group[0]["streams"]))
+    shown = "; ".join(f"worker {e['worker_id']}: {e['streams'].get(name)}" for e in group[:2])
+    return run.verdict("not-observed", f"{starts} worker start(s); workers drew different values from {name} "
+                                       f"({shown})", starts)
 
 
 class WorkerRngDuplication(Rule):
@@ -65,7 +98,7 @@ class WorkerRngDuplication(Rule):
     severity = "warning"
     tags = ("correctness", "data-loading", "reproducibility")
     requires_text = ('DataLoader',)
-    evidence = Evidence(probe="worker_rng", slice="call", judge="_judge_tl301", runtime="_tl301")
+    evidence = Evidence(probe="worker_rng", slice="call", judge="_judge_tl301", runtime=run_verdict)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != DATALOADER:

@@ -1,8 +1,46 @@
-"""TL520: a runtime check of `torchlint run` (the run's monitors and judges decide it)."""
+"""TL520: a runtime check of `torchlint run`, with its monitor (what the program records) and judge."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+import hashlib
+from pathlib import Path
+from typing import Any, Optional
+
+from torchlint.diagnostics import Finding
+import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
+
+
+class BatchFingerprintMonitor:
+    """Under a process group of more than one rank, a fingerprint of the first input of the
+    first LIMIT training forwards of each process, to compare across ranks."""
+
+    LIMIT = 8
+
+    def __init__(self) -> None:
+        self.hashes = 0
+
+    def root_forward(self, m: Any, module: Any, args: Any, site: Optional[list]) -> None:
+        import torch
+
+        if self.hashes >= self.LIMIT or not torch.is_grad_enabled() or not module.training:
+            return
+        dist = m.dist()
+        inputs = m.tensors(args)
+        if dist is not None and dist.get_world_size() > 1 and inputs:
+            self.hashes += 1
+            m.record("batch", site, index=self.hashes, hash=self.fingerprint(inputs[0]),
+                     input=m.describe(inputs[0]), module=type(module).__name__)
+
+    @staticmethod
+    def fingerprint(tensor: Any) -> str:
+        data = tensor.detach().cpu().contiguous()
+        try:
+            raw = data.numpy().tobytes()
+        except Exception:  # dtypes numpy lacks (bfloat16) or no numpy
+            raw = repr(data.float().tolist()).encode()
+        return hashlib.sha1(raw + str(tuple(data.shape)).encode()).hexdigest()[:16]
 
 
 class IdenticalBatchesAcrossRanks(RuntimeCheck):
@@ -48,3 +86,25 @@ class IdenticalBatchesAcrossRanks(RuntimeCheck):
     name = "identical-batches-across-ranks"
     summary = "Every DDP rank received the same batches (no DistributedSampler or sharding)"
     seen = "every DDP rank fed the same batches (no DistributedSampler)"
+    monitor = BatchFingerprintMonitor
+
+    @classmethod
+    def problems(cls, obs: run.Observation, static: list[Finding], cwd: Path) -> list[run.RuntimeProblem]:
+        """The run's findings of this check."""
+        by_site: dict[tuple, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+        for e in obs.by_kind["batch"]:
+            if e.get("world", 1) > 1 and e.get("site"):
+                by_site[tuple(e["site"][:2])][e["rank"]].append(e)
+        out = []
+        for ranks in by_site.values():
+            if len(ranks) < 2:
+                continue
+            common = min(len(v) for v in ranks.values())
+            identical = common > 0 and all(len({ranks[r][i]["hash"] for r in ranks}) == 1 for i in range(common))
+            if identical:
+                first = next(iter(ranks.values()))[0]
+                out.append(run.RuntimeProblem(cls.code, first["site"],
+                                              f"all {len(ranks)} ranks fed {first['module']} identical batches in the "
+                                              f"{common} training forward(s) compared (input {run.shape(first['input'])} "
+                                              f"{first['input']['dtype']})"))
+        return out

@@ -4,12 +4,17 @@ elements it averages over can differ between ranks."""
 from __future__ import annotations
 
 import ast
+from collections import defaultdict
+from pathlib import Path
 from typing import Optional
 
 from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import DDP, MEAN_REDUCTION_FUNCTIONS, MEAN_REDUCTION_LOSSES
 from torchlint.checker import FileContext
+from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword, keyword, literal
+import torchlint.runtime.judging as run
+
 
 _LEGACY_REDUCTION_ARGS = ("size_average", "reduce")
 # Losses whose mean divides by the number of targets that are not ignored (or by their weights).
@@ -75,6 +80,47 @@ def _sets_ignore_value(scope: ast.AST) -> bool:
     return False
 
 
+def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Path) -> RuntimeResult:
+    """What the run shows: per-rank counted elements and the weighting error."""
+    calls = [e for e in obs.by_kind["loss"] if run.at(e["site"], path, rows) or run.at(e.get("module_site"), path, rows)]
+    if not calls:
+        return run.not_reached("the loss constructed or called here never ran")
+    ranked = [e for e in calls if e.get("world", 1) > 1]
+    if not ranked:
+        return run.verdict("not-observed", f"ran {len(calls)} time(s) in processes without a process group of more "
+                                           "than one rank, where the mean is the global mean", len(calls))
+    distributed = [e for e in ranked if e.get("reduction") == "mean" and e.get("counted") is not None]
+    if not distributed:
+        errors = sorted({e["error"] for e in ranked if e.get("error")})
+        why = f"the loss raised ({errors[0]})" if errors else "no call had reduction='mean' with countable targets"
+        return run.verdict("not-observed", f"ran {len(ranked)} time(s) on {max(e['world'] for e in ranked)} ranks, but "
+                                           f"{why}, so no per-rank counts could be compared", len(calls))
+    by_rank: dict[int, list[int]] = defaultdict(list)
+    for e in distributed:
+        by_rank[e["rank"]].append(e["counted"])
+    ranks = sorted(by_rank)
+    common = min(len(v) for v in by_rank.values())
+    for index in range(common):
+        counts = [by_rank[r][index] for r in ranks]
+        if len(set(counts)) > 1:
+            total, world = sum(counts), len(ranks)
+            parts = ", ".join(f"rank {r} counted {n}" for r, n in zip(ranks, counts))
+            weight_errors = ", ".join(f"rank {r} {_weight_error(total, world, n)}" for r, n in zip(ranks, counts))
+            return run.verdict("confirmed", f"call {index + 1}: {parts} (of {total}); DDP's mean of per-rank means "
+                                            f"weights each element, relative to the global mean, by: {weight_errors}",
+                               len(calls))
+    sample = sorted({n for v in by_rank.values() for n in v})
+    return run.verdict("not-observed", f"ran {len(distributed)} time(s) across {len(ranks)} ranks; every rank counted the "
+                                       f"same number of elements at each call ({', '.join(map(str, sample[:5]))})",
+                       len(calls))
+
+
+def _weight_error(total: int, world: int, count: int) -> str:
+    if count == 0:
+        return "no elements (its mean is NaN or 0)"
+    return f"{(total / (world * count) - 1) * 100:+.1f}%"
+
+
 class MeanReductionUnderDdp(Rule):
     """## What it does
     Flags a loss computed with `reduction='mean'` (explicitly or by default) in the same function
@@ -134,7 +180,7 @@ class MeanReductionUnderDdp(Rule):
     requires_text = ('DistributedDataParallel',)
     precision = "medium"
     help = "Use reduction='sum' and divide by the global count from `dist.all_reduce`"
-    evidence = Evidence(probe="mean_under_ddp", runtime="_tl501")
+    evidence = Evidence(probe="mean_under_ddp", runtime=run_verdict)
 
     def setup(self, ctx: FileContext) -> None:
         self.ddp_scopes: set[int] = set()

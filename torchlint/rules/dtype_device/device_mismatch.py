@@ -1,8 +1,28 @@
-"""TL220: a runtime check of `torchlint run` (the run's monitors and judges decide it)."""
+"""TL220: a runtime check of `torchlint run`, with its monitor (what the program records) and judge."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, Optional
+
+from torchlint.diagnostics import Finding
+import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
+
+
+class DeviceMismatchMonitor:
+    """At a module's first root forward: its parameters all on one device and its inputs on
+    another."""
+
+    def first_forward(self, m: Any, module: Any, args: Any, site: Optional[list]) -> None:
+        params = list(module.parameters())
+        if not params:
+            return
+        param_devices = sorted({str(p.device) for p in params})
+        input_devices = sorted({str(t.device) for t in m.tensors(args)})
+        if input_devices and len(param_devices) == 1 and input_devices != param_devices:
+            m.record("device_mismatch", site, module=type(module).__name__, params=param_devices,
+                     inputs=input_devices, always=True)
 
 
 class DeviceMismatch(RuntimeCheck):
@@ -47,3 +67,11 @@ class DeviceMismatch(RuntimeCheck):
     name = "device-mismatch"
     summary = "The model's parameters and its input are on different devices"
     seen = "the model's parameters and its input on different devices"
+    monitor = DeviceMismatchMonitor
+
+    @classmethod
+    def problems(cls, obs: run.Observation, static: list[Finding], cwd: Path) -> list[run.RuntimeProblem]:
+        """The run's findings of this check."""
+        return [run.RuntimeProblem(cls.code, e["site"], f"{e['module']}'s parameters are on {', '.join(e['params'])} but "
+                                                       f"its input is on {', '.join(e['inputs'])}")
+                for e in obs.by_kind["device_mismatch"]]

@@ -4,15 +4,40 @@ from __future__ import annotations
 
 import ast
 from typing import Optional
+from pathlib import Path
 
 from torchlint.analysis.torch_api import (CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_LOSS_FUNCTIONS,
                                           float_cast, receiver_chain)
 from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword
+from torchlint.records import RuntimeResult
+import torchlint.runtime.judging as run
 
 # A float target built from these is a deliberate probability distribution.
 _PROBABILITY_SOURCES = frozenset({"one_hot", "softmax", "log_softmax", "sigmoid", "softmin"})
+
+
+def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Path) -> RuntimeResult:
+    """What the run shows: the target's dtype and shape at the loss, the error or the probability reading."""
+    calls = run.loss_calls(obs, path, rows, run.CLASS_INDEX_LOSSES)
+    if not calls:
+        return run.not_reached("no cross_entropy/nll_loss call ran at or after this line in this function")
+    for e in calls:
+        if run.is_float(e.get("target")):
+            target = e["target"]
+            head = (f"at step {e['step']}, the target reaching {e['fn']} at {run.where(e['site'], cwd)} was "
+                    f"{target['dtype']} of shape {run.shape(target)} (input {run.shape(e['input'])})")
+            if e.get("error"):
+                return run.verdict("confirmed", f"{head}: {e['error']}", len(calls))
+            if not e.get("class_index"):
+                sums = e.get("row_sums")
+                detail = f" (first rows sum to {sums})" if sums else ""
+                return run.verdict("confirmed", f"{head}: read as class probabilities, not class indices{detail}",
+                                   len(calls))
+    dtypes = sorted({e["target"]["dtype"] for e in calls if e.get("target")})
+    return run.verdict("not-observed", f"ran {len(calls)} time(s); the target reaching the loss was "
+                                       f"{', '.join(dtypes) or 'not a tensor'}", len(calls))
 
 
 class LabelFloatCast(Rule):
@@ -60,7 +85,9 @@ class LabelFloatCast(Rule):
     severity = "error"
     tags = ("correctness", "dtype", "loss")
     requires_text = ('cross_entropy', 'nll_loss', 'CrossEntropyLoss', 'NLLLoss')
-    evidence = Evidence(probe="label_float_cast", slice="target-of-consumer", judge="_judge_tl201", runtime="_tl201")
+    evidence = Evidence(probe="label_float_cast", slice="target-of-consumer", judge="_judge_tl201", runtime=run_verdict,
+                        crash=(r"expected scalar type Long|[Ee]xpected .*target.* (Long|Int)|target dtype to be Long|"
+                               r"not implemented for 'Float'|Expected floating point type for target"))
 
     def setup(self, ctx: FileContext) -> None:
         self.losses = LossCalls(CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_LOSS_FUNCTIONS)

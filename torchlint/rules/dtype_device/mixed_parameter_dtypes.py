@@ -1,8 +1,43 @@
-"""TL222: a runtime check of `torchlint run` (the run's monitors and judges decide it)."""
+"""TL222: a runtime check of `torchlint run`, with its monitor (what the program records) and judge."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any, Optional
+
+from torchlint.diagnostics import Finding
+import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
+
+
+class MixedDtypeMonitor:
+    """At a module's first root forward: floating-point parameters of more than one dtype,
+    unless they are the mixed-precision recipe (low-precision weights, fp32 norm layers)."""
+
+    def first_forward(self, m: Any, module: Any, args: Any, site: Optional[list]) -> None:
+        dtypes: dict[str, int] = {}
+        for p in module.parameters():
+            if p.dtype.is_floating_point:
+                dtypes[str(p.dtype)] = dtypes.get(str(p.dtype), 0) + 1
+        if len(dtypes) > 1 and not self.fp32_norms_only(module, dtypes):
+            by_dtype: dict[str, list[str]] = {}
+            for name, p in module.named_parameters():
+                by_dtype.setdefault(str(p.dtype), []).append(name)
+            m.record("mixed_dtypes", site, module=type(module).__name__, dtypes=dtypes,
+                     examples={k: v[:3] for k, v in by_dtype.items()}, always=True)
+
+    @staticmethod
+    def fp32_norms_only(module: Any, dtypes: dict[str, int]) -> bool:
+        """Low-precision weights with float32 normalization layers: the mixed-precision recipe
+        (norm statistics kept in fp32), not a forgotten cast."""
+        if set(dtypes) - {"torch.float32", "torch.bfloat16", "torch.float16"} or "torch.float32" not in dtypes:
+            return False
+        for sub in module.modules():
+            is_norm = "Norm" in type(sub).__name__
+            for p in sub.parameters(recurse=False):
+                if str(p.dtype) == "torch.float32" and not is_norm:
+                    return False
+        return True
 
 
 class MixedParameterDtypes(RuntimeCheck):
@@ -49,4 +84,16 @@ class MixedParameterDtypes(RuntimeCheck):
     name = "mixed-parameter-dtypes"
     summary = "The model's floating-point parameters have mixed dtypes"
     seen = "floating-point parameters of mixed dtypes"
+    monitor = MixedDtypeMonitor
     severity = "warning"
+
+    @classmethod
+    def problems(cls, obs: run.Observation, static: list[Finding], cwd: Path) -> list[run.RuntimeProblem]:
+        """The run's findings of this check."""
+        out = []
+        for e in obs.by_kind["mixed_dtypes"]:
+            counts = ", ".join(f"{n} {d}" for d, n in sorted(e["dtypes"].items()))
+            examples = "; ".join(f"{d}: {', '.join(names)}" for d, names in sorted(e["examples"].items()))
+            out.append(run.RuntimeProblem(cls.code, e["site"], f"{e['module']} has floating-point parameters of mixed dtypes "
+                                                              f"({counts}) at its first forward ({examples})"))
+        return out

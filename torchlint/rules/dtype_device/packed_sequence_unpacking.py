@@ -56,7 +56,8 @@ class PackedSequenceUnpacking(Rule):
     precision = "very-high"
     requires_text = ("pack_padded_sequence", "pack_sequence")
     evidence = Evidence(reason=("checked once on torch 2.13: unpacking pack_padded_sequence/pack_sequence into two names "
-                                "raises ValueError (tests/test_migrations.py repeats it when torch is installed)"))
+                                "raises ValueError (tests/test_migrations.py repeats it when torch is installed)"),
+                        crash=r"values to unpack")
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         name = ctx.call_name(node.value)

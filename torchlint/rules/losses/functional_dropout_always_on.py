@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import ast
+import functools
+import inspect
+from pathlib import Path
+import sys
+from typing import Any
 
 from torchlint.checker import FileContext
+from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule, arg_or_keyword, has_star_kwargs, literal
+import torchlint.runtime.judging as run
+
 
 # Only those whose `training` defaults to True: alpha_dropout and feature_alpha_dropout
 # default to training=False (torch 2.13), so without the argument they are always off.
@@ -18,6 +26,53 @@ def _tests_training(test: ast.AST) -> bool:
 
 def _branch_on_training(node: ast.AST) -> bool:
     return isinstance(node, (ast.If, ast.IfExp)) and _tests_training(node.test)
+
+
+def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Path) -> RuntimeResult:
+    """What the run shows: functional dropout active in eval mode."""
+    calls, hits = run.calls_at(obs, "dropout", path, rows)
+    if not calls:
+        return run.not_reached("no functional dropout call ran at this line")
+    for e in calls:
+        if e["training_arg"] and not e["module_training"]:
+            return run.verdict("confirmed", f"at step {e['step']}, {e['fn']}(p={e['p']}) was active while "
+                                            f"{e['module']} was in eval mode (training=False)", hits)
+    modes = "eval mode with training= passed" if any(not e["module_training"] for e in calls) else "train mode"
+    return run.verdict("not-observed", f"ran {hits} time(s), always in {modes}", hits)
+
+
+class FunctionalDropoutMonitor:
+    """Each functional dropout call from a method of the program's own modules: `p`, the
+    `training=` it got, and whether the module was in train mode."""
+
+    DROPOUTS = ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout")
+
+    def install(self, m: Any, torch: Any) -> None:
+        import torch.nn.functional as F
+
+        for name in self.DROPOUTS:
+            m.patch(F, name, self.wrap(m, name, getattr(F, name)))
+
+    @staticmethod
+    def wrap(m: Any, name: str, original: Any) -> Any:
+        signature = inspect.signature(original)
+
+        @functools.wraps(original)
+        def dropout(*args: Any, **kwargs: Any) -> Any:
+            owner = m.owner(sys._getframe(1))
+            # nn.Dropout passes its own mode; only functional calls from the program's modules matter.
+            if owner is not None and type(owner).__module__.split(".")[0] != "torch":
+                try:
+                    bound = signature.bind(*args, **kwargs)
+                    bound.apply_defaults()
+                    m.record("dropout", m.user.site(2), fn=name, p=bound.arguments.get("p"),
+                             training_arg=bool(bound.arguments.get("training")),
+                             module_training=owner.training, module=type(owner).__name__)
+                except Exception as exc:
+                    m.internal_error(name, exc)
+            return original(*args, **kwargs)
+
+        return dropout
 
 
 class FunctionalDropoutAlwaysOn(Rule):
@@ -67,7 +122,7 @@ class FunctionalDropoutAlwaysOn(Rule):
     tags = ("correctness", "module")
     requires_text = ('dropout',)
     options = {"module-bases": MODULE_BASES_OPTION}
-    evidence = Evidence(probe="functional_dropout", runtime="_tl402")
+    evidence = Evidence(probe="functional_dropout", runtime=run_verdict, monitor=FunctionalDropoutMonitor)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)

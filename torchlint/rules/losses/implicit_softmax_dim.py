@@ -3,15 +3,50 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
+from typing import Any
 
 from torchlint.checker import FileContext
+from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, keyword
+import torchlint.runtime.judging as run
+
 
 _FUNCS = frozenset({"torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
                     "torch.nn.functional.softmin", "torch.softmax", "torch.log_softmax"})
 # These take `dim` as a required argument and accept NumPy's `axis=` for it.
 _NUMPY_ALIASES = frozenset({"torch.softmax", "torch.log_softmax"})
 _MODULES = frozenset({"torch.nn.Softmax", "torch.nn.LogSoftmax", "torch.nn.Softmin"})
+
+
+def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Path) -> RuntimeResult:
+    """What the run shows: the dimension softmax picked."""
+    calls = [e for e in obs.by_kind["implicit_softmax"]
+             if run.at(e["site"], path, rows) or run.at(e.get("module_site"), path, rows)]
+    if not calls:
+        return run.not_reached("no softmax without dim ran here")
+    for e in calls:
+        if e["implicit_dim"] == 0 and len(e["shape"]) > 1:
+            return run.verdict("confirmed", f"at step {e['step']}, {e['fn']} got a {len(e['shape'])}-D input "
+                                            f"{tuple(e['shape'])} and no dim, so it normalized over dim 0, the first "
+                                            "dimension", len(calls))
+    shapes = sorted({str(tuple(e["shape"])) for e in calls})
+    return run.verdict("not-observed", f"ran {len(calls)} time(s) on inputs {', '.join(shapes[:3])}, where the implicit "
+                                       "dim is the last (2-D) or the only one", len(calls))
+
+
+class ImplicitDimMonitor:
+    """Each softmax/log_softmax/softmin called without `dim`: the input's shape, the dim torch
+    picked, and where the module calling it was built."""
+
+    def softmax(self, m: Any, name: str, tensor: Any, dim: Any, caller: Any) -> None:
+        if dim is not None or tensor is None or not hasattr(tensor, "dim"):
+            return
+        ndim = tensor.dim()
+        owner = m.owner(caller)
+        m.record("implicit_softmax", m.user.site(2), fn=name, shape=list(tensor.shape),
+                 implicit_dim=0 if ndim in (0, 1, 3) else 1,
+                 module_site=m.loss_sites.get(owner) if owner is not None else None)
 
 
 class ImplicitSoftmaxDim(Rule):
@@ -55,7 +90,7 @@ class ImplicitSoftmaxDim(Rule):
     precision = "very-high"
 
     help = "Pass `dim=-1` (or the class dimension)"
-    evidence = Evidence(probe="implicit_softmax_dim", slice="call", judge="_judge_tl403", runtime="_tl403")
+    evidence = Evidence(probe="implicit_softmax_dim", slice="call", judge="_judge_tl403", runtime=run_verdict, monitor=ImplicitDimMonitor)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)

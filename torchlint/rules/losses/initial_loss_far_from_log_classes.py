@@ -1,8 +1,29 @@
-"""TL420: a runtime check of `torchlint run` (the run's monitors and judges decide it)."""
+"""TL420: a runtime check of `torchlint run`, with its monitor (what the program records) and judge."""
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+from typing import Any
+
+from torchlint.diagnostics import Finding
+import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
+
+
+class FirstLossMonitor:
+    """The value of each cross_entropy site's first mean loss before any optimizer step."""
+
+    def __init__(self) -> None:
+        self.sites: set = set()
+
+    def after_loss(self, m: Any, name: str, event: dict, result: Any) -> None:
+        site = event["site"]
+        key = (name, tuple(site[:2]) if site else None)
+        if (name == "cross_entropy" and m.steps == 0 and key not in self.sites and event.get("class_index")
+                and event["reduction"] == "mean" and result.numel() == 1):
+            self.sites.add(key)
+            event["first_value"] = float(result.detach())
 
 
 class InitialLossFarFromLogClasses(RuntimeCheck):
@@ -48,4 +69,21 @@ class InitialLossFarFromLogClasses(RuntimeCheck):
     name = "initial-loss-far-from-log-classes"
     summary = "The first classification loss is far above log(C), the loss of uniform predictions"
     seen = "first classification loss far above log(C)"
+    monitor = FirstLossMonitor
     severity = "warning"
+
+    @classmethod
+    def problems(cls, obs: run.Observation, static: list[Finding], cwd: Path) -> list[run.RuntimeProblem]:
+        """The run's findings of this check."""
+        out = []
+        for e in obs.by_kind["loss"]:
+            value, classes = e.get("first_value"), e.get("classes")
+            if value is None or not classes or classes < 2 or e.get("weighted") or e.get("label_smoothing"):
+                continue
+            expected = math.log(classes)
+            if math.isfinite(value) and value > expected + max(1.0, 0.5 * expected):
+                out.append(run.RuntimeProblem(cls.code, e["site"],
+                                              f"the first {e['fn']} loss, before any optimizer step, was {value:.4g} with "
+                                              f"{classes} classes; uniform predictions give log({classes}) = {expected:.4g}, "
+                                              "so the initial logits are far from uniform"))
+        return out

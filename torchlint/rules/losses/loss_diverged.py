@@ -1,8 +1,41 @@
-"""TL421: a runtime check of `torchlint run` (the run's monitors and judges decide it)."""
+"""TL421: a runtime check of `torchlint run`, with its monitor (what the program records) and judge."""
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+from torchlint.diagnostics import Finding
+import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
+
+
+class DivergenceMonitor:
+    """Each backward site's first three finite losses, and the first later loss that grew
+    RATIO times over their median (once per site; not after a NaN/Inf was reported)."""
+
+    RATIO = 1e4
+    FLOOR = 1e-2  # a reference loss near 0 (a fit that converged) does not count as small
+
+    def __init__(self) -> None:
+        self.tracks: dict[Any, dict] = {}  # backward site -> first loss values
+
+    def before_backward(self, m: Any, loss: Any, site: Optional[list], fn: str) -> None:
+        if m.notes.get("nonfinite") or loss is None or loss.numel() != 1 or not loss.dtype.is_floating_point:
+            return
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            return
+        key = tuple(site[:2]) if site else None
+        track = self.tracks.setdefault(key, {"first": [], "reported": False})
+        if len(track["first"]) < 3:
+            track["first"].append(abs(value))
+            return
+        reference = max(sorted(track["first"])[1], self.FLOOR)  # the median of the first three
+        if not track["reported"] and abs(value) >= self.RATIO * reference:
+            track["reported"] = True
+            m.record("diverged", site, first=track["first"], value=value, always=True)
 
 
 class LossDiverged(RuntimeCheck):
@@ -46,3 +79,17 @@ class LossDiverged(RuntimeCheck):
     name = "loss-diverged"
     summary = "The loss grew by orders of magnitude over its first values while staying finite"
     seen = "a finite loss 10⁴ times its first values: the training diverged"
+    monitor = DivergenceMonitor
+
+    @classmethod
+    def problems(cls, obs: run.Observation, static: list[Finding], cwd: Path) -> list[run.RuntimeProblem]:
+        """The run's findings of this check."""
+        out = []
+        for e in obs.by_kind["diverged"]:
+            first = ", ".join(f"{v:.4g}" for v in e["first"])
+            out.append(run.RuntimeProblem(cls.code, e["site"],
+                                          f"the loss reached {e['value']:.4g} at step {e['step']}, still finite but "
+                                          f"{abs(e['value']) / max(sorted(e['first'])[1], 1e-2):.2g} times its first values "
+                                          f"({first}): the training diverged (learning rate, missing normalization, a "
+                                          "sign error in the loss)"))
+        return out

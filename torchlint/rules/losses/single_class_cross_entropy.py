@@ -1,7 +1,11 @@
-"""TL422: a runtime check of `torchlint run` (the run's monitors and judges decide it)."""
+"""TL422: a runtime check of `torchlint run`, with its monitor (what the program records) and judge."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from torchlint.diagnostics import Finding
+import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
 
 
@@ -44,3 +48,14 @@ class SingleClassCrossEntropy(RuntimeCheck):
     name = "single-class-cross-entropy"
     summary = "cross_entropy over a single class: the loss is always 0 and the gradients are zero"
     seen = "`cross_entropy` over one class: the loss is always -0.0, the gradients zero"
+
+    @classmethod
+    def problems(cls, obs: run.Observation, static: list[Finding], cwd: Path) -> list[run.RuntimeProblem]:
+        """The run's findings of this check."""
+        return [run.RuntimeProblem(cls.code, e["site"],
+                                   f"cross_entropy got an input {run.shape(e['input'])} with a single class: log_softmax over "
+                                   "one class is 0, so the loss is always -0.0 and every gradient through it is zero; for "
+                                   "a binary output use binary_cross_entropy_with_logits, for C classes C outputs")
+                for e in obs.by_kind["loss"]
+                if e["fn"] == "cross_entropy" and e.get("classes") == 1 and e.get("input_dim", 0) >= 2
+                and e.get("grad_enabled")]

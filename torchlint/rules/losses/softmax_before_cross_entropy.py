@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from pathlib import Path
+from typing import Any, Optional
 
 from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
+from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword
+import torchlint.runtime.judging as run
+
 
 # loss (class or function) -> activations that must not precede it. log_softmax before
 # cross_entropy is redundant but harmless: log_softmax is idempotent, so loss and gradients
@@ -109,6 +113,78 @@ def _forward_value_activation(value: ast.AST, forward: ast.FunctionDef, cls: ast
     return _ACTIVATION_FUNCS.get(name) if name is not None else None
 
 
+def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Path) -> RuntimeResult:
+    """What the run shows: the loss input's producing node, followed through views to the softmax's own line."""
+    losses = [e for e in obs.by_kind["loss"] if e["fn"] in ("cross_entropy", "binary_cross_entropy_with_logits")]
+    # The loss at this line, or (following the tensor) a loss whose input came from the softmax here.
+    calls = [e for e in losses if run.at(e["site"], path, rows) or run.at(e.get("module_site"), path, rows)
+             or run.at(e.get("producer_site"), path, rows)]
+    if not calls:
+        return run.not_reached("no cross_entropy / BCE-with-logits call ran at this line or on its softmax output")
+    for e in calls:
+        producer = e.get("input_producer") or ("softmax" if e.get("input_rows_sum_to_one") else None)
+        if producer:
+            again = "log_softmax" if e["fn"] == "cross_entropy" else "a sigmoid"
+            how = "its autograd node" if e.get("input_producer") else "its rows sum to 1"
+            return run.verdict("confirmed", f"at step {e['step']}, the input {run.shape(e.get('input'))} of {e['fn']} "
+                                            f"was a {producer} output ({how}), and {e['fn']} applies {again} again",
+                               len(calls))
+    return run.verdict("not-observed", f"ran {len(calls)} time(s); the loss input was never a softmax/sigmoid output",
+                       len(calls))
+
+
+class SoftmaxInputMonitor:
+    """Whether a loss's input is a softmax/sigmoid output: its autograd node, followed through
+    views and reshapes (`input_producer`), and where that softmax ran (`producer_site`, so a
+    loss on another line still confirms the flagged softmax); else, for class-index losses, rows
+    that are all >= 0 and sum to 1 (`input_rows_sum_to_one`)."""
+
+    SITES = 256  # recent softmax outputs remembered
+    # Autograd nodes a softmax output passes through unchanged in value on its way to the loss.
+    VIEW_NODES = ("ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", "TransposeBackward0",
+                  "PermuteBackward0", "TBackward0", "SliceBackward0", "SelectBackward0", "ExpandBackward0",
+                  "SqueezeBackward0", "SqueezeBackward1", "UnsqueezeBackward0", "CloneBackward0",
+                  "ToCopyBackward0", "AliasBackward0")
+    PROBABILITY_NODES = {"SoftmaxBackward0": "softmax", "SigmoidBackward0": "sigmoid"}
+
+    def __init__(self) -> None:
+        self.sites: dict[int, tuple] = {}  # id(SoftmaxBackward0 node) -> (node type, site)
+
+    def softmax_output(self, m: Any, name: str, result: Any) -> None:
+        if name != "softmax" or getattr(result, "grad_fn", None) is None:
+            return
+        if len(self.sites) >= self.SITES:
+            self.sites.pop(next(iter(self.sites)))
+        self.sites[id(result.grad_fn)] = (type(result.grad_fn).__name__, m.user.site(3))
+
+    @classmethod
+    def producer(cls, node: Any) -> tuple[Optional[str], Any]:
+        """The probability activation behind a loss input, through views and reshapes (`.view`)."""
+        for _ in range(8):
+            if node is None:
+                return None, None
+            name = type(node).__name__
+            if name in cls.PROBABILITY_NODES:
+                return cls.PROBABILITY_NODES[name], node
+            if name not in cls.VIEW_NODES:
+                return None, None
+            node = next((fn for fn, _ in node.next_functions if fn is not None), None)
+        return None, None
+
+    def loss(self, m: Any, name: str, inp: Any, target: Any, event: dict, budget: bool) -> None:
+        producer, node = self.producer(inp.grad_fn)
+        if producer:
+            event["input_producer"] = producer
+            known = self.sites.get(id(node))
+            if known is not None and known[0] == type(node).__name__:
+                event["producer_site"] = known[1]
+        elif (name in ("cross_entropy", "nll_loss") and inp.dtype.is_floating_point and inp.dim() >= 2 and budget
+              and inp.numel()):
+            sums = inp.detach().sum(dim=1)
+            if bool(inp.min() >= 0) and bool(((sums - 1).abs() < 1e-4).all()):
+                event["input_rows_sum_to_one"] = True
+
+
 class SoftmaxBeforeCrossEntropy(Rule):
     """## What it does
     Flags the input of `nn.CrossEntropyLoss` / `F.cross_entropy` when it is a `softmax` result
@@ -158,7 +234,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
     tags = ("correctness", "loss")
     # Functions and methods are lower case; the layers (`nn.Softmax()` in a head) are not.
     requires_text = ('softmax', 'sigmoid', 'Softmax', 'Sigmoid')
-    evidence = Evidence(probe="softmax_before_ce", slice="input-of-consumer", judge="_judge_tl401", runtime="_tl401")
+    evidence = Evidence(probe="softmax_before_ce", slice="input-of-consumer", judge="_judge_tl401", runtime=run_verdict, monitor=SoftmaxInputMonitor)
 
     def setup(self, ctx: FileContext) -> None:
         self.losses = LossCalls(frozenset(k for k in _FORBIDDEN if not k.startswith("torch.nn.functional.")),

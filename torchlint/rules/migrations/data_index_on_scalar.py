@@ -80,7 +80,8 @@ class DataIndexOnScalar(Rule):
     precision = "high"
     requires_text = (".data[0]",)
     evidence = Evidence(reason=("checked once on torch 2.13: indexing a 0-dim tensor's `.data` raises IndexError "
-                                "(tests/test_migrations.py repeats it when torch is installed)"))
+                                "(tests/test_migrations.py repeats it when torch is installed)"),
+                        crash=r"invalid index of a 0-dim tensor")
 
     def visit_Subscript(self, node: ast.Subscript, ctx: FileContext) -> None:
         data = node.value

@@ -1,8 +1,109 @@
-"""TL720: a runtime check of `torchlint run` (the run's monitors and judges decide it)."""
+"""TL720: a runtime check of `torchlint run`, with its monitor (what the program records) and judge."""
 
 from __future__ import annotations
 
+import functools
+import os
+from pathlib import Path
+from typing import Any, Optional
+import weakref
+
+from torchlint.diagnostics import Finding
+import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
+
+
+class EvalBackwardMonitor:
+    """Backwards that ran through an eval-mode root forward of a module with Dropout/BatchNorm
+    layers (a hook on its outputs fired), reported as `eval_backward` when an optimizer then
+    steps over that module's parameters; a zero_grad in between drops them. Also where the
+    program last called `.eval()` on each module (`eval@` counts, which TL704 reads)."""
+
+    # Layers whose behaviour depends on train()/eval().
+    MODE_DEPENDENT = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+                      "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d",
+                      "LazyBatchNorm2d", "LazyBatchNorm3d")
+
+    def __init__(self) -> None:
+        self.pending: list[dict] = []  # backwards through an eval-mode forward, awaiting a step
+        self.eval_sites: Any = weakref.WeakKeyDictionary()  # module -> where .eval() was last called
+
+    def install(self, m: Any, torch: Any) -> None:
+        original = torch.nn.Module.train
+        monitor = self
+
+        @functools.wraps(original)
+        def train(module: Any, mode: bool = True) -> Any:
+            if getattr(m.local, "in_train", False):
+                return original(module, mode)
+            m.local.in_train = True
+            try:
+                return original(module, mode)
+            finally:
+                m.local.in_train = False
+                if not mode:
+                    site = m.user.site(2)
+                    monitor.eval_sites[module] = site
+                    key = f"eval@{site[0]}:{site[1]}" if site else "eval"
+                    m.counts[key] = m.counts.get(key, 0) + 1
+
+        m.patch(torch.nn.Module, "train", train)
+
+    def forward(self, m: Any, module: Any, args: Any, output: Any, root: bool) -> None:
+        """An eval-mode root forward with Dropout/BatchNorm layers and parameters that train: a
+        hook on its outputs tells whether a backward runs through it."""
+        if not root or module.training or not m.pending_roots:
+            return
+        entry = m.pending_roots[-1]
+        if entry["ref"]() is not module or not any(p.requires_grad for p in module.parameters()):
+            return
+        layers = sorted({type(sub).__name__ for sub in module.modules() if type(sub).__name__ in self.MODE_DEPENDENT})
+        if not layers:
+            return
+        entry.update(layers=layers, handles=[])
+
+        def reached(grad: Any) -> None:
+            entry["reached"] = True
+
+        for tensor in m.tensors(output):
+            if tensor.requires_grad:
+                entry["handles"].append(tensor.register_hook(reached))
+
+    def after_backward(self, m: Any, site: Optional[list], fn: str, accumulates: bool) -> None:
+        for entry in m.pending_roots:
+            for handle in entry.get("handles", ()):
+                handle.remove()
+            module = entry["ref"]()
+            if accumulates and entry.get("reached") and module is not None:
+                self.pending.append({"ref": entry["ref"], "site": site, "forward_site": entry["site"],
+                                     "layers": entry["layers"], "module": type(module).__name__,
+                                     "eval_site": self.eval_sites.get(module)})
+        del self.pending[:-16]
+
+    def step(self, m: Any, optimizer: Any, site: Optional[list], event: dict) -> None:
+        self.settle(m, optimizer, stepped=True)
+
+    def zero_grad(self, m: Any, owner: Any, site: Optional[list]) -> None:
+        self.settle(m, owner, stepped=False)
+
+    def settle(self, m: Any, owner: Any, stepped: bool) -> None:
+        """`owner` (an optimizer stepping or zeroing, or a module zeroing) settles the pending
+        eval-mode backwards over its parameters: reported at a step, dropped at a zero_grad."""
+        if not self.pending:
+            return
+        if hasattr(owner, "param_groups"):
+            ids = {id(p) for group in owner.param_groups for p in group["params"]}
+        else:
+            ids = {id(p) for p in owner.parameters()}
+        kept = []
+        for entry in self.pending:
+            module = entry["ref"]()
+            if module is None or not any(id(p) in ids for p in module.parameters()):
+                kept.append(entry)
+            elif stepped:
+                m.record("eval_backward", entry["site"], module=entry["module"], forward_site=entry["forward_site"],
+                         layers=entry["layers"], eval_site=entry["eval_site"])
+        self.pending = kept
 
 
 class EvalModeDuringBackward(RuntimeCheck):
@@ -62,4 +163,16 @@ class EvalModeDuringBackward(RuntimeCheck):
     name = "eval-mode-during-backward"
     summary = "backward ran through a forward done in eval mode with Dropout/BatchNorm layers"
     seen = "backward through a forward done in eval mode with Dropout/BatchNorm"
+    monitor = EvalBackwardMonitor
     severity = "warning"
+
+    @classmethod
+    def problems(cls, obs: run.Observation, static: list[Finding], cwd: Path) -> list[run.RuntimeProblem]:
+        """The run's findings of this check."""
+        # An eval() call flagged statically (TL704) is that finding's to confirm.
+        static_eval_sites = {(os.path.realpath(cwd / f.path), f.row) for f in static if f.code == "TL704"}
+        return [run.RuntimeProblem(cls.code, e["site"],
+                                   f"backward ran through the forward of {e['module']} at {run.where(e['forward_site'], cwd)}, "
+                                   f"done in eval mode: its {', '.join(e['layers'])} layer(s) behaved as at evaluation")
+                for e in obs.by_kind["eval_backward"]
+                if not (e.get("eval_site") and (e["eval_site"][0], e["eval_site"][1]) in static_eval_sites)]

@@ -71,7 +71,8 @@ class MissingSuperInit(Rule):
     requires_text = ('__init__',)
     options = {"module-bases": MODULE_BASES_OPTION}
     precision = "very-high"
-    evidence = Evidence(probe="missing_super", slice="construct", judge="_judge_tl702")
+    evidence = Evidence(probe="missing_super", slice="construct", judge="_judge_tl702",
+                        crash=r"before Module\.__init__\(\) call")
 
     def visit_ClassDef(self, node: ast.ClassDef, ctx: FileContext) -> None:
         # A stub (.pyi) declares `__init__`'s signature; it has no body to call anything.

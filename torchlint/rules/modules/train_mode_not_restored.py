@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from torchlint.analysis.frozen import is_copy_of_model
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name, receiver_name
 from torchlint.checker import FileContext
+from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, dotted, literal
+import torchlint.runtime.judging as run
 
 
 def _is_train_call(call: ast.Call) -> bool:
@@ -22,6 +25,20 @@ def _steps(call: ast.Call) -> bool:
         return True
     name = receiver_name(call).lower()
     return method_name(call) == "step" and "sched" not in name and not name.startswith("lr") and "env" not in name
+
+
+def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Path) -> RuntimeResult:
+    """What the run shows: backward in the eval mode that line set."""
+    hits = obs.hits("eval", path, rows, 0)
+    for e in obs.by_kind["eval_backward"]:
+        if run.at(e.get("eval_site"), path, rows):
+            return run.verdict("confirmed", f"at step {e['step']}, backward at {run.where(e['site'], cwd)} ran through "
+                                            f"{e['module']} still in eval mode from this eval() call: its "
+                                            f"{', '.join(e['layers'])} layer(s) behaved as at evaluation", max(hits, 1))
+    if not hits:
+        return run.not_reached("no eval() call ran at this line")
+    return run.verdict("not-observed", f"ran {hits} time(s); no backward ran through a Dropout/BatchNorm model left in "
+                                       "eval mode by it", hits)
 
 
 class TrainModeNotRestored(Rule):
@@ -74,7 +91,7 @@ class TrainModeNotRestored(Rule):
     requires_text = ('.eval(',)
 
     help = "Call `model.train()` at the start of each epoch"
-    evidence = Evidence(probe="train_mode", slice="mode-at-backward", judge="_judge_tl704", runtime="_tl704")
+    evidence = Evidence(probe="train_mode", slice="mode-at-backward", judge="_judge_tl704", runtime=run_verdict)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if not ctx.loops:

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import ast
+import os
+from pathlib import Path
+import sys
+from typing import Any, Optional
 
+from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
 from torchlint.edits import UNSAFE, add_keyword, make_fix
-from torchlint.analysis.torch_versions import at_least
+from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, has_star_kwargs, keyword, literal
+import torchlint.runtime.judging as run
 
 
 def _catches_type_error(node: ast.AST) -> bool:
@@ -19,6 +25,47 @@ def _catches_type_error(node: ast.AST) -> bool:
 
 def _in_type_error_fallback(ctx: FileContext) -> bool:
     return ctx.any_ancestor("except-type-error", _catches_type_error)
+
+
+def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Path) -> RuntimeResult:
+    """What the run shows: the `weights_only` the load used and whether the weights-only unpickler refused the file."""
+    calls, hits = run.calls_at(obs, "load", path, rows)
+    if not calls:
+        return run.not_reached("no torch.load call ran at this line")
+    for e in calls:
+        if e.get("error") and "Unpickl" in e["error"]:
+            detail = f" ({e['detail'][0].rstrip('.')})" if e.get("detail") else ""
+            return run.verdict("confirmed", f"at step {e['step']}, torch.load raised {e['error'].rstrip('.')}{detail}: "
+                                            "the file holds objects only full unpickling can build, so it loads "
+                                            "only with weights_only=False, which runs code from the file", hits)
+        if e.get("weights_only") is False:
+            return run.verdict("confirmed", f"at step {e['step']}, torch.load ran with weights_only=False: any "
+                                            "callable the file names was imported and called", hits)
+    how = "with weights_only=True" if all(e.get("weights_only") for e in calls) else "without error"
+    return run.verdict("not-observed", f"ran {hits} time(s), each {how}: the file held only tensors and plain "
+                                       "containers", hits)
+
+
+class LoadMonitor:
+    """The weights_only each torch.load call uses (torch's own default rule); the generic
+    wrapper adds the error it raised, if any."""
+
+    def load(self, m: Any, args: tuple, kwargs: dict, event: dict) -> None:
+        event["weights_only"] = self.weights_only(args, kwargs)
+
+    @staticmethod
+    def weights_only(args: tuple, kwargs: dict) -> Optional[bool]:
+        """The weights_only torch.load will use, None if unknown."""
+        if kwargs.get("weights_only") is not None:
+            return bool(kwargs["weights_only"])
+        if os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in ("1", "y", "yes", "true"):
+            return False
+        if os.environ.get("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in ("1", "y", "yes", "true"):
+            return True
+        serialization = sys.modules.get("torch.serialization")
+        default = getattr(serialization, "_default_to_weights_only", None)
+        pickle_module = kwargs.get("pickle_module", args[2] if len(args) > 2 else None)
+        return bool(default(pickle_module)) if default is not None else None
 
 
 class UnsafeTorchLoad(Rule):
@@ -69,7 +116,8 @@ class UnsafeTorchLoad(Rule):
     requires_text = ('load',)
     security_severity = 8.8
     options = {"torch-version": TORCH_VERSION_OPTION}
-    evidence = Evidence(probe="unsafe_load", runtime="_tl601")
+    evidence = Evidence(probe="unsafe_load", runtime=run_verdict, monitor=LoadMonitor,
+                        crash=r"UnpicklingError|Weights only load failed|WeightsUnpickler")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != "torch.load" or has_star_kwargs(node):
