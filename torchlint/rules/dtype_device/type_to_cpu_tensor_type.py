@@ -97,7 +97,10 @@ def _names_accelerator(device: ast.AST, ctx: FileContext) -> bool:
 
 
 class TypeToCpuTensorType(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 1 findings were true (a deliberate CPU copy compared with `.item()`);
+    off by default. Enable it with `--extend-select TL209`.
+
+    ## What it does
     Flags `x.type(torch.FloatTensor)` (or another CPU tensor type: `DoubleTensor`,
     `LongTensor`, ..., or the same name as a string, `'torch.FloatTensor'`) where `x` was put
     on an accelerator in the same function: by `.cuda()`, by `.to(device)` or `.to("cuda")`, or
@@ -136,6 +139,7 @@ class TypeToCpuTensorType(Rule):
     """
 
     code = "TL209"
+    default_enabled = False
     name = "type-to-cpu-tensor-type"
     summary = "`.type(torch.FloatTensor)` on a GPU tensor moves it to the CPU; use `.float()`/`.to(dtype)`"
     severity = "warning"

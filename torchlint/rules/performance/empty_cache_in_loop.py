@@ -14,7 +14,10 @@ _DEVICE_WORDS = ("cuda", "gpu", "device", "is_available")
 
 
 class EmptyCacheInLoop(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 1 findings were true (freeing the cache once per trial of a batch-size search);
+    off by default. Enable it with `--extend-select TL806`.
+
+    ## What it does
     Flags `torch.cuda.empty_cache()` on every iteration of a loop whose own body runs a training
     step (`backward()` or an optimizer `step()`). A call under an `if` (every N steps, on a
     memory threshold) or in an `except` handler (recovery from out-of-memory) is not flagged; an
@@ -62,6 +65,7 @@ class EmptyCacheInLoop(Rule):
     """
 
     code = "TL806"
+    default_enabled = False
     name = "empty-cache-in-loop"
     summary = "`torch.cuda.empty_cache()` every training step re-allocates through the driver and syncs"
     severity = "warning"
