@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from torchlint.analysis.loops import is_backward
 from torchlint.checker import FileContext
@@ -20,6 +20,53 @@ def _is_detached(value: ast.AST) -> bool:
         if isinstance(value.func, ast.Name) and value.func.id in ("float", "int"):
             return True
     return False
+
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_loss_accumulated(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    import torch.nn as nn
+
+    model = nn.Linear(4, 1).to(device)
+    total: Any = 0
+    for _ in range(5):
+        loss = model(torch.randn(2, 4, device=device)).sum()
+        loss.backward()
+        total += loss
+    nodes = _count_graph(total.grad_fn) if isinstance(total, torch.Tensor) else 0
+    if nodes:
+        return ("confirmed", f"after 5 steps the accumulator still references {nodes} autograd nodes "
+                             f"(grad_fn {type(total.grad_fn).__name__}); with .item() it holds none")
+    return "not-reproduced", "the accumulator holds no graph"
+
+
+def _count_graph(fn: Any) -> int:
+    seen, stack = set(), [fn]
+    while stack:
+        f = stack.pop()
+        if f is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        stack.extend(n for n, _ in getattr(f, "next_functions", ()))
+    return len(seen)
+
+
+def judge_loss_accumulated(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    import torch
+    from _evidence import describe, first_line, flag
+
+    rec = flag(runs)
+    values = runs[0]["obs"].get("value")
+    if rec is None or not values:
+        return None
+    if rec.get("exc") is not None:
+        return "error", f"the flagged line raised {first_line(rec['exc'])}"
+    value = values[0]["value"]
+    fn = getattr(value, "grad_fn", None)
+    if isinstance(value, torch.Tensor) and fn is not None:
+        return ("confirmed", f"the accumulated value is {describe(value)} with grad_fn {type(fn).__name__}: "
+                             "it keeps this step's autograd graph alive")
+    return "not-reproduced", f"the accumulated value is {describe(value)} without a graph"
 
 
 class LossAccumulatedWithGraph(Rule):
@@ -72,7 +119,7 @@ class LossAccumulatedWithGraph(Rule):
     requires_text = ('backward',)
 
     help = "Accumulate `loss.item()` (or `loss.detach()`)"
-    evidence = Evidence(probe="loss_accumulated", slice="statement-value", judge="_judge_tl107")
+    evidence = Evidence(probe=probe_loss_accumulated, slice="statement-value", judge=judge_loss_accumulated)
 
     # The walk collects, for every enclosing loop of the current function, what its body
     # backpropagates, detaches, re-assigns and accumulates; `leave_For` decides once.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, is_zero_grad
 from torchlint.checker import FileContext
@@ -22,6 +23,42 @@ def _per_context_gradients(loop: ast.AST, backward: ast.Call, ctx: FileContext) 
     body = loop.body  # type: ignore[attr-defined]
     return ctx.body_has("dist-autograd-context", body, distributed_context) \
         or ctx.any_ancestor("dist-autograd-context", distributed_context)
+
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_missing_zero_grad(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    model = nn.Linear(2, 1, bias=False).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: the weights stay, grads show accumulation
+    x = torch.ones(1, 2, device=device)
+    for _ in range(3):
+        model(x).sum().backward()
+        opt.step()
+    accumulated = model.weight.grad.detach().cpu().flatten().tolist()  # type: ignore[union-attr]
+    single = x.sum(0).cpu().tolist()
+    if accumulated != single:
+        return "confirmed", f"after 3 steps .grad is {accumulated}; one step's gradient is {single}"
+    return "not-reproduced", f".grad after 3 steps is {accumulated}"
+
+
+def judge_missing_zero_grad(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    from _evidence import first_line, nonzero
+
+    recs = runs[0]["obs"].get("flag") or []
+    if any(r.get("exc") is not None for r in recs):
+        return "error", f"backward() raised {first_line(next(r['exc'] for r in recs if r.get('exc') is not None))}"
+    if len(recs) < 2:
+        return None
+    held = nonzero(recs[1].get("grads_before"))
+    if held:
+        name, before = next(iter(held.items()))
+        after = (recs[1].get("grads") or {}).get(name)
+        return ("confirmed", f"before the second backward() {name}.grad still held the first step's {before}; "
+                             f"backward added to it: {after}")
+    return "not-reproduced", "the gradients were reset before the second backward()"
 
 
 class MissingZeroGrad(Rule):
@@ -73,7 +110,7 @@ class MissingZeroGrad(Rule):
     severity = "warning"
     tags = ("correctness", "training-loop")
     requires_text = ('backward',)
-    evidence = Evidence(probe="missing_zero_grad", slice="call-twice-with-grads", judge="_judge_tl103", runtime="_tl103")
+    evidence = Evidence(probe=probe_missing_zero_grad, slice="call-twice-with-grads", judge=judge_missing_zero_grad, runtime="_tl103")
 
     def _check(self, node: ast.AST, ctx: FileContext) -> None:
         backward = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
 from torchlint.checker import FileContext
@@ -40,6 +41,35 @@ def _fix(node: ast.Call, name: str, ctx: FileContext):  # type: ignore[no-untype
     data = text_of(ctx.source, node.args[0])
     return make_fix(f"Use `{torch}.tensor(..., dtype={dtype})`",
                     [replace(ctx.source, node, f"{torch}.tensor({data}, dtype={dtype}{device})")])
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_legacy_constructor(params: dict, device: str) -> tuple[str, str]:
+    import torch
+
+    # The constructor the flagged code calls (torch.cuda.* types are tried as their CPU twin).
+    name = str(params.get("constructor", "torch.Tensor")).replace("torch.cuda.", "torch.")
+    ctor = getattr(torch, name.split(".")[-1], None)
+    if not (isinstance(ctor, type) and name.split(".")[-1].endswith("Tensor")):
+        name, ctor = "torch.Tensor", torch.Tensor
+    t = ctor(3)
+    if tuple(t.shape) == (3,):
+        return ("confirmed", f"`{name}(3)` with an int argument has shape (3,) and uninitialised values ({t.dtype}), "
+                             f"not the value 3; with a list of values it holds those values")
+    return "not-reproduced", f"shape {tuple(t.shape)}"
+
+
+def judge_legacy_constructor(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    from _evidence import describe, failed, flag
+
+    rec = flag(runs)
+    if rec is None or failed(rec, "the call"):
+        return failed(rec, "the call")
+    args, value = rec["args"], rec.get("value")
+    if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return ("confirmed", f"the call with {', '.join(map(str, args))} returned {describe(value)} of uninitialised "
+                             f"memory, not a tensor holding {args[0] if len(args) == 1 else list(args)}")
+    return "not-reproduced", f"the call built {describe(value)} from the given values"
+
 
 class LegacyTensorConstructor(Rule):
     """## What it does
@@ -83,7 +113,7 @@ class LegacyTensorConstructor(Rule):
     severity = "warning"
     tags = ("correctness", "dtype")
     requires_text = ('Tensor',)
-    evidence = Evidence(probe="legacy_constructor", slice="call", judge="_judge_tl205")
+    evidence = Evidence(probe=probe_legacy_constructor, slice="call", judge=judge_legacy_constructor)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)
