@@ -56,83 +56,91 @@ def _snapshot(value: Any) -> Any:
     return None
 
 
-def run_variant(source: str, stop: str, want_grads: bool = False, seconds: float = 0.0) -> dict[str, Any]:
-    obs: dict[str, list[Record]] = {}
-    seen: set[str] = set()
+class _Recorder:
+    """The `_tl_*` wrappers one slice run calls (see instrument.py), and what they recorded:
+    `obs` maps a tag to its first records. A run stops at `stop`: "flag" (after the flagged
+    call), "flag*2" (after its second call), or a tag (the first one after the flag)."""
 
-    def record(tag: str, rec: Record) -> None:
-        obs.setdefault(tag, [])
-        if len(obs[tag]) < _KEEP:
-            obs[tag].append(rec)
-        seen.add(tag)
+    def __init__(self, stop: str, want_grads: bool) -> None:
+        self.stop, self.want_grads = stop, want_grads
+        self.obs: dict[str, list[Record]] = {}
+        self.seen: set[str] = set()
+        self.namespace: dict[str, Any] = {
+            "__builtins__": _builtins(), "__name__": "__main__", "_tl_call": self.call, "_tl_at": self.at,
+            "_tl_raised": self.raised, "_tl_thunk": self.thunk, "_tl_ran": self.ran, "_tl_mark": self.mark,
+            "_tl_torch": torch,
+        }
 
-    def should_stop(tag: str) -> bool:
-        if stop == "flag":
+    def record(self, tag: str, rec: Record) -> None:
+        self.obs.setdefault(tag, [])
+        if len(self.obs[tag]) < _KEEP:
+            self.obs[tag].append(rec)
+        self.seen.add(tag)
+
+    def should_stop(self, tag: str) -> bool:
+        if self.stop == "flag":
             return tag == "flag"
-        if stop == "flag*2":
-            return tag == "flag" and len(obs.get("flag", ())) >= 2
-        return tag == stop and "flag" in seen
+        if self.stop == "flag*2":
+            return tag == "flag" and len(self.obs.get("flag", ())) >= 2
+        return tag == self.stop and "flag" in self.seen
 
-    def tl_call(tag: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
-        if stop == "backward" and tag == stop and "flag" not in seen:
-            return fn(*args, **kwargs)  # a backward pass before the flagged write
-        receiver = getattr(fn, "__self__", None)
-        track = want_grads or (stop == "backward" and tag == stop)
-        rec = Record(func=fn, args=args, kwargs=kwargs, receiver=receiver, before=_snapshot(receiver),
-                     grads_before=_grads(namespace) if track else None)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                rec["value"] = fn(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - the exception is what we observe
-                rec["exc"] = exc
-                record(tag, rec)
-                raise _Stop() from None
-        rec["warnings"] = [str(w.message) for w in caught]
-        if track:
-            rec["grads"] = _grads(namespace)
-        if tag == "backward":
-            rec["modes"] = {name: m.training for name, m in namespace.items()
-                            if isinstance(m, nn.Module) and not name.startswith("_")}
-        record(tag, rec)
-        if should_stop(tag):
+    def _finish(self, tag: str, rec: Record) -> Any:
+        self.record(tag, rec)
+        if self.should_stop(tag):
             raise _Stop()
         return rec["value"]
 
-    def tl_at(tag: str, thunk: Callable[[], Any]) -> Any:
-        value = thunk()
-        record(tag, Record(value=value))
-        return value
+    def call(self, tag: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        if self.stop == "backward" and tag == self.stop and "flag" not in self.seen:
+            return fn(*args, **kwargs)  # a backward pass before the flagged write
+        receiver = getattr(fn, "__self__", None)
+        track = self.want_grads or (self.stop == "backward" and tag == self.stop)
+        rec = Record(func=fn, args=args, kwargs=kwargs, receiver=receiver, before=_snapshot(receiver),
+                     grads_before=_grads(self.namespace) if track else None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            self._value(tag, rec, lambda: fn(*args, **kwargs))
+        rec["warnings"] = [str(w.message) for w in caught]
+        if track:
+            rec["grads"] = _grads(self.namespace)
+        if tag == "backward":
+            rec["modes"] = {name: m.training for name, m in self.namespace.items()
+                            if isinstance(m, nn.Module) and not name.startswith("_")}
+        return self._finish(tag, rec)
 
-    def tl_thunk(tag: str, thunk: Callable[[], Any]) -> Any:
-        rec = Record(thunk=thunk)
+    def _value(self, tag: str, rec: Record, thunk: Callable[[], Any]) -> None:
         try:
             rec["value"] = thunk()
         except Exception as exc:  # noqa: BLE001 - the exception is what we observe
             rec["exc"] = exc
-            record(tag, rec)
+            self.record(tag, rec)
             raise _Stop() from None
-        record(tag, rec)
-        if should_stop(tag):
-            raise _Stop()
-        return rec["value"]
 
-    def tl_raised(tag: str, exc: BaseException) -> None:
-        record(tag, Record(exc=exc))
+    def at(self, tag: str, thunk: Callable[[], Any]) -> Any:
+        value = thunk()
+        self.record(tag, Record(value=value))
+        return value
+
+    def thunk(self, tag: str, thunk: Callable[[], Any]) -> Any:
+        rec = Record(thunk=thunk)
+        self._value(tag, rec, thunk)
+        return self._finish(tag, rec)
+
+    def raised(self, tag: str, exc: BaseException) -> None:
+        self.record(tag, Record(exc=exc))
         raise _Stop()
 
-    def tl_ran(tag: str) -> None:
-        record(tag, Record())
-        if should_stop(tag):
+    def ran(self, tag: str) -> None:
+        self.record(tag, Record())
+        if self.should_stop(tag):
             raise _Stop()
 
-    def tl_mark(tag: str) -> None:
-        record(tag, Record())
+    def mark(self, tag: str) -> None:
+        self.record(tag, Record())
 
-    namespace: dict[str, Any] = {
-        "__builtins__": _builtins(), "__name__": "__main__", "_tl_call": tl_call, "_tl_at": tl_at,
-        "_tl_raised": tl_raised, "_tl_thunk": tl_thunk, "_tl_ran": tl_ran, "_tl_mark": tl_mark, "_tl_torch": torch,
-    }
+
+def run_variant(source: str, stop: str, want_grads: bool = False, seconds: float = 0.0) -> dict[str, Any]:
+    recorder = _Recorder(stop, want_grads)
     _seed()
     error: Optional[BaseException] = None
     stopped = False
@@ -143,7 +151,7 @@ def run_variant(source: str, stop: str, want_grads: bool = False, seconds: float
         signal.signal(signal.SIGALRM, out_of_time)
         signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        exec(compile(source, "<slice>", "exec"), namespace)  # noqa: S102 - allow-listed by the parent
+        exec(compile(source, "<slice>", "exec"), recorder.namespace)  # noqa: S102 - allow-listed by the parent
     except _Stop:
         stopped = True
     except _OutOfTime:
@@ -153,7 +161,7 @@ def run_variant(source: str, stop: str, want_grads: bool = False, seconds: float
     finally:
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
-    return {"obs": obs, "stopped": stopped, "error": error, "namespace": namespace}
+    return {"obs": recorder.obs, "stopped": stopped, "error": error, "namespace": recorder.namespace}
 
 
 def _seed() -> None:
