@@ -1,7 +1,8 @@
-"""Label every case script by running it: `harmful` when it raises or prints HAZARD
-(the hazard happened), `harmless` otherwise. Prints {file: label} as JSON.
+"""Label every held-out style verify case (a `tests/fixtures/TL*/verify/*.py` script with a
+`# label:` line) by running it: `harmful` when it raises or prints HAZARD (the hazard
+happened), `harmless` otherwise. Prints {path relative to tests/fixtures: label} as JSON.
 
-    python tests/verify_cases/_label.py
+    python tests/verify_label.py
 """
 
 import contextlib
@@ -15,7 +16,10 @@ from pathlib import Path
 
 def main() -> None:
     labels = {}
-    for path in sorted(Path(__file__).parent.glob("tl*.py")):
+    fixtures = Path(__file__).parent / "fixtures"
+    for path in sorted(fixtures.glob("TL*/verify/*.py")):
+        if "# label:" not in path.read_text(encoding="utf-8"):
+            continue
         out = io.StringIO()
         with contextlib.redirect_stdout(out), warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -24,7 +28,7 @@ def main() -> None:
                 raised = False
             except Exception:  # noqa: BLE001 - an exception is the hazard happening
                 raised = True
-        labels[path.name] = "harmful" if raised or "HAZARD" in out.getvalue() else "harmless"
+        labels[path.relative_to(fixtures).as_posix()] = "harmful" if raised or "HAZARD" in out.getvalue() else "harmless"
     json.dump(labels, sys.stdout, indent=1, sort_keys=True)
 
 
