@@ -502,6 +502,8 @@ def judge_float64_from_numpy(facts: dict, runs: list) -> Optional[tuple[str, str
 
 # TL205, from torchlint.rules.dtype_device.legacy_tensor_constructor
 def probe_legacy_constructor(params: dict, device: str) -> tuple[str, str]:
+    import math
+
     import torch
 
     # The constructor the flagged code calls (torch.cuda.* types are tried as their CPU twin).
@@ -509,11 +511,23 @@ def probe_legacy_constructor(params: dict, device: str) -> tuple[str, str]:
     ctor = getattr(torch, name.split(".")[-1], None)
     if not (isinstance(ctor, type) and name.split(".")[-1].endswith("Tensor")):
         name, ctor = "torch.Tensor", torch.Tensor
-    t = ctor(3)
-    if tuple(t.shape) == (3,):
-        return ("confirmed", f"`{name}(3)` with an int argument has shape (3,) and uninitialised values ({t.dtype}), "
-                             f"not the value 3; with a list of values it holds those values")
-    return "not-reproduced", f"shape {tuple(t.shape)}"
+    arguments = params.get("arguments")
+    if arguments == "values":
+        t = ctor([3])
+        return ("not-reproduced", f"the code passes a sequence of values, which `{name}` holds (`{name}([3])` is "
+                                  f"{t.tolist()}): no uninitialised memory")
+    if arguments != "sizes":
+        return "skipped", "the arguments are not literals: whether the code passes sizes or values is not known"
+    sizes = [int(n) for n in str(params.get("sizes", "")).split(",") if n.strip().lstrip("-").isdigit()]
+    shown = f"{name}({', '.join(map(str, sizes))})"
+    if not sizes or min(sizes) < 0 or math.prod(sizes) > 2**20:
+        return "skipped", f"`{shown}`: sizes that cannot be allocated here (negative, or over 2**20 elements)"
+    t = ctor(*sizes)
+    if tuple(t.shape) == tuple(sizes):
+        return ("confirmed", f"`{shown}` with int arguments has shape {tuple(t.shape)} and uninitialised values "
+                             f"({t.dtype}), not the value{'s' if len(sizes) > 1 else ''} {', '.join(map(str, sizes))}; "
+                             "with a list of values it holds those values")
+    return "not-reproduced", f"`{shown}` has shape {tuple(t.shape)}"
 
 
 # TL205, from torchlint.rules.dtype_device.legacy_tensor_constructor
@@ -772,11 +786,18 @@ def probe_main_guard(params: dict, device: str) -> tuple[str, str]:
     # set_start_method); unpinned, spawn: the default on macOS and Windows.
     pinned = params.get("context") or params.get("start_method")
     method = pinned if pinned in ("fork", "spawn", "forkserver") else "spawn"
+    workers = params.get("num_workers")  # the loader's literal num_workers; absent: not known
+    if type(workers) is not int:
+        return "skipped", "the loader's num_workers is not a literal here: whether it starts workers is not known"
+    if workers <= 0:
+        return ("not-reproduced", f"num_workers={workers}: the loader starts no worker process, so nothing re-imports "
+                                  "the main module")
     if method == "fork" and not sys.platform.startswith("linux"):
         return "skipped", "the code pins the fork start method, which this platform does not offer safely"
     script = (
         "from torch.utils.data import DataLoader\n"
-        f"for _ in DataLoader(list(range(4)), num_workers=1, multiprocessing_context={method!r}):\n    pass\n"
+        f"for _ in DataLoader(list(range(4)), num_workers={min(workers, 2)}, multiprocessing_context={method!r}):\n"
+        "    pass\n"
     )
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "unguarded.py")
@@ -785,6 +806,7 @@ def probe_main_guard(params: dict, device: str) -> tuple[str, str]:
         proc = subprocess.run([sys.executable, "-I", path], capture_output=True, text=True, timeout=120, cwd=tmp)
     how = f"the {method} start method, which the code pins" if pinned else f"the {method} start method (the default " \
         "on macOS and Windows; the code pins none)"
+    how += f", num_workers={workers}" + (" (capped at 2)" if workers > 2 else "")
     if "bootstrapping phase" in proc.stderr:
         return "confirmed", f"an unguarded module-level loop over a multi-worker DataLoader, with {how}: " \
                             "RuntimeError: An attempt has been made to start a new process before the current " \

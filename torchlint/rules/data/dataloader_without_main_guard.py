@@ -34,11 +34,18 @@ def probe_main_guard(params: dict, device: str) -> tuple[str, str]:
     # set_start_method); unpinned, spawn: the default on macOS and Windows.
     pinned = params.get("context") or params.get("start_method")
     method = pinned if pinned in ("fork", "spawn", "forkserver") else "spawn"
+    workers = params.get("num_workers")  # the loader's literal num_workers; absent: not known
+    if type(workers) is not int:
+        return "skipped", "the loader's num_workers is not a literal here: whether it starts workers is not known"
+    if workers <= 0:
+        return ("not-reproduced", f"num_workers={workers}: the loader starts no worker process, so nothing re-imports "
+                                  "the main module")
     if method == "fork" and not sys.platform.startswith("linux"):
         return "skipped", "the code pins the fork start method, which this platform does not offer safely"
     script = (
         "from torch.utils.data import DataLoader\n"
-        f"for _ in DataLoader(list(range(4)), num_workers=1, multiprocessing_context={method!r}):\n    pass\n"
+        f"for _ in DataLoader(list(range(4)), num_workers={min(workers, 2)}, multiprocessing_context={method!r}):\n"
+        "    pass\n"
     )
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "unguarded.py")
@@ -47,6 +54,7 @@ def probe_main_guard(params: dict, device: str) -> tuple[str, str]:
         proc = subprocess.run([sys.executable, "-I", path], capture_output=True, text=True, timeout=120, cwd=tmp)
     how = f"the {method} start method, which the code pins" if pinned else f"the {method} start method (the default " \
         "on macOS and Windows; the code pins none)"
+    how += f", num_workers={workers}" + (" (capped at 2)" if workers > 2 else "")
     if "bootstrapping phase" in proc.stderr:
         return "confirmed", f"an unguarded module-level loop over a multi-worker DataLoader, with {how}: " \
                             "RuntimeError: An attempt has been made to start a new process before the current " \
@@ -126,7 +134,7 @@ class DataloaderWithoutMainGuard(Rule):
                     # A comprehension's `for` clause has no position of its own: point at its iterable.
                     call = self._loader_calls.get(it.id) if isinstance(it, ast.Name) else it
                     self._report(it if isinstance(node, ast.comprehension) else node,
-                                 "starts DataLoader workers", self._context(call, ctx))
+                                 "starts DataLoader workers", self._context(call, ctx), call)
                     reported.add(id(stmt))
                     break
         spawning = self._spawning_functions(functions, loaders, ctx)
@@ -140,10 +148,13 @@ class DataloaderWithoutMainGuard(Rule):
 
     help = 'Move it under `if __name__ == "__main__":`'
 
-    def _report(self, node: ast.AST, what: str, context: object = None) -> None:
-        # Facts for --verify: the start method the loader or the module pins, when a literal says so.
+    def _report(self, node: ast.AST, what: str, context: object = None, call: object = None) -> None:
+        # Facts for --verify: the start method the loader or the module pins, and the loader's
+        # num_workers, when a literal says so.
+        workers = nonzero_workers(call) if isinstance(call, ast.Call) else None
         self.report(node, f"Module-level code {what}: fails under the spawn start method",
-                    params={"context": context, "start_method": self._start_method})
+                    params={"context": context, "start_method": self._start_method,
+                            "num_workers": workers if type(workers) is int else None})
 
     @staticmethod
     def _module_start_method(stmts: list[ast.stmt], ctx: FileContext) -> object:
