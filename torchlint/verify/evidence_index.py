@@ -107,7 +107,7 @@ def probe_missing_zero_grad(params: dict, device: str) -> tuple[str, str]:
     opt = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: the weights stay, grads show accumulation
     x = torch.ones(1, 2, device=device)
     for _ in range(3):
-        model(x).sum().backward()
+        model(x).sum().backward()  # noqa: TL103 - the hazard, on purpose
         opt.step()
     accumulated = model.weight.grad.detach().cpu().flatten().tolist()  # type: ignore[union-attr]
     single = x.sum(0).cpu().tolist()
@@ -143,7 +143,7 @@ def probe_zero_grad_between(params: dict, device: str) -> tuple[str, str]:
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
     before = model.weight.detach().clone()
     model(torch.ones(1, 2, device=device)).sum().backward()
-    opt.zero_grad()
+    opt.zero_grad()  # noqa: TL104 - the hazard, on purpose
     opt.step()
     if torch.equal(before, model.weight.detach()):
         return "confirmed", f"step() after zero_grad() left the weights unchanged ({before.cpu().flatten().tolist()})"
@@ -174,7 +174,7 @@ def probe_leaf_inplace(params: dict, device: str) -> tuple[str, str]:
     from _evidence import first_line, raises
 
     w = torch.randn(3, device=device, requires_grad=True)
-    exc = raises(lambda: w.sub_(0.1))
+    exc = raises(lambda: w.sub_(0.1))  # noqa: TL105 - the hazard, on purpose
     if exc is not None and "leaf Variable" in str(exc):
         return "confirmed", first_line(exc)
     return "not-reproduced", f"in-place update of a leaf did not raise ({exc!r})"
@@ -192,7 +192,7 @@ def probe_integer_requires_grad(params: dict, device: str) -> tuple[str, str]:
     import torch
     from _evidence import first_line, raises
 
-    exc = raises(lambda: torch.tensor([1, 2, 3], device=device, requires_grad=True))
+    exc = raises(lambda: torch.tensor([1, 2, 3], device=device, requires_grad=True))  # noqa: TL106 - the hazard, on purpose
     if exc is not None and "floating point" in str(exc):
         return "confirmed", first_line(exc)
     return "not-reproduced", f"no error ({exc!r})"
@@ -216,7 +216,7 @@ def probe_loss_accumulated(params: dict, device: str) -> tuple[str, str]:
     for _ in range(5):
         loss = model(torch.randn(2, 4, device=device)).sum()
         loss.backward()
-        total += loss
+        total += loss  # noqa: TL107 - the hazard, on purpose
     nodes = _count_graph(total.grad_fn) if isinstance(total, torch.Tensor) else 0
     if nodes:
         return ("confirmed", f"after 5 steps the accumulator still references {nodes} autograd nodes "
@@ -285,8 +285,8 @@ def probe_requires_grad_typo(params: dict, device: str) -> tuple[str, str]:
     from _evidence import first_line, raises
 
     x = torch.zeros(3, device=device)
-    x.require_grad = True  # type: ignore[attr-defined]
-    exc = raises(lambda: torch.ones(3, require_grad=True))  # type: ignore[call-overload]
+    x.require_grad = True  # type: ignore[attr-defined]  # noqa: TL109 - the hazard, on purpose
+    exc = raises(lambda: torch.ones(3, require_grad=True))  # type: ignore[call-overload]  # noqa: TL109 - the hazard, on purpose
     if not x.requires_grad:
         kw = f"; as a keyword: {first_line(exc)}" if exc else ""
         return "confirmed", f"after `x.require_grad = True`, x.requires_grad is {x.requires_grad}{kw}"
@@ -841,7 +841,7 @@ def probe_dataloader_in_loop(params: dict, device: str) -> tuple[str, str]:
 
     data = list(range(8))
     for _ in range(rounds):
-        for _ in torch.utils.data.DataLoader(data, num_workers=workers, worker_init_fn=init,  # type: ignore[arg-type]
+        for _ in torch.utils.data.DataLoader(data, num_workers=workers, worker_init_fn=init,  # type: ignore[arg-type]  # noqa: TL303 - the hazard, on purpose
                                              multiprocessing_context="fork"):
             pass
     in_loop = counter.value
@@ -873,9 +873,9 @@ def probe_conflicting_sampler(params: dict, device: str) -> tuple[str, str]:
     sampler = torch.utils.data.RandomSampler(data)
     if params.get("conflict") == "batch_sampler":
         bs = torch.utils.data.BatchSampler(sampler, 2, False)
-        exc = raises(lambda: torch.utils.data.DataLoader(data, batch_size=4, batch_sampler=bs))  # type: ignore[arg-type]
+        exc = raises(lambda: torch.utils.data.DataLoader(data, batch_size=4, batch_sampler=bs))  # type: ignore[arg-type]  # noqa: TL304 - the hazard, on purpose
     else:
-        exc = raises(lambda: torch.utils.data.DataLoader(data, shuffle=True, sampler=sampler))  # type: ignore[arg-type]
+        exc = raises(lambda: torch.utils.data.DataLoader(data, shuffle=True, sampler=sampler))  # type: ignore[arg-type]  # noqa: TL304 - the hazard, on purpose
     if isinstance(exc, ValueError):
         return "confirmed", first_line(exc)
     return "not-reproduced", f"no error ({exc!r})"
@@ -926,12 +926,12 @@ def probe_softmax_before_ce(params: dict, device: str) -> tuple[str, str]:
         z = torch.tensor([6.0, -6.0], device=device, requires_grad=True)
         y = torch.tensor([1.0, 0.0], device=device)
         right = F.binary_cross_entropy_with_logits(z, y)
-        wrong = F.binary_cross_entropy_with_logits(torch.sigmoid(z), y)
+        wrong = F.binary_cross_entropy_with_logits(torch.sigmoid(z), y)  # noqa: TL401 - the hazard, on purpose
     else:
         z = torch.tensor([[8.0, 0.0, 0.0]], device=device, requires_grad=True)
         y = torch.tensor([0], device=device)
         right = F.cross_entropy(z, y)
-        wrong = F.cross_entropy(torch.softmax(z, dim=1), y) if act == "softmax" else F.cross_entropy(
+        wrong = F.cross_entropy(torch.softmax(z, dim=1), y) if act == "softmax" else F.cross_entropy(  # noqa: TL401 - the hazard, on purpose
             torch.log_softmax(z, dim=1), y)
     if act == "log_softmax":
         return "not-reproduced", f"log_softmax twice is idempotent: loss {wrong.item():.4f} == {right.item():.4f}"
@@ -1032,8 +1032,8 @@ def probe_implicit_softmax_dim(params: dict, device: str) -> tuple[str, str]:
     x = torch.randn(2, 3, 4, device=device)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the deprecation warning is not the evidence here
-        p = F.softmax(x)
-        flat = F.softmax(torch.randn(2, 3, device=device))
+        p = F.softmax(x)  # noqa: TL403 - the hazard, on purpose
+        flat = F.softmax(torch.randn(2, 3, device=device))  # noqa: TL403 - the hazard, on purpose
     sums = p.sum(dim=0)
     rows_ok = torch.allclose(flat.sum(dim=-1), torch.ones(2, device=device))
     if torch.allclose(sums, torch.ones_like(sums)):
@@ -1216,10 +1216,10 @@ def probe_unsafe_load(params: dict, device: str) -> tuple[str, str]:
     buf = io.BytesIO()
     torch.save({"weights": torch.ones(1), "payload": _Payload()}, buf, pickle_protocol=pickle.HIGHEST_PROTOCOL)
     buf.seek(0)
-    loaded = torch.load(buf, weights_only=False)
+    loaded = torch.load(buf, weights_only=False)  # noqa: TL601 - the hazard, on purpose
     ran = loaded["payload"] == os.getpid()
     buf.seek(0)
-    default = raises(lambda: torch.load(buf))
+    default = raises(lambda: torch.load(buf))  # noqa: TL601 - the hazard, on purpose
     if params.get("explicit_false", True):
         if ran:
             return ("confirmed", "torch.load(weights_only=False) called a pickled callable (os.getpid) while loading"
@@ -1301,7 +1301,7 @@ def probe_forward_directly(params: dict, device: str) -> tuple[str, str]:
     calls: list[int] = []
     m.register_forward_hook(lambda *a: calls.append(1))
     x = torch.ones(1, 2, device=device)
-    m.forward(x)
+    m.forward(x)  # noqa: TL703 - the hazard, on purpose
     direct = len(calls)
     m(x)
     if direct == 0 and len(calls) == 1:
@@ -1340,9 +1340,9 @@ def probe_train_mode(params: dict, device: str) -> tuple[str, str]:
     modes = []
     for _ in range(2):
         modes.append(model.training)
-        model(torch.randn(2, 4, device=device)).sum().backward()
+        model(torch.randn(2, 4, device=device)).sum().backward()  # noqa: TL103 - the hazard, on purpose
         opt.step()
-        model.eval()
+        model.eval()  # noqa: TL704 - the hazard, on purpose
     if modes == [True, False]:
         return "confirmed", "the second epoch ran its backward pass with model.training == False (dropout off)"
     return "not-reproduced", f"training flags per epoch: {modes}"
@@ -1415,7 +1415,7 @@ def probe_create_then_move(params: dict, device: str) -> tuple[str, str]:
                            f"when the target is a GPU, and this run has none")
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        torch.zeros(1024, 1024).to(device)
+        torch.zeros(1024, 1024).to(device)  # noqa: TL202, TL801 - the hazard, on purpose
         torch.cuda.synchronize()
     moved = sum(1 for e in prof.events() if "Memcpy HtoD" in e.name or e.name == "aten::copy_")
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:

@@ -26,7 +26,7 @@ def probe_integer_requires_grad(params: dict, device: str) -> tuple[str, str]:
     import torch
     from _evidence import first_line, raises
 
-    exc = raises(lambda: torch.tensor([1, 2, 3], device=device, requires_grad=True))
+    exc = raises(lambda: torch.tensor([1, 2, 3], device=device, requires_grad=True))  # noqa: TL106 - the hazard, on purpose
     if exc is not None and "floating point" in str(exc):
         return "confirmed", first_line(exc)
     return "not-reproduced", f"no error ({exc!r})"

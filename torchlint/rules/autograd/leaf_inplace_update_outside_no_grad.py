@@ -21,7 +21,7 @@ def probe_leaf_inplace(params: dict, device: str) -> tuple[str, str]:
     from _evidence import first_line, raises
 
     w = torch.randn(3, device=device, requires_grad=True)
-    exc = raises(lambda: w.sub_(0.1))
+    exc = raises(lambda: w.sub_(0.1))  # noqa: TL105 - the hazard, on purpose
     if exc is not None and "leaf Variable" in str(exc):
         return "confirmed", first_line(exc)
     return "not-reproduced", f"in-place update of a leaf did not raise ({exc!r})"

@@ -32,7 +32,7 @@ def probe_loss_accumulated(params: dict, device: str) -> tuple[str, str]:
     for _ in range(5):
         loss = model(torch.randn(2, 4, device=device)).sum()
         loss.backward()
-        total += loss
+        total += loss  # noqa: TL107 - the hazard, on purpose
     nodes = _count_graph(total.grad_fn) if isinstance(total, torch.Tensor) else 0
     if nodes:
         return ("confirmed", f"after 5 steps the accumulator still references {nodes} autograd nodes "

@@ -35,7 +35,7 @@ def probe_missing_zero_grad(params: dict, device: str) -> tuple[str, str]:
     opt = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: the weights stay, grads show accumulation
     x = torch.ones(1, 2, device=device)
     for _ in range(3):
-        model(x).sum().backward()
+        model(x).sum().backward()  # noqa: TL103 - the hazard, on purpose
         opt.step()
     accumulated = model.weight.grad.detach().cpu().flatten().tolist()  # type: ignore[union-attr]
     single = x.sum(0).cpu().tolist()

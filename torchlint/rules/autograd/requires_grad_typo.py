@@ -18,8 +18,8 @@ def probe_requires_grad_typo(params: dict, device: str) -> tuple[str, str]:
     from _evidence import first_line, raises
 
     x = torch.zeros(3, device=device)
-    x.require_grad = True  # type: ignore[attr-defined]
-    exc = raises(lambda: torch.ones(3, require_grad=True))  # type: ignore[call-overload]
+    x.require_grad = True  # type: ignore[attr-defined]  # noqa: TL109 - the hazard, on purpose
+    exc = raises(lambda: torch.ones(3, require_grad=True))  # type: ignore[call-overload]  # noqa: TL109 - the hazard, on purpose
     if not x.requires_grad:
         kw = f"; as a keyword: {first_line(exc)}" if exc else ""
         return "confirmed", f"after `x.require_grad = True`, x.requires_grad is {x.requires_grad}{kw}"

@@ -27,7 +27,7 @@ def probe_zero_grad_between(params: dict, device: str) -> tuple[str, str]:
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
     before = model.weight.detach().clone()
     model(torch.ones(1, 2, device=device)).sum().backward()
-    opt.zero_grad()
+    opt.zero_grad()  # noqa: TL104 - the hazard, on purpose
     opt.step()
     if torch.equal(before, model.weight.detach()):
         return "confirmed", f"step() after zero_grad() left the weights unchanged ({before.cpu().flatten().tolist()})"

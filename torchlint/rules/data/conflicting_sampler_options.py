@@ -19,9 +19,9 @@ def probe_conflicting_sampler(params: dict, device: str) -> tuple[str, str]:
     sampler = torch.utils.data.RandomSampler(data)
     if params.get("conflict") == "batch_sampler":
         bs = torch.utils.data.BatchSampler(sampler, 2, False)
-        exc = raises(lambda: torch.utils.data.DataLoader(data, batch_size=4, batch_sampler=bs))  # type: ignore[arg-type]
+        exc = raises(lambda: torch.utils.data.DataLoader(data, batch_size=4, batch_sampler=bs))  # type: ignore[arg-type]  # noqa: TL304 - the hazard, on purpose
     else:
-        exc = raises(lambda: torch.utils.data.DataLoader(data, shuffle=True, sampler=sampler))  # type: ignore[arg-type]
+        exc = raises(lambda: torch.utils.data.DataLoader(data, shuffle=True, sampler=sampler))  # type: ignore[arg-type]  # noqa: TL304 - the hazard, on purpose
     if isinstance(exc, ValueError):
         return "confirmed", first_line(exc)
     return "not-reproduced", f"no error ({exc!r})"

@@ -36,7 +36,7 @@ def probe_dataloader_in_loop(params: dict, device: str) -> tuple[str, str]:
 
     data = list(range(8))
     for _ in range(rounds):
-        for _ in torch.utils.data.DataLoader(data, num_workers=workers, worker_init_fn=init,  # type: ignore[arg-type]
+        for _ in torch.utils.data.DataLoader(data, num_workers=workers, worker_init_fn=init,  # type: ignore[arg-type]  # noqa: TL303 - the hazard, on purpose
                                              multiprocessing_context="fork"):
             pass
     in_loop = counter.value

@@ -130,12 +130,12 @@ def probe_softmax_before_ce(params: dict, device: str) -> tuple[str, str]:
         z = torch.tensor([6.0, -6.0], device=device, requires_grad=True)
         y = torch.tensor([1.0, 0.0], device=device)
         right = F.binary_cross_entropy_with_logits(z, y)
-        wrong = F.binary_cross_entropy_with_logits(torch.sigmoid(z), y)
+        wrong = F.binary_cross_entropy_with_logits(torch.sigmoid(z), y)  # noqa: TL401 - the hazard, on purpose
     else:
         z = torch.tensor([[8.0, 0.0, 0.0]], device=device, requires_grad=True)
         y = torch.tensor([0], device=device)
         right = F.cross_entropy(z, y)
-        wrong = F.cross_entropy(torch.softmax(z, dim=1), y) if act == "softmax" else F.cross_entropy(
+        wrong = F.cross_entropy(torch.softmax(z, dim=1), y) if act == "softmax" else F.cross_entropy(  # noqa: TL401 - the hazard, on purpose
             torch.log_softmax(z, dim=1), y)
     if act == "log_softmax":
         return "not-reproduced", f"log_softmax twice is idempotent: loss {wrong.item():.4f} == {right.item():.4f}"
