@@ -65,6 +65,7 @@ def test_check_mode_names_a_stale_page_and_update_repairs_it(tmp_path, monkeypat
     monkeypatch.setattr(gen, "DOCS", docs)
     monkeypatch.setattr(gen, "README", tmp_path / "README.md")
     monkeypatch.setattr(gen, "EVIDENCE_INDEX", tmp_path / gen.EVIDENCE_INDEX.relative_to(ROOT))
+    monkeypatch.setattr(gen, "EVIDENCE_DIR", tmp_path / gen.EVIDENCE_DIR.relative_to(ROOT))
     assert gen.stale() == []
     from torchlint import catalog
 
@@ -78,9 +79,12 @@ def test_check_mode_names_a_stale_page_and_update_repairs_it(tmp_path, monkeypat
     assert row in readme.read_text(encoding="utf-8")
     readme.write_text(readme.read_text(encoding="utf-8").replace(row, f"| {rule.name} | maybe |"), encoding="utf-8")
     gen.EVIDENCE_INDEX.write_text("PROBES = {}\n", encoding="utf-8")
-    assert {p.name for p in gen.stale()} == {page.name, "TL999-gone.md", "README.md", "evidence_index.py"}
+    (gen.EVIDENCE_DIR / "evidence_gone.py").write_text("PROBES = {}\n", encoding="utf-8")  # a family with no evidence
+    assert {p.name for p in gen.stale()} == {page.name, "TL999-gone.md", "README.md", "evidence_index.py",
+                                             "evidence_gone.py"}
     gen.update()
     assert gen.stale() == [] and not (docs / "TL999-gone.md").exists()
+    assert not (gen.EVIDENCE_DIR / "evidence_gone.py").exists()
     assert page.read_text(encoding="utf-8") == original
 
 

@@ -29,7 +29,7 @@ class Evidence:
     """What can show a rule's finding on a machine. `probe` and `judge` are functions of the
     rule's own module that run only in the sandboxed --verify worker, which cannot import
     torchlint: scripts/generate_all.py copies them, with the module-level helpers of that
-    module they call, into `verify/evidence_index.py`, where the worker finds them. So they
+    module they call, into `verify/evidence_<family>.py`, where the worker finds them. So they
     import torch and the worker's shared helpers (`from _evidence import first_line`,
     verify/_evidence.py) inside their bodies: linting imports the rule module, never torch.
     One convention, no sibling modules: a helper that needs torch at definition time (a

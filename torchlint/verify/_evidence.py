@@ -1,6 +1,6 @@
 """Helpers the rules' evidence functions share: their fact probes and slice judges, which live
 in the rule modules and run only in the --verify worker (scripts/generate_all.py copies them
-into evidence_index.py). Worker side: torch and the standard library only, never torchlint.
+into the generated evidence_<family>.py). Worker side: torch and the standard library only, never torchlint.
 
 A probe or judge imports what it needs from here inside its body, by this module's name in the
 worker (`from _evidence import first_line`): the rule module itself must import neither torch

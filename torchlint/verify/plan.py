@@ -25,7 +25,7 @@ PROBED = frozenset(r.code for r in catalog.static_rules() if r.evidence.probe is
 _MAX_FACT = 200
 _HERE = Path(__file__).resolve().parent
 # The code that decides a verdict: a change to any of it invalidates cached verdicts.
-_VERDICT_CODE = ("evidence_index.py", "_evidence.py", "slices.py", "safety.py", "reachable.json", "_worker.py", "_launch.py", "sandbox.py",
+_VERDICT_CODE = (*sorted(p.name for p in _HERE.glob("evidence_*.py")), "_evidence.py", "slices.py", "safety.py", "reachable.json", "_worker.py", "_launch.py", "sandbox.py",
                  "_landlock.py", "_seccomp.py", "_frames.py", "slicer.py", "instrument.py", "plan.py")
 
 
