@@ -2,8 +2,9 @@
 
 - `rules_docs/*.md`: each rule's or runtime check's docstring under a header of its metadata;
 - the README's two rule tables;
-- `torchlint/verify/evidence_index.py`: code -> the probe and slice judge each rule's
-  `evidence` names, for the --verify worker, which cannot import torchlint;
+- `torchlint/verify/evidence_<family>.py` and `evidence_index.py`: the worker's copy of each
+  rule's probe and slice judge (its `evidence`), for the --verify worker, which cannot import
+  torchlint;
 - what the option table generates (scripts/generate_settings.py): `torchlint/settings_fields.py`,
   `torchlint/data/schema.json` and the README's configuration example;
 - `torchlint/runtime/monitors_<family>.py`: the monitor class of each rule and runtime check
@@ -26,7 +27,6 @@ import re
 import sys
 import textwrap
 from pathlib import Path
-from typing import Callable, Union
 
 from torchlint import catalog
 from torchlint.diagnostics import TOOL_CODES
@@ -35,7 +35,8 @@ from torchlint.rules.base import Rule
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "rules_docs"
 README = ROOT / "README.md"
-EVIDENCE_INDEX = ROOT / "torchlint" / "verify" / "evidence_index.py"
+EVIDENCE_DIR = ROOT / "torchlint" / "verify"
+EVIDENCE_INDEX = EVIDENCE_DIR / "evidence_index.py"
 RUNTIME_DIR = ROOT / "torchlint" / "runtime"
 # What a monitor class may use from its module: these standard modules (the index imports
 # them) and typing's names in annotations. Anything else it imports inside its methods.
@@ -126,61 +127,152 @@ def readme_text(current: str) -> str:
     return _replace_between(text, RUNTIME_BEGIN, RUNTIME_END, runtime_table())
 
 
-def _table(name: str, rows: dict[str, str]) -> list[str]:
-    return [f"{name}: dict[str, str] = {{", *(f'    "{code}": "{fn}",' for code, fn in rows.items()), "}"]
+# What a copied evidence function may import (inside its body): the worker has torch, numpy
+# and the standard library, and finds its shared helpers (verify/_evidence.py) by file name.
+_WORKER_IMPORTS = frozenset({"torch", "numpy", "_evidence"}) | frozenset(sys.stdlib_module_names)
+_TYPING = ("Any", "Callable", "Optional")
 
 
-def _probe_name(probe: Union[str, Callable]) -> str:
-    return probe if isinstance(probe, str) else probe.__name__
+def _top_level(source: str) -> dict[str, ast.stmt]:
+    """Name -> the top-level statement of the rule's module (its source) that binds it."""
+    table: dict[str, ast.stmt] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            table[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            table.update((t.id, node) for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            table.update(((a.asname or a.name).split(".")[0], node) for a in node.names)
+    return table
 
 
-def _copied_probes(rules: tuple[type[Rule], ...]) -> list[str]:
-    """The source of each probe that lives beside its rule, for the worker."""
-    lines: list[str] = []
-    taken = set(re.findall(r"^def (\w+)\(", (ROOT / "torchlint" / "verify" / "probes.py").read_text(encoding="utf-8"), re.M))
-    for rule in rules:
-        probe = rule.evidence.probe
-        if probe is None or isinstance(probe, str):
+def _imported(node: ast.AST) -> list[str]:
+    """The modules an import statement names ("." for a relative one); [] for other nodes."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom):
+        return ["." if node.level else node.module or "."]
+    return []
+
+
+def _copied_names(code: str, roots: list[str], table: dict[str, ast.stmt]) -> list[str]:
+    """The evidence functions and, transitively, the module-level names they use; each must be
+    a function, class or constant of the module (its imports are the linter's, not the worker's)."""
+    needed, todo = set(roots), list(roots)
+    while todo:
+        node = table[todo.pop()]
+        local = _bound_inside(node)
+        for sub in ast.walk(node):
+            bad = [m for m in _imported(sub) if m.split(".")[0] not in _WORKER_IMPORTS]
+            if bad:
+                raise SystemExit(f"{code}: evidence imports {bad}: the worker has only torch, numpy, the "
+                                 "standard library and _evidence")
+            if not (isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)) or sub.id in needed or \
+                    sub.id in _TYPING:  # annotations: the generated file imports these
+                continue
+            if sub.id in table and sub.id not in local:
+                if isinstance(table[sub.id], (ast.Import, ast.ImportFrom)):
+                    raise SystemExit(f"{code}: evidence uses {sub.id!r}, which its module imports; import it "
+                                     "inside the function (the worker gets only the copied source)")
+                needed.add(sub.id)
+                todo.append(sub.id)
+    return [name for name in table if name in needed]
+
+
+def _bound_inside(node: ast.stmt) -> set[str]:
+    """Names a function or class binds itself (parameters, assignments, imports, nested defs):
+    a use of one is not a use of the module's name of that spelling."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return set()
+    bound: set[str] = set()
+    for sub in ast.walk(node):
+        if sub is node:
             continue
-        if probe.__name__ in taken:
-            raise SystemExit(f"{rule.code}: probe name {probe.__name__!r} is already taken")
-        taken.add(probe.__name__)
-        source = inspect.getsource(probe)
-        _check_self_contained(rule.code, probe, source)
-        lines += ["", "", f"# {rule.code}, from {rule.__module__}", *source.rstrip("\n").split("\n")]
-    return lines
+        if isinstance(sub, ast.arg):
+            bound.add(sub.arg)
+        elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            bound.add(sub.id)
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in sub.names)
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(sub.name)
+    if not isinstance(node, ast.ClassDef):
+        bound.update(a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg))
+    return bound
 
 
-def _check_self_contained(code: str, probe: Callable, source: str) -> None:
-    """The worker gets only the function's text: it may not lean on its module's names, nor
-    import torchlint."""
-    borrowed = sorted(inspect.getclosurevars(probe).globals)
-    if borrowed:
-        raise SystemExit(f"{code}: the probe {probe.__name__} uses {borrowed} from its module; "
-                         "import what it needs inside it")
-    for node in ast.walk(ast.parse(textwrap.dedent(source))):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-            [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-        if any(n == "torchlint" or n.startswith("torchlint.") for n in names):
-            raise SystemExit(f"{code}: the probe {probe.__name__} imports torchlint, which the worker cannot")
+def _segment(lines: list[str], node: ast.stmt) -> str:
+    """The statement's source, with its decorators and the comment lines right above it."""
+    start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))]) - 1
+    while start > 0 and lines[start - 1].startswith("#") and not lines[start - 1].startswith("# --"):
+        start -= 1
+    return "\n".join(lines[start:node.end_lineno])
 
 
-def evidence_index() -> str:
-    """The worker's view of the rules' evidence: the probes that live beside their rules, and
-    which function shows each code."""
-    rules = catalog.static_rules()
-    lines = ['"""Generated by scripts/generate_all.py from each rule\'s `evidence`: do not edit.',
-             "",
-             "Read by the --verify worker's probes.py and slices.py (found next to them on its sys.path;",
-             "they cannot import torchlint): the fact probes written beside their rules, and code -> the",
-             'name of the function that shows the finding (here or in probes.py / slices.py)."""',
-             "", "from __future__ import annotations"]
-    lines += _copied_probes(rules)
-    lines += ["", ""]
-    lines += _table("PROBES", {r.code: _probe_name(r.evidence.probe) for r in rules if r.evidence.probe})
-    lines += ["", ""]
-    lines += _table("JUDGES", {r.code: r.evidence.judge for r in rules if r.evidence.judge})
+def _copied_evidence(rules: list[type[Rule]], owner: dict[str, str]) -> list[str]:
+    """The source of each rule's probe and judge, and the helpers they use, for the worker.
+    `owner` (name -> module, across families) keeps every copied name unique."""
+    out: list[str] = []
+    for rule in rules:
+        roots = [f.__name__ for f in (rule.evidence.probe, rule.evidence.judge) if f is not None]
+        module = sys.modules[rule.__module__]
+        source = inspect.getsource(module)
+        table, lines = _top_level(source), source.split("\n")
+        for name in roots:
+            if name not in table or getattr(module, name) not in (rule.evidence.probe, rule.evidence.judge):
+                raise SystemExit(f"{rule.code}: {name} is not a top-level function of {rule.__module__}")
+        for name in _copied_names(rule.code, roots, table):
+            if name in owner:
+                raise SystemExit(f"{rule.code}: {name!r} is already copied from {owner[name]}: rename one")
+            owner[name] = rule.__module__
+            out += ["", "", f"# {rule.code}, from {rule.__module__}", _segment(lines, table[name])]
+    return out
+
+
+def _table(name: str, kind: str, rows: dict[str, str]) -> list[str]:
+    return [f"{name}: dict[str, {kind}] = {{", *(f'    "{code}": {fn},' for code, fn in rows.items()), "}"]
+
+
+def _family_text(family: str, rules: list[type[Rule]], owner: dict[str, str]) -> str:
+    body = _copied_evidence(rules, owner)
+    used = [t for t in _TYPING if t != "Any" or re.search(r"\bAny\b", "\n".join(body))]  # the tables use the others
+    lines = [f'"""Generated by scripts/generate_all.py from the `evidence` of the rules in rules/{family}/: do',
+             "not edit. The --verify worker's copy of their fact probes and slice judges (it cannot import",
+             "torchlint), with the helpers they use; evidence_index.py gathers every family's tables.",
+             'Shared helpers are in _evidence.py."""',
+             "", "from __future__ import annotations", "", "from typing import " + ", ".join(used)]
+    lines += body
+    lines += ["", "", *_table("PROBES", "Callable[[dict, str], tuple[str, str]]",
+                              {r.code: r.evidence.probe.__name__ for r in rules if r.evidence.probe})]
+    lines += ["", "", *_table("JUDGES", "Callable[[dict, list], Optional[tuple[str, str]]]",
+                              {r.code: r.evidence.judge.__name__ for r in rules if r.evidence.judge})]
     return "\n".join(lines) + "\n"
+
+
+def evidence_files() -> dict[Path, str]:
+    """The worker's view of the rules' evidence: one module per family that has any (each rule's
+    probe and slice judge copied from its module), and the index that gathers their tables."""
+    owner: dict[str, str] = {}
+    families = {}
+    for family in catalog.FAMILIES:
+        rules = [r for r in catalog.static_rules() if catalog.family_of(r.code) == family and r.evidence.probe]
+        if rules:
+            families[family] = _family_text(family, rules, owner)
+    names = [f"evidence_{family}" for family in families]
+    index = ['"""Generated by scripts/generate_all.py: do not edit. Code -> the fact probe and the slice judge',
+             "of every rule, gathered from the generated family modules beside this one. The --verify worker",
+             "imports them by file name (this directory is on its sys.path); torchlint, as",
+             '`torchlint.verify.evidence_*`, which imports no torch."""', "",
+             "from __future__ import annotations", "", "import importlib", "from typing import Any", "",
+             f"FAMILIES = ({', '.join(repr(n) for n in names)},)", "",
+             "_MODULES: list[Any] = [importlib.import_module(f\"{__package__}.{name}\" if __package__ else name)",
+             "                       for name in FAMILIES]",
+             "PROBES = {code: fn for module in _MODULES for code, fn in module.PROBES.items()}",
+             "JUDGES = {code: fn for module in _MODULES for code, fn in module.JUDGES.items()}"]
+    files = {EVIDENCE_DIR / f"evidence_{family}.py": text for family, text in families.items()}
+    files[EVIDENCE_INDEX] = "\n".join(index) + "\n"
+    return files
 
 
 def _settings_generator():
@@ -278,7 +370,7 @@ def expected_files() -> dict[Path, str]:
     settings = generator.outputs(README.read_text(encoding="utf-8"))
     files[README] = readme_text(settings.pop(generator.README))
     files.update(settings)
-    files[EVIDENCE_INDEX] = evidence_index()
+    files.update(evidence_files())
     files.update(monitor_files())
     return files
 
@@ -290,7 +382,8 @@ def stale() -> list[Path]:
     # TL002/TL003 are torchlint's own codes, not rules: their pages are written by hand.
     own = {DOCS / page_name(t) for t in TOOL_CODES}  # type: ignore[arg-type]
     # Only rule pages (TL*.md) are generated; other pages there (peer-parity.md) are written by hand.
-    leftover = [*DOCS.glob("TL*.md"), *RUNTIME_DIR.glob("monitors_*.py")]  # or a family whose monitors are gone
+    leftover = [*DOCS.glob("TL*.md"), *EVIDENCE_DIR.glob("evidence_*.py"),  # a family module no rule needs
+                *RUNTIME_DIR.glob("monitors_*.py")]  # or a family whose monitors are gone
     return out + sorted(p for p in leftover if p not in expected and p not in own)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,7 @@ def test_check_mode_names_a_stale_page_and_update_repairs_it(tmp_path, monkeypat
     monkeypatch.setattr(gen, "DOCS", docs)
     monkeypatch.setattr(gen, "README", tmp_path / "README.md")
     monkeypatch.setattr(gen, "EVIDENCE_INDEX", tmp_path / gen.EVIDENCE_INDEX.relative_to(ROOT))
+    monkeypatch.setattr(gen, "EVIDENCE_DIR", tmp_path / gen.EVIDENCE_DIR.relative_to(ROOT))
     assert gen.stale() == []
     from torchlint import catalog
 
@@ -77,9 +79,12 @@ def test_check_mode_names_a_stale_page_and_update_repairs_it(tmp_path, monkeypat
     assert row in readme.read_text(encoding="utf-8")
     readme.write_text(readme.read_text(encoding="utf-8").replace(row, f"| {rule.name} | maybe |"), encoding="utf-8")
     gen.EVIDENCE_INDEX.write_text("PROBES = {}\n", encoding="utf-8")
-    assert {p.name for p in gen.stale()} == {page.name, "TL999-gone.md", "README.md", "evidence_index.py"}
+    (gen.EVIDENCE_DIR / "evidence_gone.py").write_text("PROBES = {}\n", encoding="utf-8")  # a family with no evidence
+    assert {p.name for p in gen.stale()} == {page.name, "TL999-gone.md", "README.md", "evidence_index.py",
+                                             "evidence_gone.py"}
     gen.update()
     assert gen.stale() == [] and not (docs / "TL999-gone.md").exists()
+    assert not (gen.EVIDENCE_DIR / "evidence_gone.py").exists()
     assert page.read_text(encoding="utf-8") == original
 
 
@@ -88,21 +93,35 @@ def test_the_script_checks_from_the_command_line():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_a_probe_beside_its_rule_must_be_self_contained():
-    """Only the probe's text reaches the worker: a module name it leans on, or an import of
-    torchlint, would fail there, so the generator refuses it here."""
-    import inspect
-
+def test_evidence_beside_its_rule_is_copied_with_its_helpers_and_must_be_self_contained():
+    """Only the copied text reaches the worker: the evidence function comes with the module-level
+    helpers and constants it uses; a name the module imports, or an import of torchlint (or of
+    anything the worker lacks), would fail there, so the generator refuses it here."""
     gen = _generator()
-    scope = {"HELPER": 1}
-    exec("def leans(params, device):\n    return 'confirmed', str(HELPER)\n", scope)  # noqa: S102
-    leans = scope["leans"]
-    with pytest.raises(SystemExit, match="HELPER"):
-        gen._check_self_contained("TLx", leans, "def leans(params, device):\n    return 'confirmed', str(HELPER)\n")
-
-    def imports(params, device):
-        from torchlint import catalog  # noqa: F401
-        return "confirmed", ""
-
-    with pytest.raises(SystemExit, match="imports torchlint"):
-        gen._check_self_contained("TLx", imports, inspect.getsource(imports))
+    table = gen._top_level(textwrap.dedent("""
+        import ast
+        from torchlint.checker import FileContext
+        LIMIT = 3
+        def _helper():
+            return LIMIT
+        def _unused():
+            return 0
+        def probe(params, device):
+            import torch
+            from _evidence import first_line
+            return "confirmed", str(_helper())
+        def leans(params, device):
+            return "confirmed", str(ast)
+        def imports(params, device):
+            from torchlint import catalog
+            return "confirmed", ""
+        def imports_other(params, device):
+            import requests
+            return "confirmed", ""
+    """))
+    assert gen._copied_names("TLx", ["probe"], table) == ["LIMIT", "_helper", "probe"]
+    with pytest.raises(SystemExit, match="'ast', which its module imports"):
+        gen._copied_names("TLx", ["leans"], table)
+    for bad in ("imports", "imports_other"):
+        with pytest.raises(SystemExit, match="the worker has only torch"):
+            gen._copied_names("TLx", [bad], table)

@@ -706,7 +706,7 @@ def test_escaped_code_in_one_file_cannot_touch_another_files_verdicts(monkeypatc
     next ids. b.py, checked afterwards, still gets its true verdict from a fresh worker."""
     poison = PRELUDE + """
 sys = _imp("sys")
-for name in ("probes", "slices"):
+for name in ("evidence_index", "slices"):
     mod = sys.modules.get(name)
     if mod is not None and hasattr(mod, "PROBES"):
         for code in list(mod.PROBES):
@@ -774,7 +774,7 @@ def test_a_forged_answer_never_reaches_another_files_identical_request(monkeypat
     forgery must not reach b.py, in this run (the memo) or a later one (the disk cache)."""
     poison = PRELUDE + """
 sys = _imp("sys")
-sl, pr = sys.modules["slices"], sys.modules["probes"]
+sl, pr = sys.modules["slices"], sys.modules["evidence_index"]
 sl.run_slice = lambda *a, **k: (("not-reproduced", "forged by a.py"), "")
 for c in list(pr.PROBES):
     pr.PROBES[c] = lambda facts, device: ("not-reproduced", "forged by a.py")
@@ -962,7 +962,7 @@ def test_the_fork_server_shares_no_writable_memory_with_its_children():
     made while importing torch and our probe code would carry one file's writes into the
     next file's process. The server imports exactly this."""
     verify = Path(runner.__file__).resolve().parent
-    code = ("import sys; sys.path.insert(0, %r); import torch, probes, slices, _forkserver\n"
+    code = ("import sys; sys.path.insert(0, %r); import torch, evidence_index, slices, _forkserver\n"
             "print([l for l in open('/proc/self/maps') if l.split()[1][1] == 'w' and l.split()[1][3] == 's'])"
             % str(verify))
     out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=300,

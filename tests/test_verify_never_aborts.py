@@ -45,9 +45,8 @@ def test_a_slicing_bug_is_one_findings_error_and_the_rest_is_verified(monkeypatc
         return real_plan(finding, source)
 
     monkeypatch.setattr(runner, "plan", broken)
-    text = "import torch\nt = torch.FloatTensor(3)\n"
-    a, b = (Finding(code="TL205", message="m", path=p, row=2, col=5, end_row=2, end_col=25,
-                    probe_params={"constructor": "torch.FloatTensor"}) for p in ("a.py", "b.py"))
+    text = "import torch\nt = torch.FloatTensor(3)\n"  # one finding, confirmed by running its slice
+    a, b = (check_file(p, text.encode(), catalog.static_rules()).findings[0] for p in ("a.py", "b.py"))
     runner.verify_findings([a, b], device="cpu", timeout=60, sources={"a.py": text, "b.py": text}.get,
                            cache_dir=tmp_path)
     assert a.verify["verdict"] == "error" and "KeyError" in a.verify["runs"][0]["evidence"], a.verify
@@ -73,7 +72,8 @@ def test_a_notebook_finding_gets_the_verdict_of_the_same_code_in_a_file(tmp_path
     script = tmp_path / "train.py"
     script.write_text("".join(c.replace("%matplotlib inline\n", "").replace("!nvidia-smi\n", "") for c in CELLS))
     cell_findings, file_findings = _findings(notebook), _findings(script)
-    assert sorted(f.code for f in cell_findings) == sorted(f.code for f in file_findings) == ["TL201", "TL205"]
+    assert sorted(f.code for f in cell_findings) == sorted(f.code for f in file_findings)
+    assert len(cell_findings) == 2  # a float cast of class-index labels, a legacy constructor
     texts = {str(notebook): notebook.read_text(), str(script): script.read_text()}
     runner.verify_findings(cell_findings + file_findings, device="cpu", timeout=60, sources=texts.get,
                            cache_dir=tmp_path / "cache")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional
 
 # Re-exported: rules import their AST helpers from here.
 from torchlint.analysis.astutil import arg_or_keyword, dotted, has_star_kwargs, keyword, literal
@@ -26,19 +26,26 @@ SEVERITIES = ("error", "warning", "info")
 
 @dataclass(frozen=True)
 class Evidence:
-    """What can show a rule's finding on a machine. The fields name functions of modules that
-    cannot import torchlint (the --verify worker's `probes.py` and `slices.py`), or are functions
-    and classes beside the rule that judge and monitor a `torchlint run`; scripts/generate_all.py
-    writes the indexes the worker and the monitors read (`verify/evidence_index.py`,
-    `runtime/monitors_<family>.py`). A rule with no probe gives the `reason` instead, which
-    --verify reports as `skipped`."""
+    """What can show a rule's finding on a machine; everything is a function or class of the
+    rule's own module.
 
-    # verify/probes.py's function of that name, or a function beside the rule (torch and the
-    # stdlib only, imported inside it; the generator copies it for the worker):
-    # (facts, device) -> (verdict, evidence)
-    probe: Union[str, Callable[[dict, str], tuple[str, str]], None] = None
+    - `probe` and `judge` run only in the sandboxed --verify worker, which cannot import
+      torchlint: scripts/generate_all.py copies them, with the module-level helpers of that
+      module they call, into `verify/evidence_<family>.py`, where the worker finds them. So
+      they import torch and the worker's shared helpers (`from _evidence import first_line`,
+      verify/_evidence.py) inside their bodies: linting imports the rule module, never torch.
+      One convention, no sibling modules: a helper that needs torch at definition time (a
+      Dataset subclass, a table of dtypes) is built inside the function that uses it.
+    - `runtime` and `monitor` judge and watch a `torchlint run`: the generator copies the
+      monitor class into `runtime/monitors_<family>.py`.
+    - A rule with no probe gives the `reason` instead, which --verify reports as `skipped`."""
+
+    # The fact probe: (facts, device) -> (verdict, evidence), from the finding's params alone.
+    probe: Optional[Callable[[dict, str], tuple[str, str]]] = None
     slice: Optional[str] = None  # verify/instrument.py's SLICES: how to cut and run the user's code
-    judge: Optional[str] = None  # verify/slices.py: judges the runs of that slice
+    # Judges the runs of that slice: (facts, runs) -> (verdict, evidence), or None when the
+    # runs never reached the flagged line (the worker then runs the probe).
+    judge: Optional[Callable[[dict, list], Optional[tuple[str, str]]]] = None
     # `torchlint run`'s verdict on a finding, a function beside the rule (no torch; see
     # runtime/judging.py): (observation, path, rows, cwd) -> RuntimeResult
     runtime: Optional[Callable[..., Any]] = None
@@ -55,6 +62,8 @@ class Evidence:
             raise ValueError("Evidence: give a probe or the reason there is none, not both")
         if (self.slice is None) != (self.judge is None):
             raise ValueError("Evidence: a slice needs its judge, and a judge its slice")
+        if any(f is not None and not callable(f) for f in (self.probe, self.judge)):
+            raise TypeError("Evidence: probe and judge are functions of the rule's module, not names")
 
 
 # Every rule that reads the `torch-version` setting declares this option; config.py fills it

@@ -4,8 +4,8 @@ torch once, then serves files through the fork server (_forkserver.py): each che
 findings are answered by a process of its own, forked from this one and confined further.
 Each request is one JSON line; each answer one length-prefixed frame (_frames.py). Its
 stdout and stderr go to a log that torchlint never passes through raw. Imports nothing from
-torchlint (it may not be importable under -I); `probes`, `slices` and `safety` are found
-next to this file.
+torchlint (it may not be importable under -I); `evidence_index` (the rules' probes and
+judges, generated), `slices`, `_evidence` and `safety` are found next to this file.
 
 A request is {"id", "code", "facts", "device", "slice": null | {"variants": [...], "stop"}}:
 the slice (the user's own code, allow-listed by the parent) runs first; when it cannot
@@ -19,7 +19,7 @@ import traceback
 
 
 def answer(request: dict) -> tuple:
-    import probes
+    import evidence_index
     import slices
 
     code, device, facts = request["code"], request["device"], request.get("facts") or {}
@@ -31,9 +31,9 @@ def answer(request: dict) -> tuple:
                                            float(request.get("slice_seconds") or 0))
         if result is not None:
             return result[0], result[1], "slice"
-    if code not in probes.PROBES:
+    if code not in evidence_index.PROBES:
         return "skipped", f"the flagged code could not run in isolation ({why_not}) and this rule has no fact probe", "none"
-    verdict, evidence = probes.PROBES[code](facts, device)
+    verdict, evidence = evidence_index.PROBES[code](facts, device)
     if verdict == "confirmed":
         verdict = "demonstrated"  # a probe is not the user's code
     note = f" (the flagged code was not run: {why_not})" if why_not else ""
@@ -74,7 +74,7 @@ def main() -> None:
     import _frames
     import torch  # noqa: F401 - imported once for all probes and all files
 
-    import probes  # noqa: F401
+    import evidence_index  # noqa: F401
     import slices  # noqa: F401
 
     channel = _frames.CHANNEL_FD

@@ -168,7 +168,7 @@ def _on_thunk(sl: Slice) -> Optional[list[ast.Module]]:
     return [finish(sl.module)]
 
 
-def _tl105(sl: Slice) -> Optional[list[ast.Module]]:
+def _leaf_inplace(sl: Slice) -> Optional[list[ast.Module]]:
     call = _flag_call(sl)
     if call is not None:
         wrap_call(call, "flag")
@@ -176,7 +176,7 @@ def _tl105(sl: Slice) -> Optional[list[ast.Module]]:
     return _on_statement(None)(sl)
 
 
-def _tl109(sl: Slice) -> Optional[list[ast.Module]]:
+def _attribute_typo(sl: Slice) -> Optional[list[ast.Module]]:
     if isinstance(sl.flagged, ast.keyword):
         return _on_call(sl)
     return _on_statement("owner")(sl)
@@ -217,7 +217,7 @@ def _is_block(stmt: ast.stmt) -> bool:
     return any(isinstance(getattr(stmt, f, None), list) and getattr(stmt, f) for f in ("body", "orelse"))
 
 
-def _tl102(sl: Slice) -> Optional[list[ast.Module]]:
+def _data_write_before_backward(sl: Slice) -> Optional[list[ast.Module]]:
     """Run A as written; run B with the write tracked by autograd. Both stop after the
     first backward pass that follows the write."""
     import copy
@@ -238,7 +238,7 @@ def _tl102(sl: Slice) -> Optional[list[ast.Module]]:
     return [finish(written), finish(sl.module)]
 
 
-def _tl704(sl: Slice) -> Optional[list[ast.Module]]:
+def _mode_at_backward(sl: Slice) -> Optional[list[ast.Module]]:
     """Mark the flagged `model.eval()`; the run stops at the next backward pass, where the
     worker reads every module's `training` flag."""
     for node in ast.walk(sl.module):
@@ -269,12 +269,12 @@ SLICES: dict[str, SliceRule] = {
     "call-with-grads": SliceRule(_on_call, grads=True),
     "construct-and-read-attribute": SliceRule(_construct, construct=True, observe=_self_attribute),
     "construct": SliceRule(_construct, construct=True),
-    "mode-at-backward": SliceRule(_tl704, stop="backward", extra_seed=_backward_statements),
-    "data-write-before-backward": SliceRule(_tl102, stop="backward", extra_seed=_backward_statements),
-    "leaf-inplace": SliceRule(_tl105),
+    "mode-at-backward": SliceRule(_mode_at_backward, stop="backward", extra_seed=_backward_statements),
+    "data-write-before-backward": SliceRule(_data_write_before_backward, stop="backward", extra_seed=_backward_statements),
+    "leaf-inplace": SliceRule(_leaf_inplace),
     "statement-value": SliceRule(_on_statement("value")),
     "with-statement": SliceRule(_on_statement("cm")),
-    "attribute-typo": SliceRule(_tl109),
+    "attribute-typo": SliceRule(_attribute_typo),
     "thunk": SliceRule(_on_thunk),
     "target-of-consumer": SliceRule(_on_consumer(1, "target", None), related=_consumer(1, "target")),
     "input-of-consumer": SliceRule(_on_consumer(0, "input", "act"), related=_consumer(0, "input")),

@@ -19,13 +19,13 @@ from torchlint import catalog
 from torchlint.verify.instrument import SLICES
 from torchlint.verify.slicer import NotSelfContained, build
 
-# A rule whose `evidence` names a probe has one in probes.py (tests/test_verify.py checks the
-# two agree); the others give the reason they cannot be shown on a machine.
+# A rule whose `evidence` has a probe (the worker's copy is in evidence_index.py); the others
+# give the reason they cannot be shown on a machine.
 PROBED = frozenset(r.code for r in catalog.static_rules() if r.evidence.probe is not None)
 _MAX_FACT = 200
 _HERE = Path(__file__).resolve().parent
 # The code that decides a verdict: a change to any of it invalidates cached verdicts.
-_VERDICT_CODE = ("probes.py", "slices.py", "safety.py", "reachable.json", "_worker.py", "_launch.py", "sandbox.py",
+_VERDICT_CODE = (*sorted(p.name for p in _HERE.glob("evidence_*.py")), "_evidence.py", "slices.py", "safety.py", "reachable.json", "_worker.py", "_launch.py", "sandbox.py",
                  "_landlock.py", "_seccomp.py", "_frames.py", "slicer.py", "instrument.py", "plan.py")
 
 

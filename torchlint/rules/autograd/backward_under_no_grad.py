@@ -32,6 +32,41 @@ def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Pat
                                        "graph at every call", hits)
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_backward_under_no_grad(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    import torch.nn as nn
+    from _evidence import first_line, raises
+
+    mode = params.get("mode", "torch.no_grad")
+    ctx = {"torch.no_grad": torch.no_grad, "torch.inference_mode": torch.inference_mode,
+           "torch.set_grad_enabled": lambda: torch.set_grad_enabled(False)}.get(mode, torch.no_grad)
+    model = nn.Linear(4, 2).to(device)
+    x = torch.randn(3, 4, device=device)
+    call = params.get("call", "backward")
+
+    def attempt() -> None:
+        with ctx():  # type: ignore[operator]
+            loss = model(x).sum()
+            if call.endswith("autograd.grad"):
+                torch.autograd.grad(loss, list(model.parameters()))
+            else:
+                loss.backward()
+    exc = raises(attempt)
+    if exc is not None and "does not require grad" in str(exc):
+        return "confirmed", first_line(exc)
+    return "not-reproduced", f"{call} inside {mode} did not raise ({exc!r})"
+
+
+def judge_backward_under_no_grad(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    from _evidence import expect_raise, says
+
+    def fine(rec: dict) -> str:
+        fn = getattr(getattr(rec.get("func"), "__self__", None), "grad_fn", None)
+        return f"the call ran: the differentiated tensor has grad_fn {type(fn).__name__ if fn else None}"
+    return expect_raise(runs, says("does not require grad"), "the call", fine)
+
+
 class BackwardUnderNoGrad(Rule):
     """## What it does
     Flags `.backward()`, `torch.autograd.backward(...)` and `torch.autograd.grad(...)` inside a
@@ -91,8 +126,8 @@ class BackwardUnderNoGrad(Rule):
     tags = ("correctness", "autograd")
     requires_text = ('backward', 'autograd')
     precision = "very-high"
-    evidence = Evidence(probe="backward_under_no_grad", slice="call", judge="_judge_tl101", runtime=run_verdict,
-                        crash=r"does not require grad and does not have a grad_fn")
+    evidence = Evidence(probe=probe_backward_under_no_grad, slice="call", judge=judge_backward_under_no_grad,
+                        runtime=run_verdict, crash=r"does not require grad and does not have a grad_fn")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         region = ctx.grad_region

@@ -8,6 +8,9 @@ import sys
 from typing import Any, Optional
 import weakref
 
+
+from typing import Callable
+
 from torchlint.analysis import inference
 from torchlint.analysis.training_step import in_forward_backward_window
 from torchlint.checker import FileContext
@@ -150,6 +153,57 @@ class DataWriteMonitor:
         return out
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_data_attribute_mutation(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    from _evidence import first_line, raises
+
+    def grad_after(mutate: Callable[[torch.Tensor], object]) -> torch.Tensor:
+        w = torch.tensor([1.0, 2.0, 3.0], device=device, requires_grad=True)
+        loss = (w * w).sum()  # saves w for backward: d/dw = 2w
+        mutate(w)
+        loss.backward()
+        return w.grad.detach().cpu()  # type: ignore[union-attr]
+
+    def no_grad_mul(w: torch.Tensor) -> None:
+        with torch.no_grad():
+            w.mul_(10.0)
+
+    true_grad = grad_after(lambda w: None)
+    wrong = grad_after(lambda w: w.data.mul_(10.0))
+    exc = raises(lambda: grad_after(no_grad_mul))
+    guarded = f"; the same write under no_grad raises {first_line(exc)}" if exc else ""
+    op = str(params.get("op", "mul_"))
+    if not torch.allclose(true_grad, wrong):
+        return ("confirmed", f"a write through .data (here `{op}`) after the forward pass: with `w.data.mul_(10)` "
+                             f"the gradient of sum(w*w) is {wrong.tolist()}, the true gradient is {true_grad.tolist()}"
+                             f"{guarded}; a write before the forward pass is harmless")
+    return "not-reproduced", f"gradient unchanged by the .data write ({wrong.tolist()})"
+
+
+def judge_data_attribute_mutation(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    from _evidence import first_line
+
+    written, tracked = runs
+    if not written["obs"].get("flag") or not written["obs"].get("backward"):
+        return None
+    grads = written["obs"]["backward"][0].get("grads") or {}
+    shown = "; ".join(f"{k}.grad={v}" for k, v in list(grads.items())[:2])
+    rec = (tracked["obs"].get("backward") or [None])[0]
+    exc = rec.get("exc") if rec else tracked.get("error")
+    if exc is not None and "inplace operation" in str(exc):
+        return ("confirmed", f"the .data write changed a tensor autograd had saved for backward, so the "
+                             f"backward pass used the new values ({shown}); the same write without .data makes "
+                             f"torch raise {first_line(exc)}")
+    if rec is not None and rec.get("grads") is not None:
+        if rec["grads"] == grads:
+            return ("not-reproduced", f"the gradient after the .data write equals the gradient of the same "
+                                      f"write tracked by autograd ({shown}): nothing saved for backward was changed")
+        return ("confirmed", f"the gradient with the .data write ({shown}) differs from the gradient of the same "
+                             f"write tracked by autograd")
+    return None
+
+
 class DataAttributeMutation(Rule):
     """## What it does
     Flags writes through `Tensor.data`: `p.data -= ...`, `p.data = ...`, `p.data[i] = ...`, and
@@ -252,7 +306,8 @@ class DataAttributeMutation(Rule):
             "Stay silent inside weight set-up functions (names containing `init`, `reset_parameters`, "
             "`convert`, `load`, `fuse`): no autograd graph exists when they run."),
     }
-    evidence = Evidence(probe="data_attribute_mutation", slice="data-write-before-backward", judge="_judge_tl102", runtime=run_verdict, monitor=DataWriteMonitor)
+    evidence = Evidence(probe=probe_data_attribute_mutation, slice="data-write-before-backward",
+                        judge=judge_data_attribute_mutation, runtime=run_verdict, monitor=DataWriteMonitor)
 
     def _in_initializer(self, ctx: FileContext) -> bool:
         if not self.settings["skip-initializers"]:

@@ -3,12 +3,36 @@
 from __future__ import annotations
 
 import ast
+from typing import Any, Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import end_of, insert_at, make_fix
 from torchlint.rules.base import Evidence, Rule
 
 _MODES = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled")
+
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_grad_mode_not_called(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    from _evidence import first_line, raises
+
+    cls: Any = getattr(torch, params.get("mode", "no_grad"), torch.no_grad)
+
+    def run() -> None:
+        with cls:
+            pass
+    exc = raises(run)
+    if isinstance(exc, (TypeError, AttributeError)):
+        return "confirmed", first_line(exc)
+    return "not-reproduced", "the class worked as a context manager"
+
+
+def judge_grad_mode_not_called(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    from _evidence import expect_raise
+
+    return expect_raise(runs, lambda exc: isinstance(exc, (TypeError, AttributeError)), "entering the with-statement",
+                        lambda rec: "the object worked as a context manager")
 
 
 class GradModeNotCalled(Rule):
@@ -52,7 +76,7 @@ class GradModeNotCalled(Rule):
     tags = ("correctness", "autograd")
     requires_text = ('no_grad', 'enable_grad', 'inference_mode', 'set_grad_enabled')
     precision = "very-high"
-    evidence = Evidence(probe="grad_mode_not_called", slice="with-statement", judge="_judge_tl108",
+    evidence = Evidence(probe=probe_grad_mode_not_called, slice="with-statement", judge=judge_grad_mode_not_called,
                         crash=r"does not support the context manager protocol|object has no attribute '__enter__'")
 
     def _check(self, node: ast.AST, ctx: FileContext) -> None:

@@ -21,6 +21,24 @@ def _all_ints(value: object) -> bool:
     return False
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_integer_requires_grad(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    from _evidence import first_line, raises
+
+    exc = raises(lambda: torch.tensor([1, 2, 3], device=device, requires_grad=True))  # noqa: TL106 - the hazard, on purpose
+    if exc is not None and "floating point" in str(exc):
+        return "confirmed", first_line(exc)
+    return "not-reproduced", f"no error ({exc!r})"
+
+
+def judge_integer_requires_grad(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    from _evidence import describe, expect_raise, says
+
+    return expect_raise(runs, says("floating point"), "the call",
+                        lambda rec: f"the call created {describe(rec.get('value'))}")
+
+
 class IntegerRequiresGrad(Rule):
     """## What it does
     Flags a tensor created with integer data or an integer dtype and `requires_grad=True`:
@@ -65,7 +83,7 @@ class IntegerRequiresGrad(Rule):
     tags = ("correctness", "autograd", "dtype")
     requires_text = ('requires_grad',)
     precision = "very-high"
-    evidence = Evidence(probe="integer_requires_grad", slice="call", judge="_judge_tl106",
+    evidence = Evidence(probe=probe_integer_requires_grad, slice="call", judge=judge_integer_requires_grad,
                         crash=r"Only Tensors of floating point and complex dtype can require gradients")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:

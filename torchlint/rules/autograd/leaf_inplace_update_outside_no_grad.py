@@ -15,6 +15,24 @@ from torchlint.rules.base import Evidence, Rule, dotted, keyword, literal
 _NOT_VALUE_WRITES = frozenset({"requires_grad_", "retain_grad", "share_memory_", "detach_", "record_stream"})
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_leaf_inplace(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    from _evidence import first_line, raises
+
+    w = torch.randn(3, device=device, requires_grad=True)
+    exc = raises(lambda: w.sub_(0.1))  # noqa: TL105 - the hazard, on purpose
+    if exc is not None and "leaf Variable" in str(exc):
+        return "confirmed", first_line(exc)
+    return "not-reproduced", f"in-place update of a leaf did not raise ({exc!r})"
+
+
+def judge_leaf_inplace(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    from _evidence import expect_raise, says
+
+    return expect_raise(runs, says("leaf Variable"), "the in-place update", lambda rec: "the in-place update ran")
+
+
 class LeafInplaceUpdateOutsideNoGrad(Rule):
     """## What it does
     Flags an in-place update (`w -= lr * w.grad`, `w.sub_(...)`, `w.add_(...)`, `w.copy_(...)`, any
@@ -66,7 +84,7 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
     severity = "error"
     tags = ("correctness", "autograd")
     requires_text = ('requires_grad', 'Parameter', 'parameters')
-    evidence = Evidence(probe="leaf_inplace", slice="leaf-inplace", judge="_judge_tl105",
+    evidence = Evidence(probe=probe_leaf_inplace, slice="leaf-inplace", judge=judge_leaf_inplace,
                         crash=r"leaf Variable that requires grad is being used in an in-place operation")
 
     def _requires_grad_leaf(self, node: ast.AST, ctx: FileContext) -> bool:

@@ -99,6 +99,53 @@ def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Pat
                                        "local tensor held the graph of an earlier step's loss", hits)
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_loss_accumulated(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    import torch.nn as nn
+
+    model = nn.Linear(4, 1).to(device)
+    total: Any = 0
+    for _ in range(5):
+        loss = model(torch.randn(2, 4, device=device)).sum()
+        loss.backward()
+        total += loss  # noqa: TL107 - the hazard, on purpose
+    nodes = _count_graph(total.grad_fn) if isinstance(total, torch.Tensor) else 0
+    if nodes:
+        return ("confirmed", f"after 5 steps the accumulator still references {nodes} autograd nodes "
+                             f"(grad_fn {type(total.grad_fn).__name__}); with .item() it holds none")
+    return "not-reproduced", "the accumulator holds no graph"
+
+
+def _count_graph(fn: Any) -> int:
+    seen, stack = set(), [fn]
+    while stack:
+        f = stack.pop()
+        if f is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        stack.extend(n for n, _ in getattr(f, "next_functions", ()))
+    return len(seen)
+
+
+def judge_loss_accumulated(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    import torch
+    from _evidence import describe, first_line, flag
+
+    rec = flag(runs)
+    values = runs[0]["obs"].get("value")
+    if rec is None or not values:
+        return None
+    if rec.get("exc") is not None:
+        return "error", f"the flagged line raised {first_line(rec['exc'])}"
+    value = values[0]["value"]
+    fn = getattr(value, "grad_fn", None)
+    if isinstance(value, torch.Tensor) and fn is not None:
+        return ("confirmed", f"the accumulated value is {describe(value)} with grad_fn {type(fn).__name__}: "
+                             "it keeps this step's autograd graph alive")
+    return "not-reproduced", f"the accumulated value is {describe(value)} without a graph"
+
+
 class LossAccumulatedWithGraph(Rule):
     """## What it does
     Flags, inside a loop that calls `.backward()` on a loss, an accumulation of that loss into
@@ -149,7 +196,7 @@ class LossAccumulatedWithGraph(Rule):
     requires_text = ('backward',)
 
     help = "Accumulate `loss.item()` (or `loss.detach()`)"
-    evidence = Evidence(probe="loss_accumulated", slice="statement-value", judge="_judge_tl107",
+    evidence = Evidence(probe=probe_loss_accumulated, slice="statement-value", judge=judge_loss_accumulated,
                         runtime=run_verdict, monitor=GraphKeptMonitor)
 
     # The walk collects, for every enclosing loop of the current function, what its body

@@ -6,6 +6,8 @@ import ast
 from pathlib import Path
 from typing import Any, Optional
 
+
+
 from torchlint.analysis.loops import is_backward, is_optimizer_step, is_zero_grad
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
@@ -60,6 +62,42 @@ class StaleGradientMonitor:
                         return
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_missing_zero_grad(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    model = nn.Linear(2, 1, bias=False).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: the weights stay, grads show accumulation
+    x = torch.ones(1, 2, device=device)
+    for _ in range(3):
+        model(x).sum().backward()  # noqa: TL103 - the hazard, on purpose
+        opt.step()
+    accumulated = model.weight.grad.detach().cpu().flatten().tolist()  # type: ignore[union-attr]
+    single = x.sum(0).cpu().tolist()
+    if accumulated != single:
+        return "confirmed", f"after 3 steps .grad is {accumulated}; one step's gradient is {single}"
+    return "not-reproduced", f".grad after 3 steps is {accumulated}"
+
+
+def judge_missing_zero_grad(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    from _evidence import first_line, nonzero
+
+    recs = runs[0]["obs"].get("flag") or []
+    if any(r.get("exc") is not None for r in recs):
+        return "error", f"backward() raised {first_line(next(r['exc'] for r in recs if r.get('exc') is not None))}"
+    if len(recs) < 2:
+        return None
+    held = nonzero(recs[1].get("grads_before"))
+    if held:
+        name, before = next(iter(held.items()))
+        after = (recs[1].get("grads") or {}).get(name)
+        return ("confirmed", f"before the second backward() {name}.grad still held the first step's {before}; "
+                             f"backward added to it: {after}")
+    return "not-reproduced", "the gradients were reset before the second backward()"
+
+
 class MissingZeroGrad(Rule):
     """## What it does
     Flags a loop whose body calls `.backward()` (or `torch.autograd.backward`, `accelerator.backward`)
@@ -109,7 +147,8 @@ class MissingZeroGrad(Rule):
     severity = "warning"
     tags = ("correctness", "training-loop")
     requires_text = ('backward',)
-    evidence = Evidence(probe="missing_zero_grad", slice="call-twice-with-grads", judge="_judge_tl103", runtime=run_verdict, monitor=StaleGradientMonitor)
+    evidence = Evidence(probe=probe_missing_zero_grad, slice="call-twice-with-grads", judge=judge_missing_zero_grad,
+                        runtime=run_verdict, monitor=StaleGradientMonitor)
 
     def _check(self, node: ast.AST, ctx: FileContext) -> None:
         backward = None

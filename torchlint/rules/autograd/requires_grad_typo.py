@@ -3,12 +3,50 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, edit, end_of, make_fix, start_of
 from torchlint.rules.base import Evidence, Rule, dotted
 
 _TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "requiresgrad", "requires_gradient"})
+
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_requires_grad_typo(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    from _evidence import first_line, raises
+
+    x = torch.zeros(3, device=device)
+    x.require_grad = True  # type: ignore[attr-defined]  # noqa: TL109 - the hazard, on purpose
+    exc = raises(lambda: torch.ones(3, require_grad=True))  # type: ignore[call-overload]  # noqa: TL109 - the hazard, on purpose
+    if not x.requires_grad:
+        kw = f"; as a keyword: {first_line(exc)}" if exc else ""
+        return "confirmed", f"after `x.require_grad = True`, x.requires_grad is {x.requires_grad}{kw}"
+    return "not-reproduced", "requires_grad was set"
+
+
+def judge_requires_grad_typo(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    import torch
+    from _evidence import first_line, flag
+
+    rec = flag(runs)
+    if rec is None:
+        return None
+    exc = rec.get("exc")
+    if exc is not None:
+        if isinstance(exc, TypeError) and "require_grad" in str(exc):
+            return "confirmed", f"the call raised {first_line(exc)}"
+        return "error", f"the flagged line raised an unrelated {first_line(exc)}"
+    owners = runs[0]["obs"].get("owner")
+    owner = owners[0]["value"] if owners else None
+    if isinstance(owner, torch.Tensor):
+        if not owner.requires_grad:
+            return "confirmed", f"after the assignment the tensor's requires_grad is {owner.requires_grad}"
+        return "not-reproduced", "the tensor already requires grad: the misspelt attribute changes nothing"
+    if owners:
+        return "not-reproduced", f"the object is a {type(owner).__name__}, not a tensor"
+    return None
 
 
 class RequiresGradTypo(Rule):
@@ -50,7 +88,7 @@ class RequiresGradTypo(Rule):
     tags = ("correctness", "autograd")
     requires_text = ('require_grad', 'requires_grads', 'requiresgrad', 'requires_gradient')
     precision = "very-high"
-    evidence = Evidence(probe="requires_grad_typo", slice="attribute-typo", judge="_judge_tl109")
+    evidence = Evidence(probe=probe_requires_grad_typo, slice="attribute-typo", judge=judge_requires_grad_typo)
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         for target in node.targets:

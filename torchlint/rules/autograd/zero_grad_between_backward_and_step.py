@@ -45,6 +45,39 @@ class ZeroedBeforeStepMonitor:
             m.record("zeroed_before_step", m.last_grad_event[1], step_site=site, always=True)
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_zero_grad_between(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    import torch.nn as nn
+
+    model = nn.Linear(2, 1).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    before = model.weight.detach().clone()
+    model(torch.ones(1, 2, device=device)).sum().backward()
+    opt.zero_grad()  # noqa: TL104 - the hazard, on purpose
+    opt.step()
+    if torch.equal(before, model.weight.detach()):
+        return "confirmed", f"step() after zero_grad() left the weights unchanged ({before.cpu().flatten().tolist()})"
+    return "not-reproduced", "the weights changed"
+
+
+def judge_zero_grad_between(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    from _evidence import failed, flag, nonzero
+
+    rec = flag(runs)
+    if rec is None or failed(rec, "zero_grad()"):
+        return failed(rec, "zero_grad()")
+    before = nonzero(rec.get("grads_before"))
+    after = nonzero(rec.get("grads"))
+    if before and not after:
+        name, values = next(iter(before.items()))
+        return ("confirmed", f"zero_grad() after backward() cleared the gradients ({name}.grad {values} -> "
+                             f"{(rec.get('grads') or {}).get(name) or None}), so the next step() has nothing to apply")
+    if not before:
+        return "not-reproduced", "there were no gradients to clear when zero_grad() ran"
+    return "not-reproduced", "the gradients survived zero_grad()"
+
+
 class ZeroGradBetweenBackwardAndStep(Rule):
     """## What it does
     Flags, within one block, `.backward()` followed by `zero_grad()` followed by an optimizer
@@ -84,7 +117,8 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     tags = ("correctness", "training-loop")
     requires_text = ('zero_grad',)
     precision = "very-high"
-    evidence = Evidence(probe="zero_grad_between", slice="call-with-grads", judge="_judge_tl104", runtime=run_verdict, monitor=ZeroedBeforeStepMonitor)
+    evidence = Evidence(probe=probe_zero_grad_between, slice="call-with-grads", judge=judge_zero_grad_between,
+                        runtime=run_verdict, monitor=ZeroedBeforeStepMonitor)
 
     def _scan(self, stmts: list[ast.stmt], ctx: FileContext) -> None:
         state = 0

@@ -3,10 +3,35 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword, literal
+
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_conflicting_sampler(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    from _evidence import first_line, raises
+
+    data = list(range(8))
+    sampler = torch.utils.data.RandomSampler(data)
+    if params.get("conflict") == "batch_sampler":
+        bs = torch.utils.data.BatchSampler(sampler, 2, False)
+        exc = raises(lambda: torch.utils.data.DataLoader(data, batch_size=4, batch_sampler=bs))  # type: ignore[arg-type]  # noqa: TL304 - the hazard, on purpose
+    else:
+        exc = raises(lambda: torch.utils.data.DataLoader(data, shuffle=True, sampler=sampler))  # type: ignore[arg-type]  # noqa: TL304 - the hazard, on purpose
+    if isinstance(exc, ValueError):
+        return "confirmed", first_line(exc)
+    return "not-reproduced", f"no error ({exc!r})"
+
+
+def judge_conflicting_sampler(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    from _evidence import expect_raise, says
+
+    return expect_raise(runs, says("sampler", "mutually exclusive"), "the DataLoader call",
+                        lambda rec: "the DataLoader accepted these options")
 
 
 class ConflictingSamplerOptions(Rule):
@@ -45,7 +70,8 @@ class ConflictingSamplerOptions(Rule):
     tags = ("correctness", "data-loading")
     requires_text = ('DataLoader',)
     precision = "very-high"
-    evidence = Evidence(probe="conflicting_sampler", slice="call", judge="_judge_tl304", crash=r"mutually exclusive")
+    evidence = Evidence(probe=probe_conflicting_sampler, slice="call", judge=judge_conflicting_sampler,
+                        crash=r"mutually exclusive")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != DATALOADER:

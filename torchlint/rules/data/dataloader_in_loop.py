@@ -3,13 +3,60 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from torchlint.analysis.scopes import assigned_names, iter_scope
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.analysis.dataloader import nonzero_workers
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, keyword, literal
+
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_dataloader_in_loop(params: dict, device: str) -> tuple[str, str]:
+    import multiprocessing
+    import sys
+
+    import torch
+
+    code_workers: Any = params.get("num_workers")
+    workers = min(code_workers, 2) if type(code_workers) is int and code_workers > 0 else 2
+    shown = f"num_workers={workers}" + (f" (the code's {code_workers}, capped)" if code_workers != workers and
+                                        type(code_workers) is int else "")
+    iterations: Any = params.get("iterations")
+    known = type(iterations) is int and iterations >= 0
+    rounds = min(iterations, 3) if known else 3
+    counter = multiprocessing.get_context("fork").Value("i", 0) if sys.platform.startswith("linux") else None
+    if counter is None:
+        return "skipped", "counting worker starts needs the fork start method"
+
+    def init(_: int) -> None:
+        with counter.get_lock():
+            counter.value += 1
+
+    data = list(range(8))
+    for _ in range(rounds):
+        for _ in torch.utils.data.DataLoader(data, num_workers=workers, worker_init_fn=init,  # type: ignore[arg-type]  # noqa: TL303 - the hazard, on purpose
+                                             multiprocessing_context="fork"):
+            pass
+    in_loop = counter.value
+    counter.value = 0
+    loader: Any = torch.utils.data.DataLoader(data, num_workers=workers, worker_init_fn=init,  # type: ignore[arg-type]
+                                              persistent_workers=True, multiprocessing_context="fork")
+    for _ in range(rounds):
+        for _ in loader:
+            pass
+    once = counter.value
+    del loader
+    runs = "the loop's iterations (how many is not known here)"
+    if known:
+        runs = {0: "the loop, which runs 0 times,", 1: "the loop's single iteration"}.get(
+            iterations, f"the loop's {iterations} iterations")
+    if in_loop > once:
+        return ("confirmed", f"{rounds} of {runs} with {shown} started {in_loop} worker processes; "
+                             f"one persistent loader built before the loop started {once}")
+    return ("not-reproduced", f"{runs} with {shown} started {in_loop} worker processes, no more than one loader "
+                              f"built before the loop ({once}): a loop that runs once restarts nothing")
 
 
 class DataloaderInLoop(Rule):
@@ -54,7 +101,7 @@ class DataloaderInLoop(Rule):
     severity = "warning"
     tags = ("performance", "data-loading")
     requires_text = ('DataLoader',)
-    evidence = Evidence(probe="dataloader_in_loop")
+    evidence = Evidence(probe=probe_dataloader_in_loop)
 
     def setup(self, ctx: FileContext) -> None:
         self._varying: dict[int, set[str]] = {}

@@ -23,6 +23,48 @@ def is_main_guard(node: ast.AST) -> bool:
         isinstance(p, ast.Constant) and p.value == "__main__" for p in parts)
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_main_guard(params: dict, device: str) -> tuple[str, str]:
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    # The start method the flagged code pins (the loader's context, else the module's
+    # set_start_method); unpinned, spawn: the default on macOS and Windows.
+    pinned = params.get("context") or params.get("start_method")
+    method = pinned if pinned in ("fork", "spawn", "forkserver") else "spawn"
+    workers = params.get("num_workers")  # the loader's literal num_workers; absent: not known
+    if type(workers) is not int:
+        return "skipped", "the loader's num_workers is not a literal here: whether it starts workers is not known"
+    if workers <= 0:
+        return ("not-reproduced", f"num_workers={workers}: the loader starts no worker process, so nothing re-imports "
+                                  "the main module")
+    if method == "fork" and not sys.platform.startswith("linux"):
+        return "skipped", "the code pins the fork start method, which this platform does not offer safely"
+    script = (
+        "from torch.utils.data import DataLoader\n"
+        f"for _ in DataLoader(list(range(4)), num_workers={min(workers, 2)}, multiprocessing_context={method!r}):\n"
+        "    pass\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "unguarded.py")
+        with open(path, "w") as fh:
+            fh.write(script)
+        proc = subprocess.run([sys.executable, "-I", path], capture_output=True, text=True, timeout=120, cwd=tmp)
+    how = f"the {method} start method, which the code pins" if pinned else f"the {method} start method (the default " \
+        "on macOS and Windows; the code pins none)"
+    how += f", num_workers={workers}" + (" (capped at 2)" if workers > 2 else "")
+    if "bootstrapping phase" in proc.stderr:
+        return "confirmed", f"an unguarded module-level loop over a multi-worker DataLoader, with {how}: " \
+                            "RuntimeError: An attempt has been made to start a new process before the current " \
+                            "process has finished its bootstrapping phase"
+    if proc.returncode == 0:
+        return "not-reproduced", f"an unguarded module-level loop over a multi-worker DataLoader ran (exit 0) " \
+                                 f"with {how}: forked workers do not re-import the main module"
+    raise RuntimeError(f"the unguarded script exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
+
+
 class DataloaderWithoutMainGuard(Rule):
     """## What it does
     Flags module-level code outside `if __name__ == "__main__":` that iterates a `DataLoader`
@@ -70,7 +112,7 @@ class DataloaderWithoutMainGuard(Rule):
     severity = "warning"
     tags = ("portability", "data-loading")
     requires_text = ('DataLoader',)
-    evidence = Evidence(probe="main_guard")
+    evidence = Evidence(probe=probe_main_guard)
 
     def end_file(self, ctx: FileContext) -> None:
         if ctx.source.path.endswith(".ipynb"):
@@ -92,7 +134,7 @@ class DataloaderWithoutMainGuard(Rule):
                     # A comprehension's `for` clause has no position of its own: point at its iterable.
                     call = self._loader_calls.get(it.id) if isinstance(it, ast.Name) else it
                     self._report(it if isinstance(node, ast.comprehension) else node,
-                                 "starts DataLoader workers", self._context(call, ctx))
+                                 "starts DataLoader workers", self._context(call, ctx), call)
                     reported.add(id(stmt))
                     break
         spawning = self._spawning_functions(functions, loaders, ctx)
@@ -106,10 +148,13 @@ class DataloaderWithoutMainGuard(Rule):
 
     help = 'Move it under `if __name__ == "__main__":`'
 
-    def _report(self, node: ast.AST, what: str, context: object = None) -> None:
-        # Facts for --verify: the start method the loader or the module pins, when a literal says so.
+    def _report(self, node: ast.AST, what: str, context: object = None, call: object = None) -> None:
+        # Facts for --verify: the start method the loader or the module pins, and the loader's
+        # num_workers, when a literal says so.
+        workers = nonzero_workers(call) if isinstance(call, ast.Call) else None
         self.report(node, f"Module-level code {what}: fails under the spawn start method",
-                    params={"context": context, "start_method": self._start_method})
+                    params={"context": context, "start_method": self._start_method,
+                            "num_workers": workers if type(workers) is int else None})
 
     @staticmethod
     def _module_start_method(stmts: list[ast.stmt], ctx: FileContext) -> object:

@@ -12,7 +12,7 @@ from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs
 
 def probe_worker_options(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe. It runs in the worker, which cannot import torchlint:
-    scripts/generate_all.py copies this function into verify/evidence_index.py, so it uses
+    scripts/generate_all.py copies this function into verify/evidence_data.py, so it uses
     only torch and what it imports itself."""
     from torch.utils.data import DataLoader
 

@@ -6,6 +6,9 @@ import ast
 from pathlib import Path
 from typing import Optional
 
+
+from typing import Any
+
 from torchlint.analysis.dataloader import nonzero_workers
 from torchlint.analysis.torch_api import DATALOADER, RNG_CONSTRUCTORS
 from torchlint.checker import FileContext
@@ -44,6 +47,143 @@ def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Pat
     shown = "; ".join(f"worker {e['worker_id']}: {e['streams'].get(name)}" for e in group[:2])
     return run.verdict("not-observed", f"{starts} worker start(s); workers drew different values from {name} "
                                        f"({shown})", starts)
+
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_worker_rng(params: dict, device: str) -> tuple[str, str]:
+    kind = params.get("rng", "np.random.default_rng")
+    workers = params.get("num_workers", 2)
+    workers = min(workers, 4) if isinstance(workers, int) and not isinstance(workers, bool) else 2
+    if workers < 2:
+        return "not-reproduced", f"with num_workers={workers} there is no second worker to repeat the stream"
+    streams = _worker_streams(kind, workers)
+    values = list(streams.values())
+    if len(values) == workers and all(v == values[0] for v in values[1:]):
+        return "confirmed", f"{workers} workers drew identical streams from {kind}: {values[0][:2]}..."
+    return "not-reproduced", f"{workers} workers drew different streams from {kind}: " + \
+        ", ".join(str(v[:2]) for v in values)
+
+
+class _RngDataset:
+    """A map-style dataset (a DataLoader needs no torch base class) drawing from one RNG of
+    `kind` built in __init__, or from numpy's global RNG for "global-numpy"."""
+
+    def __init__(self, kind: str) -> None:
+        import random
+
+        import numpy as np
+        import torch
+
+        self.kind = kind
+        self.rng: Any = {
+            "np.random.default_rng": lambda: np.random.default_rng(0),
+            "np.random.RandomState": lambda: np.random.RandomState(0),
+            "np.random.Generator": lambda: np.random.Generator(np.random.PCG64(0)),
+            "random.Random": lambda: random.Random(0),
+            "torch.Generator": lambda: torch.Generator().manual_seed(0),
+        }.get(kind, lambda: None)()
+
+    def __len__(self) -> int:
+        return 8
+
+    def __getitem__(self, idx: int) -> float:
+        import numpy as np
+        import torch
+
+        if self.kind == "global-numpy":
+            return float(np.random.rand())
+        if self.kind == "torch.Generator":
+            return float(torch.rand(1, generator=self.rng).item())
+        return float(self.rng.random())
+
+
+def _worker_streams(kind: str, workers: int) -> dict[int, list[float]]:
+    import sys
+
+    import torch
+
+    loader: Any = torch.utils.data.DataLoader(_RngDataset(kind), batch_size=2, num_workers=workers,  # type: ignore[arg-type]
+                                         multiprocessing_context="fork" if sys.platform.startswith("linux") else None)
+    streams: dict[int, list[float]] = {}
+    for i, batch in enumerate(loader):
+        streams.setdefault(i % workers, []).extend(round(float(v), 8) for v in batch)
+    return streams
+
+
+def _flat(value: Any, out: list[float], limit: int = 16) -> list[float]:
+    """The numbers in a sample (tensors, arrays, scalars, nested tuples/lists/dicts)."""
+    import torch
+
+    stack = [value]
+    while stack and len(out) < limit:
+        v = stack.pop(0)
+        if isinstance(v, torch.Tensor):
+            out.extend(float(x) for x in v.detach().flatten()[:limit].tolist())
+        elif isinstance(v, (int, float, bool)):
+            out.append(float(v))
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif hasattr(v, "dtype") and hasattr(v, "tolist"):  # numpy arrays and scalars
+            stack.append(torch.as_tensor(v))
+    return [round(x, 8) for x in out[:limit]]
+
+
+class _Tagged:
+    """The user's dataset, each sample tagged with the id of the worker that drew it."""
+
+    def __init__(self, dataset: Any, size: int) -> None:
+        self.dataset, self.size = dataset, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> tuple[int, list[float]]:
+        import torch
+
+        info = torch.utils.data.get_worker_info()
+        return (info.id if info is not None else -1), _flat(self.dataset[index], [])
+
+
+def _worker_samples(loader: Any) -> list[list[list[float]]]:
+    """Per worker, in worker order, the samples the user's dataset and worker_init_fn give: one
+    sample per index, in order, so worker k draws indices k, k + workers, ..."""
+    import sys
+
+    import torch
+
+    workers = loader.num_workers
+    size = min(len(loader.dataset), 4 * workers)
+    tagged: Any = torch.utils.data.DataLoader(_Tagged(loader.dataset, size),  # type: ignore[arg-type]
+                                         batch_size=None, num_workers=workers,
+                                         worker_init_fn=loader.worker_init_fn,
+                                         multiprocessing_context="fork" if sys.platform.startswith("linux") else None)
+    streams: dict[int, list[list[float]]] = {}
+    for worker, sample in tagged:
+        streams.setdefault(int(worker), []).append(sample)
+    return [streams[k] for k in sorted(streams)]
+
+
+def judge_worker_rng(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    import torch
+    from _evidence import failed, flag
+
+    rec = flag(runs)
+    if rec is None or failed(rec, "creating the DataLoader"):
+        return failed(rec, "creating the DataLoader")
+    loader = rec.get("value")
+    if not isinstance(loader, torch.utils.data.DataLoader) or isinstance(
+            loader.dataset, torch.utils.data.IterableDataset):
+        return None
+    if loader.num_workers < 2:
+        return "not-reproduced", f"num_workers={loader.num_workers}: no second worker to repeat the stream"
+    values = _worker_samples(loader)
+    if len(values) >= 2 and all(v == values[0] for v in values[1:]) and values[0]:
+        return ("confirmed", f"the {len(values)} workers of this DataLoader produced identical samples: "
+                             f"{values[0][0][:3]}, ... from different indices")
+    return "not-reproduced", f"the {len(values)} workers produced different samples: " + ", ".join(
+        str(v[0][:2]) for v in values[:3])
 
 
 class WorkerRngDuplication(Rule):
@@ -98,7 +238,7 @@ class WorkerRngDuplication(Rule):
     severity = "warning"
     tags = ("correctness", "data-loading", "reproducibility")
     requires_text = ('DataLoader',)
-    evidence = Evidence(probe="worker_rng", slice="call", judge="_judge_tl301", runtime=run_verdict)
+    evidence = Evidence(probe=probe_worker_rng, slice="call", judge=judge_worker_rng, runtime=run_verdict)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != DATALOADER:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Any, Optional
 
 from torchlint.analysis.loops import method_name
 from torchlint.analysis.scopes import assigned_names
@@ -13,6 +13,29 @@ from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword, keyword, literal
 
 SAMPLER = "torch.utils.data.DistributedSampler"
+
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_sampler_set_epoch(params: dict, device: str) -> tuple[str, str]:
+    import torch
+
+    data = list(range(16))
+    per_epoch = params.get("seed_per_epoch") is True
+
+    def sampler(epoch: int) -> Any:
+        # Built once (seed 0), or, as the flagged code does, in the epoch loop with the epoch as its seed.
+        return torch.utils.data.DistributedSampler(data, num_replicas=2, rank=0, shuffle=True,  # type: ignore[arg-type]
+                                                   seed=epoch if per_epoch else 0)
+
+    once = sampler(0)
+    first, second = (list(sampler(e)) for e in (0, 1)) if per_epoch else (list(once), list(once))
+    if first == second:
+        fresh = sampler(0)
+        fresh.set_epoch(1)
+        return ("confirmed", f"epochs 0 and 1 without set_epoch both yield {first[:4]}... (rank 0 of 2); "
+                             f"after set_epoch(1): {list(fresh)[:4]}...")
+    return ("not-reproduced", f"the sampler is rebuilt each epoch with the epoch as its seed: epochs 0 and 1 yield "
+                              f"{first[:4]}... and {second[:4]}... (rank 0 of 2) without set_epoch")
 
 
 class DistributedSamplerWithoutSetEpoch(Rule):
@@ -60,7 +83,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     severity = "warning"
     tags = ("correctness", "distributed", "data-loading")
     requires_text = ('DistributedSampler',)
-    evidence = Evidence(probe="sampler_set_epoch")
+    evidence = Evidence(probe=probe_sampler_set_epoch)
 
     def _shuffling_sampler(self, node: Optional[ast.AST], lineno: int, ctx: FileContext) -> Optional[ast.Call]:
         if isinstance(node, ast.Name):

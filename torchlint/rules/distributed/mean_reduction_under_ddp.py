@@ -8,6 +8,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
+
+from typing import Any
+
 from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import DDP, MEAN_REDUCTION_FUNCTIONS, MEAN_REDUCTION_LOSSES
 from torchlint.checker import FileContext
@@ -121,6 +124,96 @@ def _weight_error(total: int, world: int, count: int) -> str:
     return f"{(total / (world * count) - 1) * 100:+.1f}%"
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def _ddp_rank(rank: int, world: int, store: str, out: str, ignore_index: int, kind: str = "ce") -> None:
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    torch.manual_seed(0)
+    model = nn.Linear(3, 4)
+    ddp = nn.parallel.DistributedDataParallel(model)
+    x, y = _ddp_batch(rank, ignore_index, kind)
+    _ddp_loss(kind, ddp(x), y, ignore_index).backward()
+    if rank == 0:
+        torch.save(model.weight.grad.clone(), out)  # type: ignore[union-attr]
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _ddp_batch(rank: int, ignore_index: int, kind: str = "ce") -> tuple[Any, Any]:
+    import torch
+
+    g = torch.Generator().manual_seed(100 + rank)
+    x = torch.randn(4, 3, generator=g)
+    if kind == "mse":
+        return x, torch.randn(4, 4, generator=g)  # every element counts: equal counts on every rank
+    y = torch.randint(0, 4, (4,), generator=g)
+    if rank == 1:
+        y[1:] = ignore_index  # rank 1 counts 1 real target, rank 0 counts 4
+    return x, y
+
+
+def _ddp_loss(kind: str, out: Any, y: Any, ignore_index: int) -> Any:
+    import torch.nn.functional as F
+
+    if kind == "mse":
+        return F.mse_loss(out, y)
+    return F.cross_entropy(out, y, ignore_index=ignore_index)
+
+
+# Losses that can leave targets out of the mean (ignore_index, zero weights): per-rank counts
+# can differ even with equal batch sizes.
+_MASKING_LOSSES = ("cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss")
+
+
+def _no_loopback_tcp() -> bool:
+    """Inside the --verify sandbox, TCP exists only in a private network namespace."""
+    import os
+
+    layers = os.environ.get("TORCHLINT_SANDBOX")
+    return layers is not None and "net namespace" not in layers and "UNSANDBOXED" not in layers
+
+
+def probe_mean_under_ddp(params: dict, device: str) -> tuple[str, str]:
+    import os
+    import tempfile
+
+    import torch
+    import torch.multiprocessing as mp
+    import torch.nn as nn
+
+    if _no_loopback_tcp():
+        return ("skipped", "the 2 gloo ranks need TCP on loopback, which the --verify sandbox allows only inside a "
+                           "network namespace, and this kernel gives none (unprivileged user namespaces are off)")
+    ignore_index = -100
+    loss = str(params.get("loss", "F.cross_entropy"))
+    how = "an explicit reduction='mean'" if params.get("explicit") else "the default reduction='mean'"
+    kind = "ce" if any(name in loss for name in _MASKING_LOSSES) else "mse"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "grad.pt")
+        # spawn, not fork: forking a process whose OpenMP/gloo threads are running can deadlock.
+        mp.start_processes(_ddp_rank, args=(2, os.path.join(tmp, "store"), out, ignore_index, kind), nprocs=2,
+                           join=True, start_method="spawn")
+        ddp_grad = torch.load(out, weights_only=True)
+    torch.manual_seed(0)
+    model = nn.Linear(3, 4)
+    xs, ys = zip(*(_ddp_batch(r, ignore_index, kind) for r in range(2)))
+    _ddp_loss(kind, model(torch.cat(xs)), torch.cat(ys), ignore_index).backward()
+    global_grad: Any = model.weight.grad
+    diff = float((ddp_grad - global_grad).abs().max())
+    if diff > 1e-5:
+        return ("confirmed", f"{loss} with {how}, 2 gloo ranks whose targets are partly ignore_index (4 and 1 "
+                             f"counted): DDP gradient[0,0]={ddp_grad[0, 0]:.5f}, global-mean gradient[0,0]="
+                             f"{global_grad[0, 0]:.5f} (max diff {diff:.5f})")
+    if kind == "mse":
+        return ("not-reproduced", f"{loss} counts every element, so with equal batch sizes every rank counts the "
+                                  f"same and DDP's mean of means equals the global mean (2 gloo ranks, max diff "
+                                  f"{diff:.1e}); it differs only when ranks' batch sizes differ (an uneven last batch)")
+    return "not-reproduced", f"DDP and global-mean gradients agree (max diff {diff:.2e})"
+
+
 class MeanReductionUnderDdp(Rule):
     """## What it does
     Flags a loss computed with `reduction='mean'` (explicitly or by default) in the same function
@@ -180,7 +273,7 @@ class MeanReductionUnderDdp(Rule):
     requires_text = ('DistributedDataParallel',)
     precision = "medium"
     help = "Use reduction='sum' and divide by the global count from `dist.all_reduce`"
-    evidence = Evidence(probe="mean_under_ddp", runtime=run_verdict)
+    evidence = Evidence(probe=probe_mean_under_ddp, runtime=run_verdict)
 
     def setup(self, ctx: FileContext) -> None:
         self.ddp_scopes: set[int] = set()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from torchlint.analysis import inference
 from torchlint.analysis.torch_api import conversion_target
@@ -60,6 +60,38 @@ def _already_float32(call: ast.Call, ctx: FileContext) -> bool:
     return isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "float" and not receiver.args
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_chained_conversion(params: dict, device: str) -> tuple[str, str]:
+    import torch
+
+    x = torch.randint(0, 10, (256, 256), device=device)
+    chained = _count_copies(lambda: x.float().to(torch.float64))
+    single = _count_copies(lambda: x.to(torch.float64))
+    if chained > single:
+        return "confirmed", f"the chained form ran {chained} copy kernels, one `.to(...)` ran {single}"
+    return "not-reproduced", f"{chained} vs {single} copy kernels"
+
+
+def _count_copies(fn: Callable[[], Any]) -> int:
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    return sum(1 for e in prof.events() if e.name == "aten::_to_copy")
+
+
+def judge_chained_conversion(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    from _evidence import failed, flag
+
+    rec = flag(runs)
+    if rec is None or failed(rec, "the conversion"):
+        return failed(rec, "the conversion")
+    copies = _count_copies(rec["thunk"])
+    if copies >= 2:
+        return "confirmed", f"the chained conversion ran {copies} copy kernels (aten::_to_copy); one .to() runs one"
+    return ("not-reproduced", f"the chained conversion ran {copies} copy kernel{'s' if copies != 1 else ''} here: "
+                              "one of its steps was a no-op on this device or dtype")
+
+
 class ChainedConversion(Rule):
     """Off by default since 0.2: on training code (the triage in issue 9's corpus) fewer than half
     of the findings were sure to copy twice. Whether a conversion copies depends on the tensor's
@@ -111,7 +143,7 @@ class ChainedConversion(Rule):
     # twice; the tensor's dtype (and so whether `.float()` copies at all) is rarely known statically.
     default_enabled = False
     tags = ("performance", "dtype", "device")
-    evidence = Evidence(probe="chained_conversion", slice="thunk", judge="_judge_tl203")
+    evidence = Evidence(probe=probe_chained_conversion, slice="thunk", judge=judge_chained_conversion)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         outer = _conversion_kind(node, ctx)

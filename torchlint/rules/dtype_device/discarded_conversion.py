@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
@@ -17,6 +18,45 @@ def _methods_defined_here(tree: ast.Module) -> frozenset[str]:
     quantised Parameter subclass) whose `.cuda()`/`.pin_memory()` may work in place."""
     return frozenset(stmt.name for cls in tree.body if isinstance(cls, ast.ClassDef)
                      for stmt in cls.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_discarded_conversion(params: dict, device: str) -> tuple[str, str]:
+    import torch
+
+    method = str(params.get("method", "float"))
+    x = torch.arange(6, device=device).reshape(2, 3).t()
+    before = (x.dtype, x.device, x.is_contiguous())
+    if method in ("cuda", "pin_memory") and not torch.cuda.is_available():
+        return "skipped", f"`.{method}()` needs a CUDA device, and this run has none"
+    calls = {"to": ("x.to(torch.float64)", lambda: x.to(torch.float64)),
+             "type": ("x.type(torch.float64)", lambda: x.type(torch.float64)),
+             "cuda": ("x.cuda()", lambda: x.cuda()), "cpu": ("x.cpu()", lambda: x.cpu())}
+    shown, call = calls.get(method, (f"x.{method}()", lambda: getattr(x, method)()))
+    result = call()
+    after = (x.dtype, x.device, x.is_contiguous())
+    if result is x:
+        return "not-reproduced", f"on {device} `{shown}` returns x itself: nothing is lost by discarding it"
+    if before == after:
+        return ("confirmed", f"`{shown}` on a {x.dtype} tensor returned a new tensor ({result.dtype}, {result.device}); "
+                             f"x is still {x.dtype} on {x.device}, contiguous={x.is_contiguous()}")
+    return "not-reproduced", "the receiver changed in place"
+
+
+def judge_discarded_conversion(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    import torch
+    from _evidence import describe, failed, flag
+
+    rec = flag(runs)
+    if rec is None or failed(rec, "the call"):
+        return failed(rec, "the call")
+    receiver, value, before = rec.get("receiver"), rec.get("value"), rec.get("before")
+    if not isinstance(receiver, torch.Tensor) or before is None:
+        return "not-reproduced", f"the receiver is a {type(receiver).__name__}, not a tensor"
+    if value is receiver:
+        return "not-reproduced", "the call returned the tensor itself: it was already in the requested form"
+    return ("confirmed", f"the call returned a new tensor, {describe(value)} on {getattr(value, 'device', '?')}; the original "
+                         f"is still {describe(receiver)} on {receiver.device}")
+
 
 class DiscardedConversion(Rule):
     """## What it does
@@ -68,7 +108,7 @@ class DiscardedConversion(Rule):
     summary = "Tensor conversion result discarded (tensor conversions are not in place)"
     severity = "error"
     tags = ("correctness", "dtype", "device")
-    evidence = Evidence(probe="discarded_conversion", slice="call", judge="_judge_tl202")
+    evidence = Evidence(probe=probe_discarded_conversion, slice="call", judge=judge_discarded_conversion)
 
     def visit_Expr(self, node: ast.Expr, ctx: FileContext) -> None:
         call = node.value

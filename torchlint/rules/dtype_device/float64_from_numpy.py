@@ -28,6 +28,44 @@ def _has_float(value: object) -> bool:
     return False
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_float64_from_numpy(params: dict, device: str) -> tuple[str, str]:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    from _evidence import first_line, raises
+
+    source = str(params.get("source", "np.random.rand"))
+    makers = {"np.random.rand": lambda: np.random.rand(4, 3), "np.random.randn": lambda: np.random.randn(4, 3),
+              "np.zeros": lambda: np.zeros((4, 3)), "np.ones": lambda: np.ones((4, 3)),
+              "np.empty": lambda: np.empty((4, 3)), "np.linspace": lambda: np.linspace(0, 1, 12).reshape(4, 3),
+              "np.random.random": lambda: np.random.random((4, 3)), "np.random.uniform": lambda: np.random.uniform(size=(4, 3)),
+              "np.random.normal": lambda: np.random.normal(size=(4, 3)), "np.full": lambda: np.full((4, 3), 0.5),
+              "np.array": lambda: np.array([[0.5] * 3] * 4), "np.asarray": lambda: np.asarray([[0.5] * 3] * 4)}
+    shown = source if source in makers else "np.random.rand"
+    t = torch.from_numpy(makers.get(source, makers["np.random.rand"])())
+    converter = str(params.get("converter", "torch.from_numpy"))
+    layer = nn.Linear(3, 2).to(device)
+    exc = raises(lambda: layer(t.to(device)))
+    extra = f"; against float32 weights: {first_line(exc)}" if exc else ""
+    if t.dtype == torch.float64:
+        return "confirmed", f"`{shown}(...)` with default dtype, converted by {converter}, gives a {t.dtype} tensor{extra}"
+    return "not-reproduced", f"dtype {t.dtype}"
+
+
+def judge_float64_from_numpy(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    import torch
+    from _evidence import describe, failed, flag
+
+    rec = flag(runs)
+    if rec is None or failed(rec, "the call"):
+        return failed(rec, "the call")
+    value = rec.get("value")
+    if isinstance(value, torch.Tensor) and value.dtype == torch.float64:
+        return "confirmed", f"the call returned {describe(value)}"
+    return "not-reproduced", f"the call returned {describe(value)}"
+
+
 class Float64FromNumpy(Rule):
     """## What it does
     Flags `torch.from_numpy`, `torch.tensor` or `torch.as_tensor` applied directly to a NumPy
@@ -67,7 +105,7 @@ class Float64FromNumpy(Rule):
     severity = "warning"
     tags = ("performance", "dtype", "numpy")
     requires_text = ('numpy',)
-    evidence = Evidence(probe="float64_from_numpy", slice="call", judge="_judge_tl204")
+    evidence = Evidence(probe=probe_float64_from_numpy, slice="call", judge=judge_float64_from_numpy)
 
     def _float64_source(self, node: ast.AST, ctx: FileContext) -> Optional[str]:
         name = ctx.call_name(node)

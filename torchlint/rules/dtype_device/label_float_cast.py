@@ -6,6 +6,9 @@ import ast
 from typing import Optional
 from pathlib import Path
 
+
+from typing import Callable
+
 from torchlint.analysis.torch_api import (CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_LOSS_FUNCTIONS,
                                           float_cast, receiver_chain)
 from torchlint.analysis.losses import LossCalls
@@ -38,6 +41,56 @@ def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Pat
     dtypes = sorted({e["target"]["dtype"] for e in calls if e.get("target")})
     return run.verdict("not-observed", f"ran {len(calls)} time(s); the target reaching the loss was "
                                        f"{', '.join(dtypes) or 'not a tensor'}", len(calls))
+
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_label_float_cast(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    import torch.nn.functional as F
+    from _evidence import first_line, raises
+
+    dtypes = {"torch.float32": torch.float32, "torch.float64": torch.float64,
+              "torch.float16": torch.float16, "torch.bfloat16": torch.bfloat16}
+    dtype = dtypes.get(params.get("dtype", "torch.float32"), torch.float32)
+    loss_name = params.get("loss", "F.cross_entropy")
+    logits = torch.randn(4, 3, device=device)
+    labels = torch.tensor([0, 2, 1, 2], device=device)
+    if "nll" in loss_name.lower():
+        fn: Callable = lambda inp, t: F.nll_loss(F.log_softmax(inp, dim=1), t)  # noqa: E731
+    else:
+        fn = F.cross_entropy
+    exc = raises(lambda: fn(logits.to(dtype) if dtype != torch.float64 else logits.double(), labels.to(dtype)))
+    big = 2**24 + 1
+    back = int(torch.tensor([big]).to(torch.float32).long().item())
+    precision = f"; label {big} comes back as {back} after float32" if back != big else ""
+    if exc is not None and "dtype" in str(exc).lower() or exc is not None and "Long" in str(exc):
+        return "confirmed", f"{loss_name} with {dtype} targets: {first_line(exc)}{precision}"
+    return "not-reproduced", f"{loss_name} accepted {dtype} class-index targets{precision}"
+
+
+def judge_label_float_cast(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    import torch
+    from _evidence import describe, first_line, flag
+
+    rec = flag(runs)
+    if rec is None:
+        return None
+    args = rec["args"]
+    target = args[1] if len(args) > 1 else rec["kwargs"].get("target")
+    inp = args[0] if args else rec["kwargs"].get("input")
+    shapes = f"input {describe(inp)}, target {describe(target)}"
+    exc = rec.get("exc")
+    if exc is not None and ("dtype" in str(exc) or "Long" in str(exc)):
+        return "confirmed", f"the loss call got {shapes} and raised {first_line(exc)}"
+    if exc is not None:
+        return "error", f"the loss call got {shapes} and raised an unrelated {first_line(exc)}"
+    value = rec.get("value")
+    loss = f"{float(value):.4g}" if isinstance(value, torch.Tensor) and value.numel() == 1 else describe(value)
+    big = isinstance(target, torch.Tensor) and target.dtype == torch.float32 and target.numel() and \
+        float(target.abs().max()) > 2**24
+    if big:
+        return "confirmed", f"the loss ran with {shapes}, but target values above 2**24 lost precision in float32"
+    return "not-reproduced", f"the loss ran with {shapes} (loss {loss}): the float target is valid here"
 
 
 class LabelFloatCast(Rule):
@@ -85,9 +138,10 @@ class LabelFloatCast(Rule):
     severity = "error"
     tags = ("correctness", "dtype", "loss")
     requires_text = ('cross_entropy', 'nll_loss', 'CrossEntropyLoss', 'NLLLoss')
-    evidence = Evidence(probe="label_float_cast", slice="target-of-consumer", judge="_judge_tl201", runtime=run_verdict,
-                        crash=(r"expected scalar type Long|[Ee]xpected .*target.* (Long|Int)|target dtype to be Long|"
-                               r"not implemented for 'Float'|Expected floating point type for target"))
+    evidence = Evidence(probe=probe_label_float_cast, slice="target-of-consumer", judge=judge_label_float_cast,
+                        runtime=run_verdict,
+                        crash=r"expected scalar type Long|[Ee]xpected .*target.* (Long|Int)|target dtype to be Long|"
+                               r"not implemented for 'Float'|Expected floating point type for target")
 
     def setup(self, ctx: FileContext) -> None:
         self.losses = LossCalls(CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_LOSS_FUNCTIONS)

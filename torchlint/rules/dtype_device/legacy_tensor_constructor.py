@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
 from torchlint.checker import FileContext
@@ -40,6 +41,62 @@ def _fix(node: ast.Call, name: str, ctx: FileContext):  # type: ignore[no-untype
     data = text_of(ctx.source, node.args[0])
     return make_fix(f"Use `{torch}.tensor(..., dtype={dtype})`",
                     [replace(ctx.source, node, f"{torch}.tensor({data}, dtype={dtype}{device})")])
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_legacy_constructor(params: dict, device: str) -> tuple[str, str]:
+    import math
+
+    import torch
+
+    # The constructor the flagged code calls (torch.cuda.* types are tried as their CPU twin).
+    name = str(params.get("constructor", "torch.Tensor")).replace("torch.cuda.", "torch.")
+    ctor = getattr(torch, name.split(".")[-1], None)
+    if not (isinstance(ctor, type) and name.split(".")[-1].endswith("Tensor")):
+        name, ctor = "torch.Tensor", torch.Tensor
+    arguments = params.get("arguments")
+    if arguments == "values":
+        t = ctor([3])
+        return ("not-reproduced", f"the code passes a sequence of values, which `{name}` holds (`{name}([3])` is "
+                                  f"{t.tolist()}): no uninitialised memory")
+    if arguments != "sizes":
+        return "skipped", "the arguments are not literals: whether the code passes sizes or values is not known"
+    sizes = [int(n) for n in str(params.get("sizes", "")).split(",") if n.strip().lstrip("-").isdigit()]
+    shown = f"{name}({', '.join(map(str, sizes))})"
+    if not sizes or min(sizes) < 0 or math.prod(sizes) > 2**20:
+        return "skipped", f"`{shown}`: sizes that cannot be allocated here (negative, or over 2**20 elements)"
+    t = ctor(*sizes)
+    if tuple(t.shape) == tuple(sizes):
+        return ("confirmed", f"`{shown}` with int arguments has shape {tuple(t.shape)} and uninitialised values "
+                             f"({t.dtype}), not the value{'s' if len(sizes) > 1 else ''} {', '.join(map(str, sizes))}; "
+                             "with a list of values it holds those values")
+    return "not-reproduced", f"`{shown}` has shape {tuple(t.shape)}"
+
+
+def _argument_facts(call: ast.Call) -> dict[str, object]:
+    """What --verify's probe needs: the sizes when every argument is an int literal
+    (`Tensor(2, 3, 4)`), "values" for one sequence literal, otherwise "unknown"."""
+    if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        return {"arguments": "unknown"}
+    sizes = [a.value for a in call.args if isinstance(a, ast.Constant) and type(a.value) is int]
+    if call.args and len(sizes) == len(call.args):
+        return {"arguments": "sizes", "sizes": ",".join(map(str, sizes))}
+    if len(call.args) == 1 and isinstance(call.args[0], (ast.List, ast.Tuple)):
+        return {"arguments": "values"}
+    return {"arguments": "unknown"}
+
+
+def judge_legacy_constructor(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    from _evidence import describe, failed, flag
+
+    rec = flag(runs)
+    if rec is None or failed(rec, "the call"):
+        return failed(rec, "the call")
+    args, value = rec["args"], rec.get("value")
+    if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+        return ("confirmed", f"the call with {', '.join(map(str, args))} returned {describe(value)} of uninitialised "
+                             f"memory, not a tensor holding {args[0] if len(args) == 1 else list(args)}")
+    return "not-reproduced", f"the call built {describe(value)} from the given values"
+
 
 class LegacyTensorConstructor(Rule):
     """## What it does
@@ -83,7 +140,7 @@ class LegacyTensorConstructor(Rule):
     severity = "warning"
     tags = ("correctness", "dtype")
     requires_text = ('Tensor',)
-    evidence = Evidence(probe="legacy_constructor", slice="call", judge="_judge_tl205")
+    evidence = Evidence(probe=probe_legacy_constructor, slice="call", judge=judge_legacy_constructor)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)
@@ -98,4 +155,4 @@ class LegacyTensorConstructor(Rule):
         else:
             message = f"Legacy constructor `{short}`: an int means a size, a sequence means data"
         self.report(node, message, help="Use `torch.tensor(data)` for values, `torch.zeros(size)` for shapes",
-                    params={"constructor": name}, fix=_fix(node, name, ctx))
+                    params={"constructor": name, **_argument_facts(node)}, fix=_fix(node, name, ctx))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from torchlint.analysis.inference import TENSOR_FACTORIES
 from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
@@ -37,6 +38,55 @@ def _handled_elsewhere(uses: dict[str, tuple[bool, int, int]], attr: str) -> boo
     replaces it before use (a setter): either way `.to()` on the module is not needed."""
     stored_elsewhere, reads, moved = uses.get(attr, (False, 0, 0))
     return stored_elsewhere or (reads > 0 and moved == reads)
+
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_unregistered_tensor(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    import torch.nn as nn
+
+    class M(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+            self.mask = torch.ones(2)
+
+    m = M()
+    target = torch.device(device) if device != "cpu" else torch.float64
+    m.to(target)
+    moved = m.fc.weight.device if device != "cpu" else m.fc.weight.dtype
+    stayed = m.mask.device if device != "cpu" else m.mask.dtype
+    missing = "mask" not in m.state_dict()
+    if moved != stayed or missing:
+        return ("confirmed", f"after .to({target}) the parameters are {moved} but the attribute is {stayed}; "
+                             f"'mask' in state_dict(): {not missing}")
+    return "not-reproduced", "the attribute followed the module"
+
+
+def judge_unregistered_tensor(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    import torch
+    import torch.nn as nn
+    from _evidence import failed, flag
+
+    rec = flag(runs)
+    if rec is None or failed(rec, "constructing the module"):
+        return failed(rec, "constructing the module")
+    module, attr = rec.get("value"), str(facts.get("attribute", ""))
+    if not attr:
+        return None
+    value = getattr(module, attr, None)
+    if not isinstance(module, nn.Module) or not isinstance(value, torch.Tensor):
+        return "not-reproduced", f"after construction self.{attr} is a {type(value).__name__}, not a plain tensor"
+    saved = attr in module.state_dict()
+    before = value.dtype
+    module.to(torch.float64)
+    after = getattr(module, attr).dtype
+    params = {p.dtype for p in module.parameters()}
+    if not saved:
+        moved = f"; after .to(torch.float64) the parameters are {sorted(map(str, params))} and self.{attr} is " \
+                f"{after}" if params and value.is_floating_point() else ""
+        return "confirmed", f"'{attr}' is not in state_dict(), so it is neither saved nor moved with the module{moved}"
+    return "not-reproduced", f"self.{attr} is registered ('{attr}' in state_dict(); {before} -> {after})"
 
 
 class UnregisteredTensorAttribute(Rule):
@@ -91,7 +141,7 @@ class UnregisteredTensorAttribute(Rule):
     tags = ("correctness", "device", "module")
     requires_text = ('__init__',)
     options = {"module-bases": MODULE_BASES_OPTION}
-    evidence = Evidence(probe="unregistered_tensor", slice="construct-and-read-attribute", judge="_judge_tl206")
+    evidence = Evidence(probe=probe_unregistered_tensor, slice="construct-and-read-attribute", judge=judge_unregistered_tensor)
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         fn = ctx.function

@@ -75,6 +75,42 @@ class FunctionalDropoutMonitor:
         return dropout
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_functional_dropout(params: dict, device: str) -> tuple[str, str]:
+    import inspect
+
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    # An input shape each functional dropout accepts (dropout1d wants 2-D or 3-D, and so on).
+    shapes = {"dropout": (1000,), "alpha_dropout": (1000,), "dropout1d": (10, 100, 1),
+              "dropout2d": (10, 100, 1, 1), "dropout3d": (10, 100, 1, 1, 1), "feature_alpha_dropout": (10, 100, 1)}
+    name = str(params.get("function", "dropout"))
+    name = name if name in shapes else "dropout"
+    fn = getattr(F, name)
+    p = params.get("p", 0.5)
+    p = min(max(float(p), 0.0), 1.0) if type(p) in (int, float) else 0.5
+    shown = f"F.{name}(x, p={p:g})"
+
+    class M(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return fn(x, p)
+
+    m = M().eval()
+    torch.manual_seed(0)
+    x = torch.ones(shapes[name], device=device)
+    out = m(x)
+    changed = int((out != x).sum())
+    if changed:
+        zeroed = int((out == 0).sum())
+        return "confirmed", (f"in eval() mode `{shown}` on {x.numel()} ones still zeroed {zeroed} and changed "
+                             f"{changed} in all (the survivors are scaled by 1/(1-p))")
+    default = inspect.signature(fn).parameters["training"].default
+    why = f"F.{name} defaults to training={default}" if default is False else f"p={p:g} drops nothing"
+    return "not-reproduced", f"in eval() mode `{shown}` left all {x.numel()} activations unchanged: {why}"
+
+
 class FunctionalDropoutAlwaysOn(Rule):
     """## What it does
     Flags `F.dropout` and `F.dropout1d/2d/3d` inside an `nn.Module` method without a
@@ -122,7 +158,7 @@ class FunctionalDropoutAlwaysOn(Rule):
     tags = ("correctness", "module")
     requires_text = ('dropout',)
     options = {"module-bases": MODULE_BASES_OPTION}
-    evidence = Evidence(probe="functional_dropout", runtime=run_verdict, monitor=FunctionalDropoutMonitor)
+    evidence = Evidence(probe=probe_functional_dropout, runtime=run_verdict, monitor=FunctionalDropoutMonitor)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)

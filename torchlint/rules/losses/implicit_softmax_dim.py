@@ -6,6 +6,9 @@ import ast
 from pathlib import Path
 from typing import Any
 
+
+from typing import Optional
+
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, keyword
@@ -49,6 +52,46 @@ class ImplicitDimMonitor:
                  module_site=m.loss_sites.get(owner) if owner is not None else None)
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_implicit_softmax_dim(params: dict, device: str) -> tuple[str, str]:
+    import warnings
+
+    import torch
+    import torch.nn.functional as F
+
+    x = torch.randn(2, 3, 4, device=device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the deprecation warning is not the evidence here
+        p = F.softmax(x)  # noqa: TL403 - the hazard, on purpose
+        flat = F.softmax(torch.randn(2, 3, device=device))  # noqa: TL403 - the hazard, on purpose
+    sums = p.sum(dim=0)
+    rows_ok = torch.allclose(flat.sum(dim=-1), torch.ones(2, device=device))
+    if torch.allclose(sums, torch.ones_like(sums)):
+        return ("confirmed", "the input's rank is unknown here: on a 3-D input the implicit dim is 0, so probabilities "
+                             "sum to 1 across the batch; on a 1-D or 2-D input it is the last dim "
+                             f"({'harmless' if rows_ok else 'not the last dim'})")
+    return "not-reproduced", "softmax normalised the last dimension"
+
+
+def judge_implicit_softmax_dim(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    import torch
+    from _evidence import failed, flag
+
+    rec = flag(runs)
+    if rec is None or failed(rec, "the call"):
+        return failed(rec, "the call")
+    x = rec["args"][0] if rec["args"] else rec["kwargs"].get("input")
+    if not isinstance(x, torch.Tensor):
+        return None
+    ndim = x.dim()
+    implicit = 0 if ndim in (0, 1, 3) else 1
+    if ndim >= 2 and implicit == 0:
+        return ("confirmed", f"the input has shape {tuple(x.shape)}: the implicit dim is 0, so the probabilities "
+                             "sum to 1 across the first (batch) dimension, not per sample")
+    return ("not-reproduced", f"the input has shape {tuple(x.shape)}: the implicit dim is {implicit}"
+            + (", the last dimension, as intended" if implicit == max(ndim - 1, 0) else " (the channel dimension)"))
+
+
 class ImplicitSoftmaxDim(Rule):
     """## What it does
     Flags `F.softmax`, `F.log_softmax`, `F.softmin`, `torch.softmax`, `torch.log_softmax` and
@@ -90,7 +133,8 @@ class ImplicitSoftmaxDim(Rule):
     precision = "very-high"
 
     help = "Pass `dim=-1` (or the class dimension)"
-    evidence = Evidence(probe="implicit_softmax_dim", slice="call", judge="_judge_tl403", runtime=run_verdict, monitor=ImplicitDimMonitor)
+    evidence = Evidence(probe=probe_implicit_softmax_dim, slice="call", judge=judge_implicit_softmax_dim,
+                        runtime=run_verdict, monitor=ImplicitDimMonitor)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)

@@ -185,6 +185,85 @@ class SoftmaxInputMonitor:
                 event["input_rows_sum_to_one"] = True
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_softmax_before_ce(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    import torch.nn.functional as F
+
+    act = params.get("activation", "softmax")
+    loss_name = str(params.get("loss", "F.cross_entropy"))
+    if "nll" in loss_name.lower():
+        z = torch.tensor([[8.0, 0.0, 0.0]], device=device)
+        y = torch.tensor([0], device=device)
+        applied = {"softmax": torch.softmax, "sigmoid": lambda t, dim: torch.sigmoid(t)}.get(act, torch.log_softmax)
+        wrong = F.nll_loss(applied(z, dim=1), y)
+        right = F.nll_loss(torch.log_softmax(z, dim=1), y)
+        if abs(wrong.item() - right.item()) > 1e-3:
+            return ("confirmed", f"for a confident correct prediction {loss_name} gives {wrong.item():.4f} on {act} "
+                                 f"output, {right.item():.4f} on log_softmax output")
+        return "not-reproduced", f"{loss_name} gives {wrong.item():.4f} either way"
+    if act == "sigmoid":
+        z = torch.tensor([6.0, -6.0], device=device, requires_grad=True)
+        y = torch.tensor([1.0, 0.0], device=device)
+        right = F.binary_cross_entropy_with_logits(z, y)
+        wrong = F.binary_cross_entropy_with_logits(torch.sigmoid(z), y)  # noqa: TL401 - the hazard, on purpose
+    else:
+        z = torch.tensor([[8.0, 0.0, 0.0]], device=device, requires_grad=True)
+        y = torch.tensor([0], device=device)
+        right = F.cross_entropy(z, y)
+        wrong = F.cross_entropy(torch.softmax(z, dim=1), y) if act == "softmax" else F.cross_entropy(  # noqa: TL401 - the hazard, on purpose
+            torch.log_softmax(z, dim=1), y)
+    if act == "log_softmax":
+        return "not-reproduced", f"log_softmax twice is idempotent: loss {wrong.item():.4f} == {right.item():.4f}"
+    if abs(wrong.item() - right.item()) > 1e-3:
+        return ("confirmed", f"for a confident correct prediction the loss is {wrong.item():.4f} with {act} "
+                             f"first, {right.item():.4f} on the logits")
+    return "not-reproduced", "losses agree"
+
+
+def judge_softmax_before_ce(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    import torch
+    import torch.nn.functional as F
+    from _evidence import first_line, flag
+
+    rec = flag(runs)
+    acts = runs[0]["obs"].get("act")
+    if rec is None or not acts:
+        return None
+    if rec.get("exc") is not None:
+        return "error", f"the loss call raised {first_line(rec['exc'])}"
+    act = acts[0]
+    z = act["args"][0] if act["args"] else None
+    name = getattr(act["func"], "__name__", "")
+    dim = act["kwargs"].get("dim", act["args"][1] if len(act["args"]) > 1 else None)
+    fn, args, kwargs = rec["func"], list(rec["args"]), dict(rec["kwargs"])
+    loss_name = str(facts.get("loss", ""))
+    if not isinstance(z, torch.Tensor):
+        return None
+    right_input = z
+    if "nll" in loss_name.lower() or "NLL" in loss_name:
+        right_input = F.log_softmax(z, dim=dim if dim is not None else -1)
+    if args:
+        args[0] = right_input
+    else:
+        kwargs["input"] = right_input
+    with torch.no_grad():
+        right = fn(*args, **kwargs)
+    wrong = rec["value"]
+    if not (isinstance(wrong, torch.Tensor) and isinstance(right, torch.Tensor) and wrong.numel() == right.numel()):
+        return None
+    diff = float((wrong.detach().float() - right.detach().float()).abs().max())
+    wrong_s, right_s = _short(wrong), _short(right)
+    base = "the logits" if "nll" not in loss_name.lower() else "log_softmax of the logits"
+    if diff > 1e-4 * max(1.0, float(right.detach().abs().max())):
+        return "confirmed", f"the loss is {wrong_s} with {name or 'the activation'} first, {right_s} on {base}"
+    return "not-reproduced", f"the loss is {wrong_s} either way ({right_s} on {base})"
+
+
+def _short(t: Any) -> str:
+    return f"{float(t):.4f}" if t.numel() == 1 else str([round(float(v), 4) for v in t.flatten()[:3]])
+
+
 class SoftmaxBeforeCrossEntropy(Rule):
     """## What it does
     Flags the input of `nn.CrossEntropyLoss` / `F.cross_entropy` when it is a `softmax` result
@@ -234,7 +313,8 @@ class SoftmaxBeforeCrossEntropy(Rule):
     tags = ("correctness", "loss")
     # Functions and methods are lower case; the layers (`nn.Softmax()` in a head) are not.
     requires_text = ('softmax', 'sigmoid', 'Softmax', 'Sigmoid')
-    evidence = Evidence(probe="softmax_before_ce", slice="input-of-consumer", judge="_judge_tl401", runtime=run_verdict, monitor=SoftmaxInputMonitor)
+    evidence = Evidence(probe=probe_softmax_before_ce, slice="input-of-consumer", judge=judge_softmax_before_ce,
+                        runtime=run_verdict, monitor=SoftmaxInputMonitor)
 
     def setup(self, ctx: FileContext) -> None:
         self.losses = LossCalls(frozenset(k for k in _FORBIDDEN if not k.startswith("torch.nn.functional.")),

@@ -3,10 +3,48 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, dotted
+
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_forward_directly(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    import torch.nn as nn
+
+    m = nn.Linear(2, 2).to(device)
+    calls: list[int] = []
+    m.register_forward_hook(lambda *a: calls.append(1))
+    x = torch.ones(1, 2, device=device)
+    m.forward(x)  # noqa: TL703 - the hazard, on purpose
+    direct = len(calls)
+    m(x)
+    if direct == 0 and len(calls) == 1:
+        return "confirmed", "a registered forward hook ran for module(x) but not for module.forward(x)"
+    return "not-reproduced", f"hook calls: {direct} direct, {len(calls) - direct} via __call__"
+
+
+def judge_forward_directly(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    import torch.nn as nn
+    from _evidence import failed, flag
+
+    rec = flag(runs)
+    if rec is None or failed(rec, "the call"):
+        return failed(rec, "the call")
+    module = rec.get("receiver")
+    if not isinstance(module, nn.Module):
+        return "not-reproduced", f"the receiver is a {type(module).__name__}, not an nn.Module"
+    from torch.nn.modules import module as module_impl
+    hooks = (len(module._forward_hooks) + len(module._forward_pre_hooks)
+             + len(module_impl._global_forward_hooks) + len(module_impl._global_forward_pre_hooks))
+    if hooks:
+        return ("confirmed", f"{type(module).__name__} has {hooks} forward hook(s) registered; calling .forward() "
+                             "directly skipped them")
+    return ("not-reproduced", f"no forward hooks are registered on {type(module).__name__} here, so .forward(x) "
+                              "computed what calling the module would")
 
 
 class ForwardCalledDirectly(Rule):
@@ -42,7 +80,7 @@ class ForwardCalledDirectly(Rule):
     severity = "warning"
     tags = ("correctness", "module")
     requires_text = ('.forward',)
-    evidence = Evidence(probe="forward_directly", slice="call", judge="_judge_tl703")
+    evidence = Evidence(probe=probe_forward_directly, slice="call", judge=judge_forward_directly)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func

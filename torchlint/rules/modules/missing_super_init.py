@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule
@@ -21,6 +22,29 @@ def _calls_self_method(fn: ast.FunctionDef, names: set[str]) -> bool:
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
             return True
     return False
+
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_missing_super(params: dict, device: str) -> tuple[str, str]:
+    import torch.nn as nn
+    from _evidence import first_line, raises
+
+    class M(nn.Module):
+        def __init__(self) -> None:
+            self.fc = nn.Linear(2, 2)
+
+    exc = raises(M)
+    if exc is not None:
+        return "confirmed", first_line(exc)
+    return "not-reproduced", "no error"
+
+
+def judge_missing_super(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    from _evidence import expect_raise
+
+    return expect_raise(runs, lambda exc: isinstance(exc, AttributeError) and "__init__() call" in str(exc),
+                        "constructing the module",
+                        lambda rec: "the module was constructed: __init__ assigns no submodule, parameter or buffer")
 
 
 class MissingSuperInit(Rule):
@@ -71,7 +95,7 @@ class MissingSuperInit(Rule):
     requires_text = ('__init__',)
     options = {"module-bases": MODULE_BASES_OPTION}
     precision = "very-high"
-    evidence = Evidence(probe="missing_super", slice="construct", judge="_judge_tl702",
+    evidence = Evidence(probe=probe_missing_super, slice="construct", judge=judge_missing_super,
                         crash=r"before Module\.__init__\(\) call")
 
     def visit_ClassDef(self, node: ast.ClassDef, ctx: FileContext) -> None:

@@ -24,6 +24,42 @@ def _registers_manually(cls: ast.ClassDef) -> bool:
     return False
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_plain_container(params: dict, device: str) -> tuple[str, str]:
+    import torch.nn as nn
+
+    class M(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = [nn.Linear(2, 2), nn.Linear(2, 2)]
+
+    n = len(list(M().parameters()))
+    if n == 0:
+        return "confirmed", "parameters() of a module holding 2 nn.Linear in a list yields 0 tensors"
+    return "not-reproduced", f"parameters() yields {n} tensors"
+
+
+def judge_plain_container(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    import torch.nn as nn
+    from _evidence import failed, flag
+
+    rec = flag(runs)
+    if rec is None or failed(rec, "constructing the module"):
+        return failed(rec, "constructing the module")
+    module, attr = rec.get("value"), str(facts.get("attribute", ""))
+    if not attr:
+        return None
+    value = getattr(module, attr, None)
+    items = list(value.values()) if isinstance(value, dict) else list(value) if isinstance(value, (list, tuple)) else []
+    held = [p for m in items if isinstance(m, nn.Module) for p in m.parameters()]
+    registered = {id(p) for p in module.parameters()} if isinstance(module, nn.Module) else set()
+    missing = [p for p in held if id(p) not in registered]
+    if missing:
+        return ("confirmed", f"parameters() yields {len(registered)} tensors; the {len(missing)} parameter tensors of "
+                             f"the modules in self.{attr} are not among them")
+    return "not-reproduced", f"self.{attr} holds no unregistered parameters ({type(value).__name__})"
+
+
 class ModuleInPlainContainer(Rule):
     """## What it does
     Flags, in an `nn.Module` subclass, a list, tuple or dict (literal or comprehension) containing
@@ -70,7 +106,7 @@ class ModuleInPlainContainer(Rule):
     tags = ("correctness", "module")
     requires_text = ('Module', 'nn.', 'torch.nn', 'PreTrainedModel', 'ModelMixin')
     options = {"module-bases": MODULE_BASES_OPTION}
-    evidence = Evidence(probe="plain_container", slice="construct-and-read-attribute", judge="_judge_tl701")
+    evidence = Evidence(probe=probe_plain_container, slice="construct-and-read-attribute", judge=judge_plain_container)
 
     def _container(self, value: ast.AST, ctx: FileContext) -> Optional[str]:
         elements: list[ast.AST] = []

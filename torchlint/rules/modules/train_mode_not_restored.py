@@ -5,6 +5,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+
+from typing import Optional
+
 from torchlint.analysis.frozen import is_copy_of_model
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name, receiver_name
 from torchlint.checker import FileContext
@@ -39,6 +42,38 @@ def run_verdict(obs: run.Observation, path: str, rows: tuple[int, int], cwd: Pat
         return run.not_reached("no eval() call ran at this line")
     return run.verdict("not-observed", f"ran {hits} time(s); no backward ran through a Dropout/BatchNorm model left in "
                                        "eval mode by it", hits)
+
+
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_train_mode(params: dict, device: str) -> tuple[str, str]:
+    import torch
+    import torch.nn as nn
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    modes = []
+    for _ in range(2):
+        modes.append(model.training)
+        model(torch.randn(2, 4, device=device)).sum().backward()  # noqa: TL103 - the hazard, on purpose
+        opt.step()
+        model.eval()  # noqa: TL704 - the hazard, on purpose
+    if modes == [True, False]:
+        return "confirmed", "the second epoch ran its backward pass with model.training == False (dropout off)"
+    return "not-reproduced", f"training flags per epoch: {modes}"
+
+
+def judge_train_mode(facts: dict, runs: list) -> Optional[tuple[str, str]]:
+    recs = runs[0]["obs"].get("backward")
+    if not runs[0]["obs"].get("flag") or not recs:
+        return None
+    modes = recs[0].get("modes") or {}
+    off = sorted(name for name, training in modes.items() if not training)
+    if off:
+        return ("confirmed", f"at the first backward() after eval(), {', '.join(off[:3])} still had training == "
+                             "False: dropout off and batch norm on running statistics while training")
+    if modes:
+        return "not-reproduced", f"at the next backward() every module was back in training mode ({', '.join(modes)})"
+    return None
 
 
 class TrainModeNotRestored(Rule):
@@ -91,7 +126,7 @@ class TrainModeNotRestored(Rule):
     requires_text = ('.eval(',)
 
     help = "Call `model.train()` at the start of each epoch"
-    evidence = Evidence(probe="train_mode", slice="mode-at-backward", judge="_judge_tl704", runtime=run_verdict)
+    evidence = Evidence(probe=probe_train_mode, slice="mode-at-backward", judge=judge_train_mode, runtime=run_verdict)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if not ctx.loops:

@@ -18,6 +18,30 @@ _FACTORIES = frozenset(f"torch.{n}" for n in (
 _RANDOM = frozenset(f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "rand_like", "randn_like"))
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+def probe_create_then_move(params: dict, device: str) -> tuple[str, str]:
+    import torch
+
+    # The rule never flags a move to "cpu" (nothing is copied); `target` names the device the
+    # code spells, when it does.
+    target = params.get("target")
+    if device == "cpu":  # absent hardware is no evidence either way
+        return "skipped", (f"needs CUDA: the move to {target or 'the device'!r} costs a host-to-device copy only "
+                           f"when the target is a GPU, and this run has none")
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        torch.zeros(1024, 1024).to(device)  # noqa: TL202, TL801 - the hazard, on purpose
+        torch.cuda.synchronize()
+    moved = sum(1 for e in prof.events() if "Memcpy HtoD" in e.name or e.name == "aten::copy_")
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        torch.zeros(1024, 1024, device=device)
+        torch.cuda.synchronize()
+    direct = sum(1 for e in prof.events() if "Memcpy HtoD" in e.name or e.name == "aten::copy_")
+    if moved > direct:
+        return "confirmed", f"create-then-move ran {moved} host-to-device copy events, creating on the device {direct}"
+    return "not-reproduced", f"{moved} vs {direct} copy events"
+
+
 class CreateThenMove(Rule):
     """## What it does
     Flags a tensor factory immediately moved to a device: `torch.zeros(...).to(device)`,
@@ -65,7 +89,7 @@ class CreateThenMove(Rule):
     severity = "info"
     tags = ("performance", "device")
     requires_text = ('.to(', '.cuda(')
-    evidence = Evidence(probe="create_then_move")
+    evidence = Evidence(probe=probe_create_then_move)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func

@@ -68,6 +68,40 @@ class LoadMonitor:
         return bool(default(pickle_module)) if default is not None else None
 
 
+# -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
+class _Payload:
+    def __reduce__(self) -> tuple:
+        import os
+
+        return (os.getpid, ())  # harmless callable; proves code runs during unpickling
+
+
+def probe_unsafe_load(params: dict, device: str) -> tuple[str, str]:
+    import io
+    import os
+    import pickle
+
+    import torch
+    from _evidence import first_line, raises
+
+    buf = io.BytesIO()
+    torch.save({"weights": torch.ones(1), "payload": _Payload()}, buf, pickle_protocol=pickle.HIGHEST_PROTOCOL)
+    buf.seek(0)
+    loaded = torch.load(buf, weights_only=False)  # noqa: TL601 - the hazard, on purpose
+    ran = loaded["payload"] == os.getpid()
+    buf.seek(0)
+    default = raises(lambda: torch.load(buf))  # noqa: TL601 - the hazard, on purpose
+    if params.get("explicit_false", True):
+        if ran:
+            return ("confirmed", "torch.load(weights_only=False) called a pickled callable (os.getpid) while loading"
+                    + (f"; the default load refuses it: {first_line(default)}" if default else ""))
+        return "not-reproduced", "torch.load(weights_only=False) did not run the pickled callable"
+    if default is None:
+        return "confirmed", "the default torch.load (weights_only unset) ran a pickled callable while loading"
+    return ("not-applicable", f"on torch {torch.__version__} an unset weights_only means weights_only=True: the "
+                              f"pickled callable was refused ({first_line(default)}); a state_dict loads safely")
+
+
 class UnsafeTorchLoad(Rule):
     """## What it does
     Flags `torch.load(...)` with `weights_only=False` (severity error) or without `weights_only`
@@ -116,7 +150,7 @@ class UnsafeTorchLoad(Rule):
     requires_text = ('load',)
     security_severity = 8.8
     options = {"torch-version": TORCH_VERSION_OPTION}
-    evidence = Evidence(probe="unsafe_load", runtime=run_verdict, monitor=LoadMonitor,
+    evidence = Evidence(probe=probe_unsafe_load, runtime=run_verdict, monitor=LoadMonitor,
                         crash=r"UnpicklingError|Weights only load failed|WeightsUnpickler")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:

@@ -1,8 +1,0 @@
-# label: harmful
-# rule: TL109
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-x = torch.zeros(3)
-x.require_grad = True
-print("HAZARD" if not x.requires_grad else "ok")

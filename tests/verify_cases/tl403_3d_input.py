@@ -1,8 +1,0 @@
-# label: harmful
-# rule: TL403
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-x = torch.randn(2, 3, 4)
-p = F.softmax(x)
-print("HAZARD" if not torch.allclose(p.sum(-1), torch.ones(2, 3)) else "ok")
