@@ -276,8 +276,9 @@ class SoftmaxBeforeCrossEntropy(Rule):
     summary = "softmax/sigmoid applied before a loss that already applies it"
     severity = "error"
     tags = ("correctness", "loss")
-    # Functions and methods are lower case; the layers (`nn.Softmax()` in a head) are not.
-    requires_text = ('softmax', 'sigmoid', 'Softmax', 'Sigmoid')
+    # The loss is called in the file; the activation may be in another one (a model's head).
+    requires_text = ('CrossEntropyLoss', 'cross_entropy', 'BCEWithLogitsLoss', 'binary_cross_entropy_with_logits',
+                     'NLLLoss', 'nll_loss')
     evidence = Evidence(probe="softmax_before_ce", slice="input-of-consumer", judge="_judge_tl401", runtime=run_verdict, monitor=SoftmaxInputMonitor)
 
     def setup(self, ctx: FileContext) -> None:

@@ -68,7 +68,8 @@ class ModuleInPlainContainer(Rule):
     summary = "nn.Module instances in a plain list/dict attribute are not registered"
     severity = "error"
     tags = ("correctness", "module")
-    requires_text = ('Module', 'nn.', 'torch.nn', 'PreTrainedModel', 'ModelMixin')
+    # `class ` too: a class may be a Module through a base class in another file.
+    requires_text = ('Module', 'nn.', 'torch.nn', 'PreTrainedModel', 'ModelMixin', 'class ')
     options = {"module-bases": MODULE_BASES_OPTION}
     evidence = Evidence(probe="plain_container", slice="construct-and-read-attribute", judge="_judge_tl701")
 
