@@ -26,6 +26,7 @@ import os
 import stat
 import sys
 from collections import OrderedDict
+from functools import lru_cache
 from typing import Callable, Optional, Union
 
 from torchlint.analysis.imports import ImportTable
@@ -130,6 +131,14 @@ def module_name_of(path: str) -> tuple[str, str, bool]:
 _PARSED: "OrderedDict[str, tuple[tuple[int, int, int], str, Optional[ModuleInfo]]]" = OrderedDict()
 
 
+@lru_cache(maxsize=4096)
+def _realpath(path: str) -> str:
+    """`os.path.realpath`, once per path and process (it costs an lstat per component). A
+    link changed later is still only followed to where it pointed when first resolved,
+    which the allowed roots contain, so nothing outside them is read."""
+    return os.path.realpath(path)
+
+
 def _signature(st: os.stat_result) -> tuple[int, int, int]:
     return st.st_size, st.st_mtime_ns, st.st_ino
 
@@ -139,11 +148,11 @@ class ProjectIndex:
 
     def __init__(self, path: str, roots: tuple[str, ...], max_bytes: int = DEFAULT_MAX_FILE_SIZE) -> None:
         self.path = os.path.abspath(path)
-        self.roots = tuple(os.path.realpath(r) for r in roots)
+        self.roots = tuple(_realpath(r) for r in roots)
         self.max_bytes = max_bytes
         self.name, top, self.is_package = module_name_of(path)
         search = [top, os.path.dirname(self.path), *self.roots]
-        self.search = tuple(dict.fromkeys(os.path.realpath(s) for s in search))
+        self.search = tuple(dict.fromkeys(_realpath(s) for s in search))
         self.deps: dict[str, Optional[str]] = {}  # path -> content hash, None: absent
         self._modules: dict[str, Optional[ModuleInfo]] = {}  # dotted name -> module (kept alive)
         self._definitions: dict[str, Optional[tuple[ModuleInfo, ast.AST]]] = {}
@@ -190,9 +199,8 @@ class ProjectIndex:
     def _exists(self, candidate: str) -> bool:
         """Is `candidate` a regular file below the allowed roots? Recorded either way: a
         module that appears later must invalidate what was concluded without it."""
-        real = os.path.realpath(candidate)
-        try:
-            usable = is_within(real, self.roots) and stat.S_ISREG(os.stat(real).st_mode)
+        try:  # most candidates are absent: one stat says so, before resolving any link
+            usable = stat.S_ISREG(os.stat(candidate).st_mode) and is_within(_realpath(candidate), self.roots)
         except OSError:
             usable = False
         if not usable:
@@ -200,7 +208,7 @@ class ProjectIndex:
         return usable
 
     def _load(self, path: str, dotted: str, is_package: bool) -> Optional[ModuleInfo]:
-        real = os.path.realpath(path)
+        real = _realpath(path)
         try:
             sig = _signature(os.stat(real))
             cached = _PARSED.get(real)
