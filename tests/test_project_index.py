@@ -6,6 +6,7 @@ comments, checked as a whole tree."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -199,3 +200,12 @@ def test_language_server_documents_use_the_index(tmp_path, monkeypatch):
     path = root / "models" / "net.py"
     findings = lint_document(path, path.read_bytes())
     assert ("TL206", 12) in {(f.code, f.row) for f in findings}
+
+
+def test_special_and_oversized_modules_are_not_read(tmp_path):
+    os_fifo = tmp_path / "layers.py"
+    os.mkfifo(os_fifo)  # reading it would block the run
+    (tmp_path / "big.py").write_text("class Base:\n    pass\n" + "# padding\n" * 200)
+    index = ProjectIndex(str(tmp_path / "net.py"), (str(tmp_path),), max_bytes=100)
+    assert index.module("layers") is None and index.deps[str(os_fifo)] is None
+    assert index.module("big") is None and index.deps[str(tmp_path / "big.py")] is None

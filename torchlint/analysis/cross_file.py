@@ -24,6 +24,7 @@ class CrossFile:
     extra_module_bases: frozenset[str]
     _relative: Optional[dict[str, str]]
     _module_classes: dict[str, ast.ClassDef]
+    memo: dict[tuple, object]
 
     if TYPE_CHECKING:
         def qualname(self, node: ast.AST) -> Optional[str]: ...
@@ -88,7 +89,11 @@ class CrossFile:
         fn = self.called_function(call)
         if fn is None:
             return False
-        return _returns_module(fn, self, self.called_module(call, fn))
+        key = ("returns-module", id(fn))  # asked for every call of it: its body is read once
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = _returns_module(fn, self, self.called_module(call, fn))
+        return bool(found)
 
     def called_module(self, call: ast.Call, fn: _FunctionNode) -> Optional[ModuleInfo]:
         """The module of another file that `fn` (what `call` runs) is defined in; None: this file."""
@@ -101,10 +106,14 @@ class CrossFile:
         fn = self.called_function(call)
         if fn is None:
             return None
-        returns = [n.value for n in iter_scope(fn.body) if isinstance(n, ast.Return)]
-        if len(returns) != 1 or returns[0] is None:
+        key = ("sole-return", id(fn))
+        if key not in self.memo:
+            returns = [n.value for n in iter_scope(fn.body) if isinstance(n, ast.Return)]
+            self.memo[key] = returns[0] if len(returns) == 1 else None
+        value = self.memo[key]
+        if not isinstance(value, ast.AST):
             return None
-        return self.called_module(call, fn), fn, returns[0]
+        return self.called_module(call, fn), fn, value
 
     def scopes_bind(self, name: str) -> bool:
         """Is `name` bound in one of the functions the walk is in (hiding a module-level name)?"""

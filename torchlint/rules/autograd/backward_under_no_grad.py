@@ -131,8 +131,11 @@ class BackwardUnderNoGrad(Rule):
         fn = ctx.called_function(call)
         if fn is None or ctx.called_module(call, fn) is not None or fn.decorator_list:
             return  # another file's helper, or one that may set its own grad mode
-        backward = _unconditional_backward(fn, ctx)
-        if backward is None:
+        key = ("unconditional-backward", id(fn))  # every call of it asks: its body is read once
+        if key not in ctx.memo:
+            ctx.memo[key] = _unconditional_backward(fn, ctx)
+        backward = ctx.memo[key]
+        if not isinstance(backward, str):
             return
         mode = kind.rsplit(".", 1)[1]
         self.report(call, f"`{dotted(call.func)}()` calls `{backward}.backward()` under `{mode}`: "

@@ -116,7 +116,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         if fn is None:
             return
         for param, arg in _bound_arguments(fn, node):
-            if isinstance(arg, ast.Name) and _iterates(fn, param):
+            if isinstance(arg, ast.Name) and param in _iterated_parameters(fn, ctx):
                 found = self._loader_sampler(arg, node.lineno, ctx)
                 if found is not None:
                     self._check_epoch_loop(ctx.loops[0], *found, ctx)
@@ -185,11 +185,13 @@ def _bound_arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call)
     return bound + [(k.arg, k.value) for k in call.keywords if k.arg in names]
 
 
-def _iterates(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool:
-    """Does `fn` loop over its parameter `param` (`for batch in loader`, `enumerate(loader)`)?"""
-    for node in iter_scope(fn.body):
-        if isinstance(node, (ast.For, ast.AsyncFor)):
-            it = iterated(node)
-            if isinstance(it, ast.Name) and it.id == param:
-                return True
-    return False
+def _iterated_parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef, ctx: FileContext) -> frozenset[str]:
+    """The names `fn` loops over (`for batch in loader`, `enumerate(loader)`), found once per
+    function: every call of it asks."""
+    key = ("iterated-names", id(fn))
+    found = ctx.memo.get(key)
+    if found is None:
+        found = ctx.memo[key] = frozenset(
+            it.id for it in (iterated(n) for n in iter_scope(fn.body) if isinstance(n, (ast.For, ast.AsyncFor)))
+            if isinstance(it, ast.Name))
+    return found  # type: ignore[return-value]
