@@ -117,6 +117,11 @@ class Cache:
             self._dirty = True  # rewrite without the bad entries
         return valid
 
+    def roots_key(self, roots: tuple[str, ...]) -> tuple[str, ...]:
+        """The index roots as the settings key holds them: relative to the project, like
+        entries' names, so a moved checkout still hits."""
+        return tuple(self._path_key(r) for r in roots)
+
     def _path_key(self, path: str) -> str:
         absolute = os.path.abspath(path)
         if is_within(absolute, [self.project_root]):

@@ -160,7 +160,7 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
     for i, task in enumerate(tasks):
         record = None
         if cache is not None and task.data is None:
-            settings = settings_key(task.codes, task.options, task.index_roots)
+            settings = settings_key(task.codes, task.options, cache.roots_key(task.index_roots))
             try:
                 stat = os.stat(task.path)
                 hit, data, digest = cache.lookup(task.path, settings, task.display, stat, read_limit(task))
