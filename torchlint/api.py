@@ -23,6 +23,7 @@ from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, 
 from torchlint.checker import RuleError
 from torchlint.diagnostics import CONFIG_ERROR, INTERNAL_ERROR, SYNTAX_ERROR_CODE, Finding, tool_finding
 from torchlint.files import Discovery, display_path
+from torchlint.analysis.project_index import new_run
 from torchlint.linter import (FileResult, FileTask, lint_findings, load_source, project_index, rule_classes_for,
                               run_tasks)
 from torchlint.notebook import Notebook, lint_cells
@@ -339,6 +340,7 @@ def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = 
     except ConfigError as exc:
         return [config_error_finding(display, exc)]
     rule_errors: list[RuleError] = []
+    new_run()  # an editor lints on every change: modules may have appeared since
     findings = lint_findings(task, data, rule_errors)
     # A failing rule costs its own findings only: the editor shows one line saying so.
     return [f for f in findings if f.code in task.codes] + [rule_error_finding(display, e) for e in rule_errors]
@@ -353,6 +355,7 @@ def lint_notebook_cells(path: Path, notebook: Notebook, resolver: Optional[Confi
         error = config_error_finding(notebook.path, exc)
         return [replace(error, cell=notebook.cells[0].number)] if notebook.cells else []
     rule_errors: list[RuleError] = []
+    new_run()
     findings = lint_cells(notebook, rule_classes_for(task.codes), options={c: dict(v) for c, v in task.options},
                           parse_all=SYNTAX_ERROR_CODE in task.codes, rule_errors=rule_errors,
                           index=project_index(replace(task, path=str(path))))

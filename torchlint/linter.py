@@ -16,7 +16,7 @@ from torchlint.cache import content_hash, settings_key
 from torchlint.checker import RuleError, check_source
 from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
 from torchlint import notebook
-from torchlint.analysis.project_index import ProjectIndex
+from torchlint.analysis.project_index import ProjectIndex, new_run
 from torchlint.rules.base import Rule
 from torchlint import catalog
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
@@ -156,6 +156,7 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
     """Lint every task, reusing cached results, in worker processes when it pays off.
     Results come back in task order, so output is identical for any `jobs`."""
     results: list[Optional[FileResult]] = [None] * len(tasks)
+    new_run()  # modules may have appeared or gone since the last run in this process
     todo: list[tuple[int, FileTask, Optional[tuple[str, str, Optional[os.stat_result]]]]] = []
     for i, task in enumerate(tasks):
         record = None

@@ -35,7 +35,7 @@ from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, is_within, rea
 _FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 MAX_DEPTH = 12  # re-exports and base classes followed through at most this many modules
 _NEVER = frozenset(sys.stdlib_module_names) | {"torch", "__future__", "numpy", "typing_extensions"}
-_MEMO_SIZE = 128
+_MEMO_SIZE = 64
 
 
 class ModuleInfo:
@@ -139,6 +139,17 @@ def _realpath(path: str) -> str:
     return os.path.realpath(path)
 
 
+# Where each module was found, per search path: files linted one after another ask about the
+# same imports. Forgotten at the start of each run (`new_run`), so a long-lived process (the
+# language server) sees modules that appear or go between runs.
+_PROBED: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[tuple[str, ...], Optional[tuple[str, bool]]]] = {}
+
+
+def new_run() -> None:
+    """Forget where modules were found (their parsed trees stay, checked by stat)."""
+    _PROBED.clear()
+
+
 def _signature(st: os.stat_result) -> tuple[int, int, int]:
     return st.st_size, st.st_mtime_ns, st.st_ino
 
@@ -182,19 +193,28 @@ class ProjectIndex:
             return self._modules[dotted]
         found = None
         if dotted and dotted.split(".", 1)[0] not in _NEVER:
-            rel = dotted.replace(".", os.sep)
-            for root in self.search:
-                for candidate, is_package in ((os.path.join(root, rel + ".py"), False),
-                                              (os.path.join(root, rel, "__init__.py"), True)):
-                    if not self._exists(candidate):
-                        continue
-                    found = self._load(candidate, dotted, is_package)
-                    break
-                else:
-                    continue
-                break
+            key = (dotted, self.search, self.roots)
+            probed = _PROBED.get(key)
+            if probed is None:
+                probed = _PROBED[key] = self._probe(dotted)
+            absent, hit = probed
+            self.deps.update(dict.fromkeys(absent))
+            if hit is not None:
+                found = self._load(hit[0], dotted, hit[1])
         self._modules[dotted] = found
         return found
+
+    def _probe(self, dotted: str) -> tuple[tuple[str, ...], Optional[tuple[str, bool]]]:
+        """(the candidates found unusable, the first usable one and whether it is a package)."""
+        rel = dotted.replace(".", os.sep)
+        absent: list[str] = []
+        for root in self.search:
+            for candidate, is_package in ((os.path.join(root, rel + ".py"), False),
+                                          (os.path.join(root, rel, "__init__.py"), True)):
+                if self._exists(candidate):
+                    return tuple(absent), (candidate, is_package)
+                absent.append(candidate)
+        return tuple(absent), None
 
     def _exists(self, candidate: str) -> bool:
         """Is `candidate` a regular file below the allowed roots? Recorded either way: a
