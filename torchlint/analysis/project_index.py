@@ -21,6 +21,7 @@ stdin without a file name) the index is empty and a file is judged on its own.""
 from __future__ import annotations
 
 import ast
+import gc
 import hashlib
 import os
 import stat
@@ -146,8 +147,11 @@ _PROBED: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[tuple[str, ...
 
 
 def new_run() -> None:
-    """Forget where modules were found (their parsed trees stay, checked by stat)."""
+    """Forget where modules were found (their parsed trees stay, checked by stat), and hand
+    what the last run froze back to the cyclic GC, so a long-lived process (the language
+    server) frees the cycles left by its earlier runs."""
     _PROBED.clear()
+    gc.unfreeze()
 
 
 def _signature(st: os.stat_result) -> tuple[int, int, int]:
@@ -247,6 +251,11 @@ class ProjectIndex:
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             info = None
         _PARSED[real] = (sig, digest, info)
+        # A kept tree is a million long-lived objects that every full collection would walk
+        # again (it doubled the cold lint of a large tree): keep them out of the cyclic GC.
+        # ASTs hold no cycles, so reference counting still frees them when they are dropped;
+        # cycles frozen with them wait for the next run's `new_run`.
+        gc.freeze()
         if len(_PARSED) > _MEMO_SIZE:
             _PARSED.popitem(last=False)
         return info
