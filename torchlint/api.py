@@ -23,7 +23,9 @@ from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, 
 from torchlint.checker import RuleError
 from torchlint.diagnostics import CONFIG_ERROR, INTERNAL_ERROR, SYNTAX_ERROR_CODE, Finding, tool_finding
 from torchlint.files import Discovery, display_path
-from torchlint.linter import FileResult, FileTask, lint_findings, load_source, rule_classes_for, run_tasks
+from torchlint.analysis.project_index import new_run
+from torchlint.linter import (FileResult, FileTask, lint_findings, load_source, project_index, rule_classes_for,
+                              run_tasks)
 from torchlint.notebook import Notebook, lint_cells
 from torchlint.project_root import project_root
 from torchlint.safe_io import format_size, printable
@@ -150,12 +152,23 @@ def resolver_for(request: CheckRequest, cwd: Optional[Path] = None) -> ConfigRes
     return ConfigResolver(request.overrides, config_path=request.config_path, isolated=request.isolated, cwd=cwd)
 
 
-def task_for(path: Path, display: str, settings: Settings, data: Optional[bytes] = None) -> FileTask:
-    """One file's task, carrying the settings resolved for it."""
+def task_for(path: Path, display: str, settings: Settings, data: Optional[bytes] = None,
+             index_roots: tuple[str, ...] = ()) -> FileTask:
+    """One file's task, carrying the settings resolved for it and where the project index
+    may read the modules it imports."""
     return FileTask(path=str(path) if data is None else "-", display=display, codes=settings.codes_for(path),
                     options=rule_options(settings.options), data=data, max_bytes=settings.max_file_size,
                     lint_timeout=settings.lint_timeout,
-                    fixable=settings.fixable if settings.fix else frozenset(), unsafe_fixes=settings.unsafe_fixes)
+                    fixable=settings.fixable if settings.fix else frozenset(), unsafe_fixes=settings.unsafe_fixes,
+                    index_roots=index_roots)
+
+
+def document_roots(path: Path, cwd: Path) -> tuple[str, ...]:
+    """Where a single document's index may look (stdin, an editor): the working directory
+    and the document's own directory, resolved; none for nameless stdin."""
+    if str(path) == "-":
+        return ()
+    return tuple(dict.fromkeys([os.path.realpath(cwd), os.path.realpath(os.path.dirname(os.path.abspath(path)))]))
 
 
 def build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path,
@@ -166,13 +179,16 @@ def build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path,
         settings = resolver.for_file(Path(name)) if request.stdin_filename else resolver.default
         if request.force_exclude and request.stdin_filename and settings.is_excluded(Path(name)):
             return [], []
-        return [task_for(Path(name), name, settings, _stdin(request, settings.max_file_size))], []
+        return [task_for(Path(name), name, settings, _stdin(request, settings.max_file_size),
+                         document_roots(Path(name), cwd))], []
     if not paths:
         return [], []
     if "-" in paths:
         raise CheckError("`-` (stdin) cannot be combined with other paths")
     discovery = Discovery(resolver, force_exclude=request.force_exclude, project_root=project_root(cwd))
-    tasks = [task_for(path, display_path(path, cwd), settings) for path, settings in discovery.iter_files(paths)]
+    found = list(discovery.iter_files(paths))
+    roots = tuple(dict.fromkeys(discovery.roots))  # complete once the paths are walked
+    tasks = [task_for(path, display_path(path, cwd), settings, index_roots=roots) for path, settings in found]
     for path, why in discovery.skipped:
         request.notify(f"warning: {display_path(path, cwd)}: skipped: {why}")
     return tasks, discovery.missing
@@ -307,8 +323,9 @@ def rule_error_finding(path: str, error: RuleError) -> Finding:
 def document_task(path: Path, display: str, resolver: Optional[ConfigResolver], data: bytes = b"") -> FileTask:
     """The task `check` would make for `path` (raises ConfigError). No CPU budget: an editor
     lints one document at a time, on its own schedule."""
-    settings = (resolver or document_resolver(Path.cwd().resolve())).for_file(path)
-    return replace(task_for(path, display, settings, data), lint_timeout=None)
+    cwd = Path.cwd().resolve()
+    settings = (resolver or document_resolver(cwd)).for_file(path)
+    return replace(task_for(path, display, settings, data, document_roots(path, cwd)), lint_timeout=None)
 
 
 def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = None,
@@ -323,6 +340,7 @@ def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = 
     except ConfigError as exc:
         return [config_error_finding(display, exc)]
     rule_errors: list[RuleError] = []
+    new_run()  # an editor lints on every change: modules may have appeared since
     findings = lint_findings(task, data, rule_errors)
     # A failing rule costs its own findings only: the editor shows one line saying so.
     return [f for f in findings if f.code in task.codes] + [rule_error_finding(display, e) for e in rule_errors]
@@ -337,8 +355,10 @@ def lint_notebook_cells(path: Path, notebook: Notebook, resolver: Optional[Confi
         error = config_error_finding(notebook.path, exc)
         return [replace(error, cell=notebook.cells[0].number)] if notebook.cells else []
     rule_errors: list[RuleError] = []
+    new_run()
     findings = lint_cells(notebook, rule_classes_for(task.codes), options={c: dict(v) for c, v in task.options},
-                          parse_all=SYNTAX_ERROR_CODE in task.codes, rule_errors=rule_errors)
+                          parse_all=SYNTAX_ERROR_CODE in task.codes, rule_errors=rule_errors,
+                          index=project_index(replace(task, path=str(path))))
     first_cell = notebook.cells[0].number if notebook.cells else None
     return [f for f in findings if f.code in task.codes] + [
         replace(rule_error_finding(notebook.path, e), cell=first_cell) for e in rule_errors]

@@ -36,7 +36,7 @@ from torchlint.records import Fix, RecordError
 from torchlint.safe_io import RefusedFile, is_within, read_regular_file, replace_atomically
 
 CACHE_DIR_NAME = ".torchlint_cache"
-_FORMAT = 7  # 7: notebook findings keep their fixes (cell rows); 6: entries carry a MAC; 5: findings carry `help`; 4: a notebook cell
+_FORMAT = 8  # 8: entries list the files they depend on; 7: notebook findings keep their fixes (cell rows); 6: entries carry a MAC; 5: findings carry `help`
 _RACY_SECONDS = 2.0
 MAX_INDEX_BYTES = 256 * 1024 * 1024
 _MAX_TEXT = 20_000  # characters in one cached string
@@ -49,8 +49,10 @@ def content_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def settings_key(codes: frozenset[str], options: tuple) -> str:
-    blob = repr((sorted(codes), options, sys.version_info[:2], _FORMAT))
+def settings_key(codes: frozenset[str], options: tuple, index_roots: tuple[str, ...] = ()) -> str:
+    """Everything besides the file's bytes that its findings depend on: the rules, their
+    options, and where the project index may look for the modules it imports."""
+    blob = repr((sorted(codes), options, index_roots, sys.version_info[:2], _FORMAT))
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -81,6 +83,7 @@ class Cache:
         self._dirty = False
         self._key: Optional[bytes] = None
         self._key_loaded = False
+        self._dep_hashes: dict[str, Optional[str]] = {}  # per run: a dependency's current hash
 
     @property
     def key(self) -> Optional[bytes]:
@@ -114,6 +117,11 @@ class Cache:
             self._dirty = True  # rewrite without the bad entries
         return valid
 
+    def roots_key(self, roots: tuple[str, ...]) -> tuple[str, ...]:
+        """The index roots as the settings key holds them: relative to the project, like
+        entries' names, so a moved checkout still hits."""
+        return tuple(self._path_key(r) for r in roots)
+
     def _path_key(self, path: str) -> str:
         absolute = os.path.abspath(path)
         if is_within(absolute, [self.project_root]):
@@ -121,8 +129,11 @@ class Cache:
         return absolute
 
     def lookup(self, path: str, settings: str, display: str, stat: os.stat_result,
-               max_bytes: int) -> tuple[Optional[tuple[list[Finding], Optional[Finding]]], Optional[bytes], Optional[str]]:
+               max_bytes: int) -> tuple[Optional[tuple[list[Finding], Optional[Finding], dict[str, Optional[str]]]],
+                                        Optional[bytes], Optional[str]]:
         """(cached result or None, the file's bytes if they had to be read, their hash).
+        A result stands only while every file it depends on (the modules the project index
+        read for it, and those it looked for and did not find) is as it was.
         Raises RefusedFile/OSError when the file cannot be read; the caller reports it."""
         entry = self.entries.get(self._path_key(path))
         if entry is None or entry["settings"] != settings:
@@ -133,12 +144,38 @@ class Cache:
             digest = content_hash(data)
             if digest != entry["hash"]:
                 return None, data, digest
+        deps = {self._dep_path(name): recorded for name, recorded in entry["deps"].items()}
+        if any(self._current_hash(dep, max_bytes) != recorded for dep, recorded in deps.items()):
+            return None, data, digest or entry["hash"]
         findings = [Finding.from_cache(display, f) for f in entry["findings"]]
         parse_error = Finding.from_cache(display, entry["parse_error"]) if entry["parse_error"] else None
-        return (findings, parse_error), data, digest
+        return (findings, parse_error, deps), data, digest
+
+    def _dep_path(self, name: str) -> str:
+        return name if os.path.isabs(name) else os.path.join(self.project_root, name)
+
+    def _current_hash(self, path: str, max_bytes: int) -> Optional[str]:
+        """A dependency's content hash now (None: absent, not a regular file, unreadable),
+        trusting its own entry's hash when its stat matches, as for any file."""
+        if path in self._dep_hashes:
+            return self._dep_hashes[path]
+        found: Optional[str] = None
+        try:
+            st = os.stat(path)
+            entry = self.entries.get(self._path_key(path))
+            if entry is not None and entry["mtime"] is not None \
+                    and _stat_record(st) == tuple(entry[k] for k in _STAT_FIELDS):
+                found = entry["hash"]
+            else:
+                found = content_hash(read_regular_file(path, max_bytes))
+        except (OSError, RefusedFile):
+            found = None
+        self._dep_hashes[path] = found
+        return found
 
     def store(self, path: str, settings: str, digest: str, stat: Optional[os.stat_result],
-              findings: list[Finding], parse_error: Optional[Finding]) -> None:
+              findings: list[Finding], parse_error: Optional[Finding],
+              deps: Optional[dict[str, Optional[str]]] = None) -> None:
         key = self.key
         if key is None:
             return
@@ -150,6 +187,7 @@ class Cache:
             "ctime": ctime, "ino": ino,
             "findings": [f.to_cache() for f in findings],
             "parse_error": parse_error.to_cache() if parse_error else None,
+            "deps": {self._path_key(dep): recorded for dep, recorded in sorted((deps or {}).items())},
         }
         entry["mac"] = entry_mac(key, name, entry)
         self.entries[name] = entry
@@ -221,7 +259,12 @@ def _is_int(value: Any) -> bool:
 
 
 def _valid_entry(entry: Any) -> bool:
-    if type(entry) is not dict or set(entry) != {"settings", "hash", *_STAT_FIELDS, "findings", "parse_error", "mac"}:
+    if type(entry) is not dict or set(entry) != {"settings", "hash", *_STAT_FIELDS, "findings", "parse_error", "deps",
+                                                  "mac"}:
+        return False
+    deps = entry["deps"]
+    if type(deps) is not dict or len(deps) > _MAX_ITEMS or not all(
+            _short_str(k, 4096) and (v is None or _short_str(v, 64)) for k, v in deps.items()):
         return False
     if not (_short_str(entry["settings"], 64) and _short_str(entry["hash"], 64) and _short_str(entry["mac"], 64)):
         return False

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 from torchlint import budget
 from torchlint.analysis import inference
 from torchlint.analysis.nodes import iter_children, node_fields
+from torchlint.analysis.project_index import ProjectIndex
 from torchlint.analysis.semantic import SemanticModel
 from torchlint.diagnostics import Finding, syntax_error_finding
 from torchlint.noqa import Suppression, parse as parse_directives
@@ -305,11 +306,12 @@ def parse_source(path: str, data: bytes) -> tuple[Optional[SourceFile], Optional
 
 def check_file(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_all: bool = True,
                options: Optional[dict[str, dict]] = None, prefilter: bool = True,
-               deep: bool = False) -> CheckResult:
+               deep: bool = False, index: Optional[ProjectIndex] = None) -> CheckResult:
     """Lint one file's bytes with the given rule classes. A file that never mentions torch
     can hold no rule finding; it is parsed only when `parse_all` (TL000 is selected).
     `prefilter=False` runs every rule whatever the text, and `deep=True` uses only the
-    iterative walker (the property tests compare both with the defaults)."""
+    iterative walker (the property tests compare both with the defaults). `index`: the
+    rest of the project, for names the file imports (None: the file alone)."""
     if not parse_all and b"torch" not in data:
         return CheckResult()
     source, tree, error = parse_source(path, data)
@@ -331,6 +333,7 @@ def check_file(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_
     for walker_type in walker_types:
         ctx = FileContext(source, tree)
         ctx.enabled_codes = enabled_codes
+        ctx.index = index
         walker = walker_type(ctx, {}, {})
         rules: list[RuleInstance] = []
         for cls in classes:
@@ -385,11 +388,11 @@ class RuleFailure(Exception):
 
 
 def check_source(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_all: bool = True,
-                 options: Optional[dict[str, dict]] = None, rule_errors: Optional[list[RuleError]] = None
-                 ) -> list[Finding]:
+                 options: Optional[dict[str, dict]] = None, rule_errors: Optional[list[RuleError]] = None,
+                 index: Optional[ProjectIndex] = None) -> list[Finding]:
     """The findings of `check_file`. Rule errors are added to `rule_errors` when it is given
     (the other findings are kept); without it they raise RuleFailure, as before."""
-    result = check_file(path, data, rule_classes, parse_all, options)
+    result = check_file(path, data, rule_classes, parse_all, options, index=index)
     if result.rule_errors:
         if rule_errors is None:
             raise RuleFailure(result.rule_errors)

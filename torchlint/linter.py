@@ -16,6 +16,7 @@ from torchlint.cache import content_hash, settings_key
 from torchlint.checker import RuleError, check_source
 from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
 from torchlint import notebook
+from torchlint.analysis.project_index import ProjectIndex, new_run
 from torchlint.rules.base import Rule
 from torchlint import catalog
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
@@ -40,6 +41,9 @@ class FileTask:
     lint_timeout: Optional[float] = DEFAULT_LINT_TIMEOUT  # CPU seconds; a slower file becomes one TL000
     fixable: frozenset[str] = frozenset()  # codes whose fixes the file's settings apply (empty: no fixing)
     unsafe_fixes: bool = False
+    # Resolved directories the project index may read other modules from (the checked
+    # paths and the working directory); empty: the file is judged alone.
+    index_roots: tuple[str, ...] = ()
 
 
 @dataclass
@@ -49,6 +53,7 @@ class FileResult:
     internal_error: Optional[str] = None
     parse_error: Optional[Finding] = None  # also reported when TL000 is not selected
     timed_out: bool = False  # ran past lint-timeout: never cached (the next run tries again)
+    deps: dict[str, Optional[str]] = field(default_factory=dict)  # other files read: path -> hash (None: absent)
 
 
 @lru_cache(maxsize=64)
@@ -72,23 +77,39 @@ def lint_findings(task: FileTask, data: bytes, rule_errors: list[RuleError]) -> 
     """Every finding of one file's bytes under its task's rules and options, before the filter
     by code (the parse error is among them); a failing rule adds to `rule_errors`. Errors
     outside a rule propagate. The CLI's files and the editors' documents both come here."""
+    return _lint_with_index(task, data, rule_errors, project_index(task))
+
+
+def project_index(task: FileTask) -> Optional[ProjectIndex]:
+    """The index the file's questions about its imports go to (None: judged alone)."""
+    if not task.index_roots:
+        return None
+    path = task.path if task.path != "-" else task.display
+    return ProjectIndex(path, task.index_roots, task.max_bytes)
+
+
+def _lint_with_index(task: FileTask, data: bytes, rule_errors: list[RuleError],
+                     index: Optional[ProjectIndex]) -> list[Finding]:
     classes = rule_classes_for(task.codes)
     options = {code: dict(values) for code, values in task.options}
     parse_all = SYNTAX_ERROR_CODE in task.codes
     if not notebook.is_notebook(task.display):
         return check_source(task.display, data, classes, options=options, parse_all=parse_all,
-                            rule_errors=rule_errors)
+                            rule_errors=rule_errors, index=index)
     # The notebook's code, not its JSON, is held to max-file-size. Fix edits count rows
     # within their cell (fix/notebook.py writes them back into the JSON).
     return notebook.lint_notebook(task.display, data, classes, options=options, parse_all=parse_all,
-                                  rule_errors=rule_errors, max_code_bytes=task.max_bytes)
+                                  rule_errors=rule_errors, max_code_bytes=task.max_bytes, index=index)
 
 
 def _lint_bytes(task: FileTask, data: bytes) -> FileResult:
     result = FileResult(task.display)
     try:
         rule_errors: list[RuleError] = []
-        findings = lint_findings(task, data, rule_errors)
+        index = project_index(task)
+        findings = _lint_with_index(task, data, rule_errors, index)
+        if index is not None:
+            result.deps = dict(index.deps)
         if rule_errors:
             # One line per failing rule; the file's other findings are kept.
             result.internal_error = "\nerror: ".join(e.describe() for e in rule_errors)
@@ -135,18 +156,19 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
     """Lint every task, reusing cached results, in worker processes when it pays off.
     Results come back in task order, so output is identical for any `jobs`."""
     results: list[Optional[FileResult]] = [None] * len(tasks)
+    new_run()  # modules may have appeared or gone since the last run in this process
     todo: list[tuple[int, FileTask, Optional[tuple[str, str, Optional[os.stat_result]]]]] = []
     for i, task in enumerate(tasks):
         record = None
         if cache is not None and task.data is None:
-            settings = settings_key(task.codes, task.options)
+            settings = settings_key(task.codes, task.options, cache.roots_key(task.index_roots))
             try:
                 stat = os.stat(task.path)
                 hit, data, digest = cache.lookup(task.path, settings, task.display, stat, read_limit(task))
             except (OSError, RefusedFile):
                 hit = data = digest = stat = None  # type: ignore[assignment]  # read_task reports it
             if hit is not None:
-                results[i] = FileResult(task.display, hit[0], parse_error=hit[1])
+                results[i] = FileResult(task.display, hit[0], parse_error=hit[1], deps=hit[2])
                 continue
             if data is None:
                 data, failed = read_task(task)
@@ -170,7 +192,8 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
     for (i, task, record), result in zip(todo, done):
         results[i] = result
         if cache is not None and record is not None and result.internal_error is None and not result.timed_out:
-            cache.store(task.path, record[0], record[1], record[2], result.findings, result.parse_error)
+            cache.store(task.path, record[0], record[1], record[2], result.findings, result.parse_error,
+                        result.deps)
     if cache is not None:
         cache.save()
     return results  # type: ignore[return-value]

@@ -226,18 +226,21 @@ def load_source(path: str, data: bytes) -> Optional[NotebookSource]:
 
 def lint_notebook(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_all: bool = True,
                   options: Optional[dict[str, dict]] = None, rule_errors: Optional[list] = None,
-                  max_code_bytes: int = DEFAULT_MAX_FILE_SIZE) -> list[Finding]:
+                  max_code_bytes: int = DEFAULT_MAX_FILE_SIZE, index: Any = None) -> list[Finding]:
     """Findings for a notebook, positioned by cell; TL000 when it cannot be read as one."""
     try:
         notebook = parse_notebook(path, data, max_code_bytes)
     except NotebookError as exc:
         return [syntax_error_finding(path, exc.message, exc.row, exc.col)]
-    return lint_cells(notebook, rule_classes, parse_all=parse_all, options=options, rule_errors=rule_errors)
+    return lint_cells(notebook, rule_classes, parse_all=parse_all, options=options, rule_errors=rule_errors,
+                      index=index)
 
 
 def lint_cells(notebook: Notebook, rule_classes: Sequence[RuleClass], parse_all: bool = True,
-               options: Optional[dict[str, dict]] = None, rule_errors: Optional[list] = None) -> list[Finding]:
-    """Findings for a notebook's code cells (from a file, or an editor's open notebook)."""
+               options: Optional[dict[str, dict]] = None, rule_errors: Optional[list] = None,
+               index: Any = None) -> list[Finding]:
+    """Findings for a notebook's code cells (from a file, or an editor's open notebook);
+    `index` (a ProjectIndex): the modules of the project its cells import."""
     path = notebook.path
     text, rows = notebook.program()
     findings: list[Finding] = []
@@ -255,7 +258,7 @@ def lint_cells(notebook: Notebook, rule_classes: Sequence[RuleClass], parse_all:
     # noqa comments as written, including those on the lines of the cells just blanked.
     findings = Suppression(parse_directives(text)).apply(findings)
     findings += [f for f in check_source(path, program.encode("utf-8"), rule_classes, parse_all=parse_all,
-                                         options=options, rule_errors=rule_errors)
+                                         options=options, rule_errors=rule_errors, index=index)
                  if f.code != "TL000" or not findings]
     written = {c.number: c.lines for c in notebook.cells}
     program_lines = program.split("\n")

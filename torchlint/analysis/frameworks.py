@@ -31,3 +31,20 @@ def is_framework_module(qualname: str, extra: frozenset[str] = frozenset()) -> b
     if qualname.startswith("transformers."):
         return qualname.endswith("PreTrainedModel")  # `LlamaPreTrainedModel`, ...
     return False
+
+
+# Functions that return a model (`torchvision.models.resnet18()`, `timm.create_model(...)`);
+# torchvision's lower-case names are its model builders, except these helpers.
+_NOT_BUILDERS = frozenset({"get_model_weights", "get_weight", "list_models", "get_model_builder"})
+_FACTORIES = frozenset({"timm.create_model", "timm.models.create_model", "torchvision.models.get_model"})
+
+
+def is_framework_factory(qualname: str) -> bool:
+    if qualname in _FACTORIES:
+        return True
+    if qualname.startswith("torchvision.models."):
+        parts = qualname.split(".")
+        last = parts[-1]
+        return last[:1].islower() and last not in _NOT_BUILDERS and not last.startswith("load") \
+            and len(parts) <= 4 and not any(p.startswith("_") or p == "utils" for p in parts[2:])
+    return False

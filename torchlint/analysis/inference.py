@@ -125,9 +125,14 @@ def _call_kind(expr: ast.Call, ctx: "SemanticModel", depth: int) -> Optional[str
     output (a tensor), or what a tensor's or module's method gives back."""
     name = ctx.call_name(expr)
     if name is not None:
-        return kind_of_qualname(name)
+        kind = kind_of_qualname(name)
+        # A class of another project file deriving from nn.Module, a torchvision/timm
+        # factory, an imported `build_model()` that returns one.
+        return MODULE if kind is None and ctx.builds_module(expr) else kind
     func = expr.func
     if isinstance(func, ast.Name) and ctx.is_module_class_name(func.id):
+        return MODULE
+    if isinstance(func, ast.Name) and ctx.builds_module(expr):  # a relatively imported class, a factory
         return MODULE
     if isinstance(func, (ast.Name, ast.Attribute)) and kind_of(func, ctx, depth + 1) == MODULE:
         return TENSOR  # calling a module runs its forward: `dist = model(x)`

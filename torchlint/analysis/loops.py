@@ -43,12 +43,15 @@ def is_optimizer_step(call: ast.Call) -> bool:
 
 
 def is_zero_grad(node: ast.AST) -> bool:
-    """`x.zero_grad()`, `p.grad = None`, `p.grad.zero_()`, `p.grad.detach_()`."""
+    """`x.zero_grad()`, `p.grad = None`, `p.grad.zero_()` (also `p.grad.data.zero_()`),
+    `p.grad.detach_()`."""
     if isinstance(node, ast.Call):
         name = method_name(node)
         if name == "zero_grad":
             return True
         receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+        if isinstance(receiver, ast.Attribute) and receiver.attr == "data":  # `p.grad.data.zero_()`
+            receiver = receiver.value
         if name in ("zero_", "detach_") and isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
             return True
     if isinstance(node, ast.Assign):
@@ -56,4 +59,15 @@ def is_zero_grad(node: ast.AST) -> bool:
     return False
 
 
+def _reads_grad(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "grad" for n in ast.walk(node))
 
+
+def is_manual_update(node: ast.AST) -> bool:
+    """A hand-written SGD step: `w -= lr * w.grad`, `p.data.add_(p.grad, alpha=-lr)`,
+    `p.sub_(lr * p.grad)`: a parameter moved by its gradient without an optimizer."""
+    if isinstance(node, ast.AugAssign):
+        return isinstance(node.op, (ast.Sub, ast.Add)) and _reads_grad(node.value)
+    if isinstance(node, ast.Call) and method_name(node) in ("sub_", "add_"):
+        return any(_reads_grad(a) for a in [*node.args, *(k.value for k in node.keywords)])
+    return False

@@ -10,8 +10,9 @@ from __future__ import annotations
 import ast
 from typing import Callable, Iterator, Optional, Union
 
-from torchlint.analysis.frameworks import is_framework_module
-from torchlint.analysis.imports import ImportTable, is_module_class_name, qualify
+from torchlint.analysis.cross_file import CrossFile
+from torchlint.analysis.imports import ImportTable, qualify
+from torchlint.analysis.project_index import ProjectIndex
 from torchlint.analysis.nodes import iter_children
 from torchlint.analysis.scopes import (FUNCTION_TYPES, Assignments, Binding, GradRegion, Scope,
                                        grad_mode_of, iter_scope, local_names)
@@ -70,7 +71,7 @@ class _ScopedImports:
         return merged
 
 
-class SemanticModel:
+class SemanticModel(CrossFile):
     """Names, bindings and position for one parsed module."""
 
     def __init__(self, tree: ast.Module) -> None:
@@ -100,6 +101,8 @@ class SemanticModel:
         self._qualnames: dict[int, Optional[str]] = {}
         self._on_path: dict[str, dict[int, bool]] = {}
         self._in_body: dict[str, dict[int, bool]] = {}
+        self.index: Optional[ProjectIndex] = None  # the other files of the project (None: this file alone)
+        self._relative: Optional[dict[str, str]] = None
 
     # -- position (kept current by the walker) ---------------------------------
     def enter_function(self, node: ast.AST) -> None:
@@ -288,15 +291,15 @@ class SemanticModel:
         func = call.func
         if isinstance(func, ast.Name):
             fn = self._module_functions.get(func.id)
-            if fn is None or any(info.binds(func.id) for info in self.scopes):
-                return None
-            return fn
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
-                and self.classes:
-            for stmt in self.classes[-1].body:
+            if fn is not None or func.id in self._module_classes:
+                return None if any(info.binds(func.id) for info in self.scopes) else fn
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            for stmt in self.classes[-1].body if self.classes else ():
                 if isinstance(stmt, FUNCTION_TYPES) and stmt.name == func.attr:
                     return stmt
-        return None
+            return None
+        found = self.imported_function(call)
+        return found[1] if found is not None else None
 
     def followed_calls(self, node: ast.AST) -> list[ast.Call]:
         """`body_calls(node)` plus the calls in the bodies of same-file functions called
@@ -370,8 +373,11 @@ class SemanticModel:
     def _base_is_module(self, base: ast.AST, depth: int) -> bool:
         qn = self.module_scope.imports.qualname(base)  # bases resolve at module level
         if qn is not None:
-            return is_module_class_name(qn) or is_framework_module(qn, self.extra_module_bases)
-        return isinstance(base, ast.Name) and self.is_module_class_name(base.id, depth + 1)
+            return self.is_module_base(qn)
+        if isinstance(base, ast.Name) and base.id in self._module_classes:
+            return self.is_module_class_name(base.id, depth + 1)
+        qn = self.relative_qualname(base)
+        return qn is not None and self.is_module_base(qn)
 
     def enclosing_module_class(self) -> Optional[ast.ClassDef]:
         """The nn.Module subclass whose method we are in, if any."""

@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 from typing import Optional
 
+from torchlint.analysis.scopes import grad_mode_of, iter_scope
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword, dotted, keyword, literal
@@ -86,6 +87,12 @@ class BackwardUnderNoGrad(Rule):
     so the job dies at the first step, often after a long data-loading warm-up, or in a code
     path (a fine-tuning branch, a rarely-used flag) that CI never runs.
 
+    A call under such a region to a function of the same file (`train_step(batch)`,
+    `self.train_step(batch)`) is flagged when that function computes a loss and calls its
+    `backward()` on every path through it (not under an `if` or `try`), and sets no grad mode
+    of its own (no decorator, no `with torch.enable_grad():`): the loss inherits the caller's
+    `no_grad`.
+
     A region that only does the parameter update (`p -= lr * p.grad`) or computes metrics is
     correct and is not flagged. Neither is `backward()` under `no_grad` on a loss that was
     computed *before* the region (the graph already exists), nor code under
@@ -144,6 +151,7 @@ class BackwardUnderNoGrad(Rule):
             what = f"{name}(...)"
             call = name
         else:
+            self._check_helper(node, region.kind, ctx)
             return
         if target is None or not self._computed_in_region(target, region.node, node.lineno, ctx):
             return
@@ -151,6 +159,24 @@ class BackwardUnderNoGrad(Rule):
         self.report(node, f"`{what}` raises: its input, computed under `{mode}`, has no grad_fn",
                     help="Compute the loss outside the grad-disabled block, or wrap it in `torch.enable_grad()`",
                     params={"mode": region.kind, "call": call})
+
+    def _check_helper(self, call: ast.Call, kind: str, ctx: FileContext) -> None:
+        """`train_step(batch)` under no_grad, where `train_step` (of this file) computes a
+        loss and calls its `backward()` unconditionally: the loss inherits no_grad."""
+        fn = ctx.called_function(call)
+        if fn is None or ctx.called_module(call, fn) is not None or fn.decorator_list:
+            return  # another file's helper, or one that may set its own grad mode
+        key = ("unconditional-backward", id(fn))  # every call of it asks: its body is read once
+        if key not in ctx.memo:
+            ctx.memo[key] = _unconditional_backward(fn, ctx)
+        backward = ctx.memo[key]
+        if not isinstance(backward, str):
+            return
+        mode = kind.rsplit(".", 1)[1]
+        self.report(call, f"`{dotted(call.func)}()` calls `{backward}.backward()` under `{mode}`: "
+                          f"the loss it computes has no grad_fn, so it raises",
+                    help="Call it outside the grad-disabled block (or wrap its body in `torch.enable_grad()`)",
+                    params={"mode": kind, "call": "backward"})
 
     def _computed_in_region(self, target: ast.AST, region: ast.AST, lineno: int, ctx: FileContext) -> bool:
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -193,3 +219,32 @@ def _computes(expr: Optional[ast.AST]) -> bool:
     if isinstance(expr, ast.IfExp):
         return _computes(expr.body) or _computes(expr.orelse)
     return False
+
+
+def _unconditional_backward(fn: ast.FunctionDef | ast.AsyncFunctionDef, ctx: FileContext) -> Optional[str]:
+    """The name `fn` calls `.backward()` on on every path through it (not under an `if` or
+    `try`), when `fn` computes it itself (one assignment, from tensor operations) and sets
+    no grad mode of its own; else None."""
+    if any(isinstance(n, (ast.With, ast.AsyncWith)) and any(grad_mode_of(i.context_expr, ctx.imports) is not None
+                                                            for i in n.items) for n in iter_scope(fn.body)):
+        return None  # the helper picks its own grad mode
+    stack: list[ast.stmt] = list(fn.body)
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            stack.extend(stmt.body)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            stack.extend(stmt.body)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            func = stmt.value.func
+            if isinstance(func, ast.Attribute) and func.attr == "backward" and isinstance(func.value, ast.Name):
+                name = func.value.id
+                value = ctx.sole_value(name, fn)
+                if value is not None and _computes(value) and not _leaf_requiring_grad(value) \
+                        and name not in {a.arg for a in fn.args.args + fn.args.kwonlyargs}:
+                    return name
+    return None
+
+
+def _leaf_requiring_grad(value: ast.AST) -> bool:
+    return isinstance(value, ast.Call) and literal(getattr(keyword(value, "requires_grad"), "value", None)) is True

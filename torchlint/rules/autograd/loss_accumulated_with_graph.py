@@ -149,12 +149,12 @@ def judge_loss_accumulated(facts: dict, runs: list) -> Optional[tuple[str, str]]
 class LossAccumulatedWithGraph(Rule):
     """## What it does
     Flags, inside a loop that calls `.backward()` on a loss, an accumulation of that loss into
-    another variable (`total += loss`, `total = total + loss`, `total += loss * n`) without
-    `.item()`, `.detach()` or `float(...)`.
+    another variable (`total += loss`, `total = total + loss`, `total += loss * n`) or into a list
+    (`losses.append(loss)`) without `.item()`, `.detach()` or `float(...)`.
 
-    Not flagged when the accumulator is re-assigned in the same loop (`running = 0` after each
-    optimizer step, as gradient-accumulation recipes do): its graph then lives one step, not the
-    whole loop.
+    Not flagged when the accumulator is re-assigned (or a list emptied with `.clear()`) in the
+    same loop (`running = 0` after each optimizer step, as gradient-accumulation recipes do): its
+    graph then lives one step, not the whole loop.
 
     ## Why is this bad?
     `loss` carries its autograd graph. Adding it to an accumulator makes the accumulator depend on
@@ -211,10 +211,18 @@ class LossAccumulatedWithGraph(Rule):
         return [self.loops[id(loop)] for loop in ctx.loops if id(loop) in self.loops]
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
-        if ctx.loops and is_backward(node, ctx) and isinstance(node.func, ast.Attribute) \
-                and isinstance(node.func.value, ast.Name):
+        if not ctx.loops or not isinstance(node.func, ast.Attribute):
+            return
+        func = node.func
+        if is_backward(node, ctx) and isinstance(func.value, ast.Name):
             for facts in self._facts(ctx):
-                facts.backpropagated.add(node.func.value.id)
+                facts.backpropagated.add(func.value.id)
+        elif func.attr == "append" and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Name):
+            for facts in self._facts(ctx):  # `losses.append(loss)`: the list holds every graph
+                facts.accumulations.append((node, dotted(func.value), node.args[0].id))
+        elif func.attr == "clear" and not node.args:
+            for facts in self._facts(ctx):  # emptied in the loop: the graphs live one step
+                facts.reassigned.add(dotted(func.value))
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         if not ctx.loops:
@@ -250,6 +258,10 @@ class LossAccumulatedWithGraph(Rule):
                 continue  # the accumulator itself is backpropagated: keeping its graph is the point
             if acc in facts.reassigned:
                 continue  # reset in the loop (after each step): the graph lives one step
+            if isinstance(node, ast.Call):
+                self.report(node, f"`{acc}` keeps every `{loss}` with its graph: memory grows every step",
+                            help=f"Append `{loss}.item()` (or `{loss}.detach()`)")
+                continue
             self.report(node, f"`{acc}` accumulates `{loss}` with its graph: memory grows every step",
                         help=f"Accumulate `{loss}.item()` (or `{loss}.detach()`)")
 

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 
 
-from torchlint.analysis.loops import is_backward, is_optimizer_step, is_zero_grad
+from torchlint.analysis.loops import is_backward, is_manual_update, is_optimizer_step, is_zero_grad
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule
@@ -101,11 +101,13 @@ def judge_missing_zero_grad(facts: dict, runs: list) -> Optional[tuple[str, str]
 class MissingZeroGrad(Rule):
     """## What it does
     Flags a loop whose body calls `.backward()` (or `torch.autograd.backward`, `accelerator.backward`)
-    and an optimizer `step()` but never resets gradients inside the loop: no `optimizer.zero_grad()`,
-    `model.zero_grad()`, `p.grad = None` or `p.grad.zero_()`. Reported at the `backward()` call.
+    and updates the parameters, by an optimizer `step()` or by hand (`w -= lr * w.grad` under
+    `no_grad`, `p.data.add_(p.grad, alpha=-lr)`), but never resets gradients inside the loop: no
+    `optimizer.zero_grad()`, `model.zero_grad()`, `p.grad = None` or `p.grad.zero_()` (also
+    `p.grad.data.zero_()`). Reported at the `backward()` call.
 
-    A reset inside a function of the same file that the loop calls (`reset_grad()`, `self.reset()`)
-    counts, one level deep. Loops under `torch.distributed.autograd.context()` (or calling
+    A reset inside a function of the project that the loop calls (`reset_grad()`, `self.reset()`,
+    or a helper imported from another file) counts, one level deep. Loops under `torch.distributed.autograd.context()` (or calling
     `dist_autograd.backward`) are not flagged: distributed autograd keeps gradients per context,
     so each iteration starts clean.
 
@@ -158,8 +160,10 @@ class MissingZeroGrad(Rule):
                 backward = call
             elif is_optimizer_step(call):
                 stepped = True
-        if backward is None or not stepped:
+        if backward is None:
             return
+        if not stepped and not ctx.body_has("manual-update", node.body, is_manual_update):  # type: ignore[attr-defined]
+            return  # no update in the loop: gradients may accumulate on purpose (attribution, probing)
         if ctx.followed_has("zero-grad", node, is_zero_grad):
             return  # reset here, or in a same-file helper it calls (`reset_grad()`)
         if _per_context_gradients(node, backward, ctx):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from torchlint.analysis.loops import method_name
-from torchlint.analysis.scopes import assigned_names
+from torchlint.analysis.scopes import assigned_names, iter_scope
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.analysis.dataloader import iterated
 from torchlint.checker import FileContext
@@ -41,8 +41,12 @@ def probe_sampler_set_epoch(params: dict, device: str) -> tuple[str, str]:
 class DistributedSamplerWithoutSetEpoch(Rule):
     """## What it does
     Flags an epoch loop that iterates a `DataLoader` whose sampler is a `DistributedSampler` with
-    shuffling on (the default), when nothing in the loop (or a function of the same file it
-    calls) calls `.set_epoch(...)`. Reported at the epoch loop. Also flags `sampler.set_epoch(i)`
+    shuffling on (the default), when nothing in the loop (or a function of the project it calls,
+    in this file or another) calls `.set_epoch(...)`. Reported at the epoch loop. The loader may
+    be built here, returned by a helper of the project (`loader = build_loader(ds)`), or be a
+    module-level object of another file (`from data import train_loader`); and the epoch loop
+    may iterate it itself or through a helper it passes it to (`train_one_epoch(model, loader)`
+    in `engine.py`, whose body loops over its `loader` parameter). Also flags `sampler.set_epoch(i)`
     inside the batch loop with that loop's own counter: the order then changes per batch index,
     the same way every epoch.
 
@@ -82,38 +86,70 @@ class DistributedSamplerWithoutSetEpoch(Rule):
     summary = "DistributedSampler.set_epoch() never called: every epoch has the same order"
     severity = "warning"
     tags = ("correctness", "distributed", "data-loading")
-    requires_text = ('DistributedSampler',)
+    # The sampler may be built by a helper in another file (`loader = build_loader(ds)`).
+    requires_text = ('DistributedSampler', 'loader', 'Loader')
     evidence = Evidence(probe=probe_sampler_set_epoch)
 
-    def _shuffling_sampler(self, node: Optional[ast.AST], lineno: int, ctx: FileContext) -> Optional[ast.Call]:
-        if isinstance(node, ast.Name):
-            node = ctx.value_before(node, lineno, module_fallback=True)
-        if not isinstance(node, ast.Call) or ctx.call_name(node) != SAMPLER:
-            return None
-        shuffle = keyword(node, "shuffle")
-        return node if shuffle is None or literal(shuffle.value) is True else None
-
-    def _loader_sampler(self, it: ast.AST, lineno: int, ctx: FileContext) -> Optional[ast.Call]:
-        """The shuffling DistributedSampler of the DataLoader `it`, if it has one."""
+    def _loader_sampler(self, it: ast.AST, lineno: int, ctx: FileContext) -> Optional[tuple[ast.Call, bool]]:
+        """The shuffling DistributedSampler of the DataLoader `it`, if it has one, and whether
+        it is built in this file: here, by a helper of the project that returns the loader
+        (`loader = build_loader(ds)`), or as a module-level object another file defines."""
         if isinstance(it, ast.Name):
-            it = ctx.value_before(it, lineno, module_fallback=True)  # type: ignore[assignment]
-        if not isinstance(it, ast.Call) or ctx.call_name(it) != DATALOADER:
+            value = ctx.value_before(it, lineno, module_fallback=True)
+            if value is None:
+                return _imported_loader_sampler(it, ctx)
+            it = value
+        if not isinstance(it, ast.Call):
             return None
-        return self._shuffling_sampler(arg_or_keyword(it, 3, "sampler"), it.lineno, ctx)
+        if ctx.call_name(it) == DATALOADER:
+            def value_here(name: ast.Name) -> Optional[ast.AST]:
+                return ctx.value_before(name, it.lineno, module_fallback=True)
+
+            sampler = _shuffling_sampler(it, ctx.call_name, value_here)
+            return (sampler, True) if sampler is not None else None
+        found = ctx.returned_value(it)
+        if found is None:
+            return None
+        module, fn, value = found
+        call_name = module.call_name if module is not None else ctx.module_scope.imports.call_name
+
+        def value_in_helper(name: ast.Name) -> Optional[ast.AST]:
+            return ctx.sole_value(name.id, fn)
+
+        if isinstance(value, ast.Name):
+            value = value_in_helper(value)  # type: ignore[assignment]
+        sampler = _shuffling_sampler(value, call_name, value_in_helper) if isinstance(value, ast.Call) else None
+        return (sampler, False) if sampler is not None else None
 
     def visit_For(self, node: ast.For, ctx: FileContext) -> None:
         it = iterated(node)
-        sampler = self._loader_sampler(it, node.lineno, ctx) if it is not None else None
-        if sampler is None:
+        found = self._loader_sampler(it, node.lineno, ctx) if it is not None else None
+        if found is None:
             return
         self._check_set_epoch_argument(node, ctx)
-        if not ctx.loops:
-            return  # a single pass over the data: no epochs to reorder
-        epoch_loop = ctx.loops[0]
+        if ctx.loops:  # else a single pass over the data: no epochs to reorder
+            self._check_epoch_loop(ctx.loops[0], *found, ctx)
+
+    def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
+        """`train_one_epoch(model, loader)` in a loop, where the helper (of this file or
+        another) iterates the loader it is given."""
+        if not ctx.loops or not node.args and not node.keywords:
+            return
+        fn = ctx.called_function(node)
+        if fn is None:
+            return
+        for param, arg in _bound_arguments(fn, node):
+            if isinstance(arg, ast.Name) and param in _iterated_parameters(fn, ctx):
+                found = self._loader_sampler(arg, node.lineno, ctx)
+                if found is not None:
+                    self._check_epoch_loop(ctx.loops[0], *found, ctx)
+                    return
+
+    def _check_epoch_loop(self, epoch_loop: ast.AST, sampler: ast.Call, here: bool, ctx: FileContext) -> None:
         if any(method_name(c) == "set_epoch" for c in ctx.followed_calls(epoch_loop)):
-            return  # called here, or in a same-file helper the epoch loop calls
+            return  # called here, or in a helper of the project the epoch loop calls
         # A fact for --verify: a sampler built in the epoch loop from the loop's counter reorders anyway.
-        inside = isinstance(epoch_loop, ast.stmt) and \
+        inside = here and isinstance(epoch_loop, ast.stmt) and \
             epoch_loop.lineno <= sampler.lineno <= (epoch_loop.end_lineno or epoch_loop.lineno)
         seed = arg_or_keyword(sampler, 4, "seed") if inside else None
         counters = {n for n, _ in assigned_names(epoch_loop.target)} if isinstance(epoch_loop, ast.For) else set()
@@ -130,3 +166,55 @@ class DistributedSamplerWithoutSetEpoch(Rule):
                     and call.args[0].id in counters:
                 self.report(call, f"`set_epoch({call.args[0].id})` gets the batch loop's counter, not the epoch",
                             help="Call `sampler.set_epoch(epoch)` once per epoch, before the batch loop")
+
+
+def _shuffling_sampler(loader: ast.Call, call_name: Callable[[ast.AST], Optional[str]],
+                       value_of: Callable[[ast.Name], Optional[ast.AST]]) -> Optional[ast.Call]:
+    """The DataLoader call's sampler when it is a DistributedSampler with shuffling on (names
+    resolved by `call_name` and `value_of`, where the loader is built)."""
+    if call_name(loader) != DATALOADER:
+        return None
+    node = arg_or_keyword(loader, 3, "sampler")
+    if isinstance(node, ast.Name):
+        node = value_of(node)
+    if not isinstance(node, ast.Call) or call_name(node) != SAMPLER:
+        return None
+    shuffle = keyword(node, "shuffle")
+    return node if shuffle is None or literal(shuffle.value) is True else None
+
+
+def _imported_loader_sampler(name: ast.Name, ctx: FileContext) -> Optional[tuple[ast.Call, bool]]:
+    """`from data import train_loader`: the module-level DataLoader of another project file."""
+    qn = ctx.project_qualname(name) if ctx.index is not None else None
+    found = ctx.index.definition(qn) if qn is not None and ctx.index is not None else None
+    if found is None or not isinstance(found[1], ast.Call):
+        return None
+    module = found[0]
+
+    def module_value(node: ast.Name) -> Optional[ast.AST]:
+        return module.values.get(node.id)
+
+    sampler = _shuffling_sampler(found[1], module.call_name, module_value)
+    return (sampler, False) if sampler is not None else None
+
+
+def _bound_arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> list[tuple[str, ast.expr]]:
+    """(parameter name, argument) for the arguments of `call` that bind a named parameter of `fn`."""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    bound: list[tuple[str, ast.expr]] = [(p, a) for p, a in zip(params, call.args) if not isinstance(a, ast.Starred)]
+    names = set(params) | {a.arg for a in fn.args.kwonlyargs}
+    return bound + [(k.arg, k.value) for k in call.keywords if k.arg in names]
+
+
+def _iterated_parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef, ctx: FileContext) -> frozenset[str]:
+    """The names `fn` loops over (`for batch in loader`, `enumerate(loader)`), found once per
+    function: every call of it asks."""
+    key = ("iterated-names", id(fn))
+    found = ctx.memo.get(key)
+    if found is None:
+        found = ctx.memo[key] = frozenset(
+            it.id for it in (iterated(n) for n in iter_scope(fn.body) if isinstance(n, (ast.For, ast.AsyncFor)))
+            if isinstance(it, ast.Name))
+    return found  # type: ignore[return-value]

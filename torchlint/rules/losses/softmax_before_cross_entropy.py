@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
@@ -52,34 +52,61 @@ _ACTIVATION_MODULES = {"torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "lo
                        "torch.nn.Sigmoid": "sigmoid"}
 
 
-def _layer_activation(layer: Optional[ast.AST], ctx: FileContext) -> Optional[str]:
-    """The activation a layer ends with: `nn.Softmax()`, or `nn.Sequential(..., nn.Softmax())`."""
-    name = ctx.module_scope.imports.call_name(layer) if layer is not None else None
+CallName = Callable[[ast.AST], Optional[str]]
+# Calls that return the module they are called on (`model = model.to(device)`).
+_SAME_MODULE = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval"})
+
+
+def _layer_activation(layer: Optional[ast.AST], call_name: CallName) -> Optional[str]:
+    """The activation a layer ends with: `nn.Softmax()`, or `nn.Sequential(..., nn.Softmax())`
+    (names resolved by `call_name`, in the file that builds the layer)."""
+    name = call_name(layer) if layer is not None else None
     if name in _ACTIVATION_MODULES:
         return _ACTIVATION_MODULES[name]  # type: ignore[index]
     if name == "torch.nn.Sequential" and layer.args and not isinstance(layer.args[-1], ast.Starred):  # type: ignore[union-attr]
-        return _layer_activation(layer.args[-1], ctx)  # type: ignore[union-attr]
+        return _layer_activation(layer.args[-1], call_name)  # type: ignore[union-attr]
     return None
 
 
+def _built_from(func: ast.Name, lineno: int, ctx: FileContext) -> Optional[ast.AST]:
+    """What the module called as `func(x)` was built from, through re-bindings that return
+    the same module (`model = model.to(device)`, `model = Net().train()`)."""
+    built = ctx.value_before(func, lineno, module_fallback=True)
+    for _ in range(8):
+        if not (isinstance(built, ast.Call) and isinstance(built.func, ast.Attribute)
+                and built.func.attr in _SAME_MODULE):
+            break
+        receiver = built.func.value
+        if isinstance(receiver, ast.Call):
+            built = receiver
+        elif isinstance(receiver, ast.Name) and receiver.id == func.id:
+            built = ctx.value_before(receiver, built.lineno - 1, module_fallback=True)
+        else:
+            return None
+    return built
+
+
 def module_output_activation(call: ast.Call, index: Optional[int], ctx: FileContext) -> Optional[str]:
-    """The activation that ends the output of calling a module of this file, followed one
+    """The activation that ends the output of calling a module of the project, followed one
     level: `self.head(x)` with `self.head = nn.Sequential(..., nn.Softmax())`, or `net(x)`
-    with `net = Net()` whose `forward` returns such a head's output (`index` picks one
-    element when the caller unpacks a returned tuple)."""
+    with `net = Net()` (Net of this file, or of another one it imports) whose `forward`
+    returns such a head's output (`index` picks one element when the caller unpacks a
+    returned tuple)."""
     func = call.func
+    own = ctx.module_scope.imports.call_name
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-        return _layer_activation(ctx.self_attribute_value(func.attr), ctx) if index is None else None
+        return _layer_activation(ctx.self_attribute_value(func.attr), own) if index is None else None
     if not isinstance(func, ast.Name):
         return None
-    built = ctx.value_before(func, call.lineno, module_fallback=True)
+    built = _built_from(func, call.lineno, ctx)
     if not isinstance(built, ast.Call):
         return None
-    if index is None and _layer_activation(built, ctx) is not None:
-        return _layer_activation(built, ctx)
-    cls = ctx.module_class(built.func.id) if isinstance(built.func, ast.Name) else None
-    if cls is None or not ctx.is_module_class(cls):
+    if index is None and _layer_activation(built, own) is not None:
+        return _layer_activation(built, own)
+    found_class = _module_class(built.func, ctx)
+    if found_class is None:
         return None
+    cls, call_name = found_class
     forward = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
     if forward is None:
         return None
@@ -93,12 +120,25 @@ def module_output_activation(call: ast.Call, index: Optional[int], ctx: FileCont
         elif index is not None:
             return None
         if value is not None:
-            found.add(_forward_value_activation(value, forward, cls, ctx))
+            found.add(_forward_value_activation(value, forward, cls, ctx, call_name))
     return found.pop() if len(found) == 1 else None
 
 
+def _module_class(func: ast.AST, ctx: FileContext) -> Optional[tuple[ast.ClassDef, CallName]]:
+    """The nn.Module class `func` names, of this file or another project file, and how names
+    resolve where it is defined."""
+    if isinstance(func, ast.Name) and ctx.module_class(func.id) is not None:
+        cls = ctx.module_class(func.id)
+        return (cls, ctx.module_scope.imports.call_name) if cls is not None and ctx.is_module_class(cls) else None
+    qn = ctx.project_qualname(func)
+    found = ctx.index.class_def(qn) if qn is not None and ctx.index is not None else None
+    if found is None or not ctx.is_module_base(qn):  # type: ignore[arg-type]
+        return None
+    return found[1], found[0].call_name
+
+
 def _forward_value_activation(value: ast.AST, forward: ast.FunctionDef, cls: ast.ClassDef,
-                              ctx: FileContext) -> Optional[str]:
+                              ctx: FileContext, call_name: CallName) -> Optional[str]:
     if isinstance(value, ast.Name):  # `label = self.aux(out)` ... `return validity, label`
         assigned = ctx.sole_value(value.id, forward)
         if assigned is None:
@@ -108,8 +148,10 @@ def _forward_value_activation(value: ast.AST, forward: ast.FunctionDef, cls: ast
         return None
     func = value.func
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-        return _layer_activation(ctx.self_attribute_value(func.attr, cls), ctx)
-    name = ctx.module_scope.imports.call_name(value)
+        return _layer_activation(ctx.self_attribute_value(func.attr, cls), call_name)
+    name = call_name(value)
+    if name is None and isinstance(func, ast.Attribute) and func.attr in ("softmax", "sigmoid"):
+        return func.attr  # `return logits.softmax(dim=-1)`
     return _ACTIVATION_FUNCS.get(name) if name is not None else None
 
 
@@ -274,9 +316,11 @@ class SoftmaxBeforeCrossEntropy(Rule):
     fed to `CrossEntropyLoss`: redundant, but `log_softmax` is idempotent, so the loss and its
     gradients are the same.
 
-    The output of a module of the same file counts too, one level deep: `self.head(x)` with
+    The output of a module of the project counts too, one level deep: `self.head(x)` with
     `self.head = nn.Sequential(..., nn.Softmax())`, or `out = net(x)` (also unpacked from a tuple)
-    where `net = Net()` and `Net.forward` returns such a head's output.
+    where `net = Net()` and `Net.forward` returns such a head's output. `Net` may be defined in
+    another file of the project (`from models import Net`), and `net` may be re-bound to itself
+    on the way (`net = net.to(device)`, `net = net.train()`), also across notebook cells.
 
     ## Why is this bad?
     `CrossEntropyLoss` applies `log_softmax` itself and `BCEWithLogitsLoss` applies `sigmoid`
@@ -311,8 +355,9 @@ class SoftmaxBeforeCrossEntropy(Rule):
     summary = "softmax/sigmoid applied before a loss that already applies it"
     severity = "error"
     tags = ("correctness", "loss")
-    # Functions and methods are lower case; the layers (`nn.Softmax()` in a head) are not.
-    requires_text = ('softmax', 'sigmoid', 'Softmax', 'Sigmoid')
+    # The loss is called in the file; the activation may be in another one (a model's head).
+    requires_text = ('CrossEntropyLoss', 'cross_entropy', 'BCEWithLogitsLoss', 'binary_cross_entropy_with_logits',
+                     'NLLLoss', 'nll_loss')
     evidence = Evidence(probe=probe_softmax_before_ce, slice="input-of-consumer", judge=judge_softmax_before_ce,
                         runtime=run_verdict, monitor=SoftmaxInputMonitor)
 

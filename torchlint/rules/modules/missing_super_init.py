@@ -57,8 +57,9 @@ class MissingSuperInit(Rule):
     `LightningModule`, Hugging Face `PreTrainedModel` (and `*PreTrainedModel`), diffusers
     `ModelMixin`, and the model classes of `torchvision.models` and `timm` (one table in
     `torchlint/analysis/frameworks.py`). Extend it with the top-level config key
-    `module-bases = ["mypkg.layers.Base"]`. A base defined in another file of the project is not
-    resolved yet.
+    `module-bases = ["mypkg.layers.Base"]`. A base defined in another file of the project counts
+    too, through any number of files (`from .base import Base`, a re-export in a package's
+    `__init__.py`), when that file lies under the checked paths or the working directory.
 
     ## Why is this bad?
     `nn.Module.__init__` creates the dictionaries that hold parameters, buffers and submodules.

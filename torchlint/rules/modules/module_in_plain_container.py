@@ -69,8 +69,9 @@ class ModuleInPlainContainer(Rule):
     `LightningModule`, Hugging Face `PreTrainedModel` (and `*PreTrainedModel`), diffusers
     `ModelMixin`, and the model classes of `torchvision.models` and `timm` (one table in
     `torchlint/analysis/frameworks.py`). Extend it with the top-level config key
-    `module-bases = ["mypkg.layers.Base"]`. A base defined in another file of the project is not
-    resolved yet.
+    `module-bases = ["mypkg.layers.Base"]`. A base defined in another file of the project counts
+    too, through any number of files (`from .base import Base`, a re-export in a package's
+    `__init__.py`), when that file lies under the checked paths or the working directory.
 
     ## Why is this bad?
     `nn.Module` registers submodules only when they are assigned directly or held in
@@ -104,7 +105,8 @@ class ModuleInPlainContainer(Rule):
     summary = "nn.Module instances in a plain list/dict attribute are not registered"
     severity = "error"
     tags = ("correctness", "module")
-    requires_text = ('Module', 'nn.', 'torch.nn', 'PreTrainedModel', 'ModelMixin')
+    # `class ` too: a class may be a Module through a base class in another file.
+    requires_text = ('Module', 'nn.', 'torch.nn', 'PreTrainedModel', 'ModelMixin', 'class ')
     options = {"module-bases": MODULE_BASES_OPTION}
     evidence = Evidence(probe=probe_plain_container, slice="construct-and-read-attribute", judge=judge_plain_container)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
@@ -11,8 +12,12 @@ from torchlint.rules.base import Evidence, Rule, arg_or_keyword, dotted
 
 class SaveWholeModule(Rule):
     """## What it does
-    Flags `torch.save(model, ...)` where `model` is known to be an `nn.Module` (constructed in the
-    file, annotated `nn.Module`, or `self` in a module's method), not a `state_dict()`.
+    Flags `torch.save(model, ...)` where `model` is known to be an `nn.Module`, not a
+    `state_dict()`: constructed from a class deriving from `nn.Module` (in this file, in another
+    file of the project, or a framework base such as Lightning's), built by a torchvision or
+    timm factory (`resnet18()`, `timm.create_model(...)`) or by a function of the project that
+    returns one (`build_model(cfg)`), annotated `nn.Module`, or `self` in a module's method. A
+    module held by a saved dict counts too (`torch.save({"net": net, "opt": opt.state_dict()})`).
 
     ## Why is this bad?
     Saving the module pickles the object graph: classes are stored by import path, so renaming
@@ -54,7 +59,24 @@ class SaveWholeModule(Rule):
         if ctx.call_name(node) != "torch.save":
             return
         obj = arg_or_keyword(node, 0, "obj")
-        if obj is None or inference.kind_of(obj, ctx) != inference.MODULE:
+        if obj is None:
+            return
+        held = _dict_of(obj, node.lineno, ctx)
+        if held is not None:  # `torch.save({"net": net, "opt": opt.state_dict()}, path)`
+            module = next((v for v in held.values if inference.kind_of(v, ctx) == inference.MODULE), None)
+            if module is not None:
+                what = dotted(module) or "a module"
+                self.report(node, f"`torch.save` of a dict holding the whole module `{what}`: fragile and unsafe to load",
+                            help=f"Save `{what}.state_dict()` in the dict instead")
+            return
+        if inference.kind_of(obj, ctx) != inference.MODULE:
             return
         self.report(node, f"`torch.save({dotted(obj)})` pickles the whole module: fragile and unsafe to load",
                     help=f"Save `{dotted(obj)}.state_dict()` instead")
+
+
+def _dict_of(obj: ast.AST, lineno: int, ctx: FileContext) -> Optional[ast.Dict]:
+    """The dict literal saved: given inline, or the value of the name saved (`ckpt = {...}`)."""
+    if isinstance(obj, ast.Name):
+        obj = ctx.value_before(obj, lineno)  # type: ignore[assignment]
+    return obj if isinstance(obj, ast.Dict) else None

@@ -1,0 +1,323 @@
+"""The project index: what the other files of the checked project define, for the questions
+one file's rules ask about names it imports (is this base class an nn.Module, what does this
+imported helper do in its body, what does this imported factory return).
+
+It is built lazily, per linted file, from the imports that file's questions reach: a name
+`pkg.models.Net` (an absolute import, or `from .models import Net` resolved against the
+file's package) is looked up as `pkg/models.py` or `pkg/models/__init__.py` under the search
+roots (the directory above the file's top package, the file's own directory, then the
+allowed roots), and the module found there is parsed once per process (kept while its
+size, mtime and inode stay the same). A file's own tree is never parsed twice: questions
+about its own names go to the semantic model. A lint that asks nothing of other files reads
+nothing, so the cost is paid where a question needs it.
+
+Every path probed, found or not, is recorded in `deps` with its content hash (None: absent),
+so the findings cache can tell when a file a result depends on has changed, appeared or
+gone. What is read follows the rules of the tree walk: only regular files, only below the
+allowed roots (the checked paths and the working directory, resolved), at most
+max-file-size, never a stdlib or torch module. With no allowed roots (a plain `lint_task`,
+stdin without a file name) the index is empty and a file is judged on its own."""
+
+from __future__ import annotations
+
+import ast
+import gc
+import hashlib
+import os
+import stat
+import sys
+from collections import OrderedDict
+from functools import lru_cache
+from typing import Callable, Optional, Union
+
+from torchlint.analysis.imports import ImportTable
+from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, is_within, read_regular_file
+
+_FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+MAX_DEPTH = 12  # re-exports and base classes followed through at most this many modules
+_NEVER = frozenset(sys.stdlib_module_names) | {"torch", "__future__", "numpy", "typing_extensions"}
+_MEMO_SIZE = 64
+
+
+class ModuleInfo:
+    """One parsed module: its import aliases (relative imports resolved) and its top-level
+    classes, functions and single-assignment values."""
+
+    __slots__ = ("name", "path", "tree", "imports", "classes", "functions", "values")
+
+    def __init__(self, name: str, path: str, tree: ast.Module, is_package: bool) -> None:
+        self.name, self.path, self.tree = name, path, tree
+        self.imports = ImportTable()
+        self.imports.collect_module_level(tree)
+        package = name if is_package else name.rpartition(".")[0]
+        for node in _module_level(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = relative_base(package, node.level, node.module)
+                for alias in node.names:
+                    if alias.name != "*" and base is not None:
+                        self.imports.aliases[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+        self.classes: dict[str, ast.ClassDef] = {}
+        self.functions: dict[str, _FunctionNode] = {}
+        self.values: dict[str, ast.AST] = {}
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                self.classes[node.name] = node
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions[node.name] = node
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                self.values[node.targets[0].id] = node.value
+
+    def qualname(self, node: ast.AST) -> Optional[str]:
+        """What `node` names here: an import, or a class/function/value of this module."""
+        found = self.imports.qualname(node)
+        if found is not None:
+            return found
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and (node.id in self.classes or node.id in self.functions
+                                           or node.id in self.values):
+            return ".".join([p for p in (self.name, node.id) if p] + parts[::-1])
+        return None
+
+    def call_name(self, node: ast.AST) -> Optional[str]:
+        return self.qualname(node.func) if isinstance(node, ast.Call) else None
+
+
+def _module_level(tree: ast.Module) -> list[ast.stmt]:
+    """Top-level statements and those under module-level if/try (guarded imports)."""
+    out: list[ast.stmt] = []
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if isinstance(node, (ast.If, ast.Try)):
+            stack.extend(node.body)
+            stack.extend(node.orelse)
+            stack.extend(getattr(node, "finalbody", ()))
+            for handler in getattr(node, "handlers", ()):
+                stack.extend(handler.body)
+    return out
+
+
+def relative_base(package: str, level: int, module: Optional[str]) -> Optional[str]:
+    """The absolute module `from <level dots><module> import ...` names in `package`."""
+    parts = package.split(".") if package else []
+    if level - 1 > len(parts):
+        return None
+    kept = parts[: len(parts) - (level - 1)]
+    if module:
+        kept.append(module)
+    return ".".join(kept)
+
+
+def module_name_of(path: str) -> tuple[str, str, bool]:
+    """(dotted module name, the directory it is importable from, is a package) for a file,
+    by the `__init__.py` files above it."""
+    directory, base = os.path.split(os.path.abspath(path))
+    stem = base.rsplit(".", 1)[0]
+    is_package = stem == "__init__"
+    parts = [] if is_package else [stem]
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory, name = os.path.split(directory)
+        parts.insert(0, name)
+        if not name:
+            break
+    return ".".join(parts), directory, is_package
+
+
+# Parsed modules by resolved path, shared by every file linted in this process: a module
+# imported by many files is parsed once. The stat signature drops an entry that changed.
+_PARSED: "OrderedDict[str, tuple[tuple[int, int, int], str, Optional[ModuleInfo]]]" = OrderedDict()
+
+
+@lru_cache(maxsize=4096)
+def _realpath(path: str) -> str:
+    """`os.path.realpath`, once per path and process (it costs an lstat per component). A
+    link changed later is still only followed to where it pointed when first resolved,
+    which the allowed roots contain, so nothing outside them is read."""
+    return os.path.realpath(path)
+
+
+# Where each module was found, per search path: files linted one after another ask about the
+# same imports. Forgotten at the start of each run (`new_run`), so a long-lived process (the
+# language server) sees modules that appear or go between runs.
+_PROBED: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[tuple[str, ...], Optional[tuple[str, bool]]]] = {}
+
+
+def new_run() -> None:
+    """Forget where modules were found (their parsed trees stay, checked by stat), and hand
+    what the last run froze back to the cyclic GC, so a long-lived process (the language
+    server) frees the cycles left by its earlier runs."""
+    _PROBED.clear()
+    gc.unfreeze()
+
+
+def _signature(st: os.stat_result) -> tuple[int, int, int]:
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+class ProjectIndex:
+    """The index as one linted file sees it (see the module docstring)."""
+
+    def __init__(self, path: str, roots: tuple[str, ...], max_bytes: int = DEFAULT_MAX_FILE_SIZE) -> None:
+        self.path = os.path.abspath(path)
+        self.roots = tuple(_realpath(r) for r in roots)
+        self.max_bytes = max_bytes
+        self.name, top, self.is_package = module_name_of(path)
+        search = [top, os.path.dirname(self.path), *self.roots]
+        self.search = tuple(dict.fromkeys(_realpath(s) for s in search))
+        self.deps: dict[str, Optional[str]] = {}  # path -> content hash, None: absent
+        self._modules: dict[str, Optional[ModuleInfo]] = {}  # dotted name -> module (kept alive)
+        self._definitions: dict[str, Optional[tuple[ModuleInfo, ast.AST]]] = {}
+        self._module_memo: dict[str, bool] = {}
+
+    @property
+    def package(self) -> str:
+        return self.name if self.is_package else self.name.rpartition(".")[0]
+
+    def relative_aliases(self, tree: ast.Module) -> dict[str, str]:
+        """The linted file's relative imports, resolved: `from .models import Net` -> `pkg.models.Net`."""
+        aliases: dict[str, str] = {}
+        for node in _module_level(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = relative_base(self.package, node.level, node.module)
+                if base is None:
+                    continue
+                for alias in node.names:
+                    if alias.name != "*":
+                        aliases[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+        return aliases
+
+    # -- finding and loading modules ------------------------------------------------------
+    def module(self, dotted: str) -> Optional[ModuleInfo]:
+        """The module `dotted` of the project, or None (not found, not allowed, not Python)."""
+        if dotted in self._modules:
+            return self._modules[dotted]
+        found = None
+        if dotted and dotted.split(".", 1)[0] not in _NEVER:
+            key = (dotted, self.search, self.roots)
+            probed = _PROBED.get(key)
+            if probed is None:
+                probed = _PROBED[key] = self._probe(dotted)
+            absent, hit = probed
+            self.deps.update(dict.fromkeys(absent))
+            if hit is not None:
+                found = self._load(hit[0], dotted, hit[1])
+        self._modules[dotted] = found
+        return found
+
+    def _probe(self, dotted: str) -> tuple[tuple[str, ...], Optional[tuple[str, bool]]]:
+        """(the candidates found unusable, the first usable one and whether it is a package)."""
+        rel = dotted.replace(".", os.sep)
+        absent: list[str] = []
+        for root in self.search:
+            for candidate, is_package in ((os.path.join(root, rel + ".py"), False),
+                                          (os.path.join(root, rel, "__init__.py"), True)):
+                if self._exists(candidate):
+                    return tuple(absent), (candidate, is_package)
+                absent.append(candidate)
+        return tuple(absent), None
+
+    def _exists(self, candidate: str) -> bool:
+        """Is `candidate` a regular file below the allowed roots? Recorded either way: a
+        module that appears later must invalidate what was concluded without it."""
+        try:  # most candidates are absent: one stat says so, before resolving any link
+            usable = stat.S_ISREG(os.stat(candidate).st_mode) and is_within(_realpath(candidate), self.roots)
+        except OSError:
+            usable = False
+        if not usable:
+            self.deps[candidate] = None
+        return usable
+
+    def _load(self, path: str, dotted: str, is_package: bool) -> Optional[ModuleInfo]:
+        real = _realpath(path)
+        try:
+            sig = _signature(os.stat(real))
+            cached = _PARSED.get(real)
+            if cached is not None and cached[0] == sig and (cached[2] is None or cached[2].name == dotted):
+                _PARSED.move_to_end(real)
+                self.deps[path] = cached[1]
+                return cached[2]
+            data = read_regular_file(real, self.max_bytes)
+        except (OSError, RefusedFile):
+            self.deps[path] = None
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        self.deps[path] = digest
+        try:
+            info: Optional[ModuleInfo] = ModuleInfo(dotted, path, ast.parse(data), is_package)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            info = None
+        _PARSED[real] = (sig, digest, info)
+        # A kept tree is a million long-lived objects that every full collection would walk
+        # again (it doubled the cold lint of a large tree): keep them out of the cyclic GC.
+        # ASTs hold no cycles, so reference counting still frees them when they are dropped;
+        # cycles frozen with them wait for the next run's `new_run`.
+        gc.freeze()
+        if len(_PARSED) > _MEMO_SIZE:
+            _PARSED.popitem(last=False)
+        return info
+
+    # -- names ----------------------------------------------------------------------------
+    def definition(self, qualname: str, depth: int = 0) -> Optional[tuple[ModuleInfo, ast.AST]]:
+        """Where `qualname` is defined in the project: (module, its ClassDef / FunctionDef /
+        assigned value), following re-exports (`from .net import Net` in a package's
+        `__init__.py`)."""
+        if qualname in self._definitions:
+            return self._definitions[qualname]
+        self._definitions[qualname] = None  # a cycle of re-exports defines nothing
+        found = self._find(qualname, depth) if depth < MAX_DEPTH else None
+        self._definitions[qualname] = found
+        return found
+
+    def _find(self, qualname: str, depth: int) -> Optional[tuple[ModuleInfo, ast.AST]]:
+        parts = qualname.split(".")
+        if parts[0] in _NEVER or len(parts) < 2:
+            return None
+        for k in range(len(parts) - 1, 0, -1):
+            module = self.module(".".join(parts[:k]))
+            if module is None:
+                continue
+            if k != len(parts) - 1:
+                return None  # `pkg.mod.Cls.attr`: a class attribute, not followed
+            name = parts[k]
+            node = module.classes.get(name) or module.functions.get(name) or module.values.get(name)
+            if node is not None:
+                return module, node
+            alias = module.imports.aliases.get(name)
+            if alias is not None and alias != qualname:
+                return self.definition(alias, depth + 1)
+            return None
+        return None
+
+    def class_def(self, qualname: str) -> Optional[tuple[ModuleInfo, ast.ClassDef]]:
+        found = self.definition(qualname)
+        return (found[0], found[1]) if found is not None and isinstance(found[1], ast.ClassDef) else None  # type: ignore[return-value]
+
+    def function_def(self, qualname: str) -> Optional[tuple[ModuleInfo, _FunctionNode]]:
+        found = self.definition(qualname)
+        if found is not None and isinstance(found[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return found  # type: ignore[return-value]
+        return None
+
+    def is_module_class(self, qualname: str, is_module_base: Callable[[str], bool], depth: int = 0) -> bool:
+        """Does the project class `qualname` derive from nn.Module (or a framework base that
+        `is_module_base` accepts), through bases defined in any file of the project?"""
+        memo = self._module_memo.get(qualname)
+        if memo is not None:
+            return memo
+        self._module_memo[qualname] = False  # a cycle of bases is not a module
+        found = self.class_def(qualname) if depth < MAX_DEPTH else None
+        result = False
+        if found is not None:
+            module, cls = found
+            for base in cls.bases:
+                qn = module.qualname(base)
+                if qn is not None and (is_module_base(qn) or self.is_module_class(qn, is_module_base, depth + 1)):
+                    result = True
+                    break
+        self._module_memo[qualname] = result
+        return result
+
