@@ -16,7 +16,10 @@ _NOT_VALUE_WRITES = frozenset({"requires_grad_", "retain_grad", "share_memory_",
 
 
 class LeafInplaceUpdateOutsideNoGrad(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 2 findings were true;
+    off by default. Enable it with `--extend-select TL105`.
+
+    ## What it does
     Flags an in-place update (`w -= lr * w.grad`, `w.sub_(...)`, `w.add_(...)`, `w.copy_(...)`, any
     in-place method) of a leaf tensor that requires grad, outside a grad-disabled region, where `w`
     was created with `requires_grad=True`, is an `nn.Parameter`, or is a loop variable over
@@ -64,6 +67,7 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
     name = "leaf-inplace-update-outside-no-grad"
     summary = "In-place update of a leaf that requires grad outside torch.no_grad()"
     severity = "error"
+    default_enabled = False
     tags = ("correctness", "autograd")
     requires_text = ('requires_grad', 'Parameter', 'parameters')
     evidence = Evidence(probe="leaf_inplace", slice="leaf-inplace", judge="_judge_tl105",

@@ -19,7 +19,10 @@ def _methods_defined_here(tree: ast.Module) -> frozenset[str]:
                      for stmt in cls.body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 class DiscardedConversion(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 3 findings were true;
+    off by default. Enable it with `--extend-select TL202`.
+
+    ## What it does
     Flags an expression statement whose value is a tensor conversion that returns a new tensor
     and is thrown away: `x.to(...)`, `x.cuda()`, `x.cpu()`, `x.float()`, `x.half()`, `x.double()`,
     `x.long()`, `x.int()`, `x.bfloat16()`, `x.contiguous()`, `x.detach()`, `x.clone()`,
@@ -67,6 +70,7 @@ class DiscardedConversion(Rule):
     name = "discarded-conversion"
     summary = "Tensor conversion result discarded (tensor conversions are not in place)"
     severity = "error"
+    default_enabled = False
     tags = ("correctness", "dtype", "device")
     evidence = Evidence(probe="discarded_conversion", slice="call", judge="_judge_tl202")
 

@@ -42,7 +42,10 @@ def _fix(node: ast.Call, name: str, ctx: FileContext):  # type: ignore[no-untype
                     [replace(ctx.source, node, f"{torch}.tensor({data}, dtype={dtype}{device})")])
 
 class LegacyTensorConstructor(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 100 findings were true;
+    off by default. Enable it with `--extend-select TL205`.
+
+    ## What it does
     Flags calls of the legacy constructors `torch.Tensor(...)`, `torch.FloatTensor(...)`,
     `torch.LongTensor(...)`, `torch.cuda.FloatTensor(...)` and the other typed tensor classes.
     `isinstance(x, torch.Tensor)`, annotations and base classes are not flagged.
@@ -81,6 +84,7 @@ class LegacyTensorConstructor(Rule):
     name = "legacy-tensor-constructor"
     summary = "Legacy constructor torch.Tensor(...)/torch.FloatTensor(...)"
     severity = "warning"
+    default_enabled = False
     tags = ("correctness", "dtype")
     requires_text = ('Tensor',)
     evidence = Evidence(probe="legacy_constructor", slice="call", judge="_judge_tl205")

@@ -19,7 +19,10 @@ _RANDOM = frozenset(f"torch.{n}" for n in ("rand", "randn", "randint", "randperm
 
 
 class CreateThenMove(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 8 of 20 findings were true;
+    off by default. Enable it with `--extend-select TL801`.
+
+    ## What it does
     Flags a tensor factory immediately moved to a device: `torch.zeros(...).to(device)`,
     `torch.randn(...).cuda()`, `torch.tensor(data).to(x.device)`. A `.to(dtype)` alone is not
     flagged.
@@ -63,6 +66,7 @@ class CreateThenMove(Rule):
     name = "create-then-move"
     summary = "Tensor created on CPU then moved; create it on the device"
     severity = "info"
+    default_enabled = False
     tags = ("performance", "device")
     requires_text = ('.to(', '.cuda(')
     evidence = Evidence(probe="create_then_move")

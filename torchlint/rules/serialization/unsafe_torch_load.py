@@ -69,7 +69,10 @@ class LoadMonitor:
 
 
 class UnsafeTorchLoad(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 9 of 20 findings were true;
+    off by default. Enable it with `--extend-select TL601`.
+
+    ## What it does
     Flags `torch.load(...)` with `weights_only=False` (severity error) or without `weights_only`
     (severity warning). A call that passes `**kwargs` may carry `weights_only` and is not flagged;
     neither is a call inside an `except TypeError:` fallback written for old torch versions.
@@ -112,6 +115,7 @@ class UnsafeTorchLoad(Rule):
     name = "unsafe-torch-load"
     summary = "torch.load with weights_only=False (or unset) can execute arbitrary code"
     severity = "warning"
+    default_enabled = False
     tags = ("security", "serialization")
     requires_text = ('load',)
     security_severity = 8.8
