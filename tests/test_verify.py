@@ -704,7 +704,7 @@ def test_slice_pairs_come_out_both_ways():
 # Rules whose pair (one confirmed, one not) is in tests/verify_cases: real findings.
 CASE_PAIRS = {
     "TL101": ("tl101_backward_in_no_grad.py", "tl101_enable_grad_inside.py"),
-    "TL102": ("tl102_write_after_forward.py", "tl102_write_before_forward.py"),
+    "TL102": ("tl102_write_after_forward.py", "tl102_write_to_unsaved_tensor.py"),
     "TL104": ("tl104_zero_grad_before_step.py", "tl104_other_optimizer.py"),
     "TL109": ("tl109_typo_attribute.py", "tl109_already_requires_grad.py"),
     "TL201": ("tl201_class_index_float.py", "tl201_soft_targets.py"),
