@@ -6,7 +6,8 @@ import ast
 from typing import Optional
 
 from torchlint.analysis import inference
-from torchlint.analysis.frozen import parameters_of, frozen_before
+from torchlint.analysis.frozen import frozen_before, parameters_of
+from torchlint.analysis.grad_callers import called_only_without_grad
 from torchlint.analysis.scopes import Binding
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, dotted, keyword, literal
@@ -29,7 +30,11 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
     `module.requires_grad_(False)` (for `for p in module.parameters(): p.add_(...)`),
     `p.requires_grad = False`, `p.requires_grad_(False)`, `p.detach_()`, or a loop
     `for q in m.parameters(): q.requires_grad = False` before the update. A later
-    `requires_grad_(True)` that unfreezes it again is not tracked (the rule stays silent).
+    `requires_grad_(True)` that unfreezes it again is not tracked (the rule stays silent). A
+    `copy.deepcopy` of a module frozen above is frozen too (the copy keeps `requires_grad=False`).
+    A function of the file that is called only where grad is disabled (every call under
+    `with torch.no_grad():` or from a `@torch.no_grad()` function, as an EMA or momentum
+    update called after `optimizer.step()`) runs with grad disabled, so it is silent there.
 
     ## Why is this bad?
     torch refuses to modify a leaf that requires grad while autograd is recording:
@@ -108,7 +113,7 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
         return f"`{how}` raises: in-place update of leaf `{name}`, which requires grad"
 
     def visit_AugAssign(self, node: ast.AugAssign, ctx: FileContext) -> None:
-        if not ctx.grad_disabled() and self._requires_grad_leaf(node.target, ctx):
+        if not _grad_disabled(ctx) and self._requires_grad_leaf(node.target, ctx):
             name = dotted(node.target)
             self.report(node, self._message(name, f"{name} {_op(node.op)}= ..."))
 
@@ -116,11 +121,16 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
         func = node.func
         if not isinstance(func, ast.Attribute) or not func.attr.endswith("_") or func.attr.startswith("_"):
             return
-        if func.attr in _NOT_VALUE_WRITES or ctx.grad_disabled():
+        if func.attr in _NOT_VALUE_WRITES or _grad_disabled(ctx):
             return
         if self._requires_grad_leaf(func.value, ctx):
             name = func.value.id  # type: ignore[attr-defined]
             self.report(node, self._message(name, f"{name}.{func.attr}(...)"))
+
+
+def _grad_disabled(ctx: FileContext) -> bool:
+    """Grad is off here: a no_grad region, or a function only ever called from one."""
+    return ctx.grad_disabled() or called_only_without_grad(ctx, ctx.function)
 
 
 def _op(op: ast.operator) -> str:
