@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.analysis import inference
+from torchlint.analysis.cells import is_displayed_cell_result
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, dotted
 
@@ -39,7 +40,9 @@ class DiscardedConversion(Rule):
     annotated `torch.Tensor`): an unknown receiver may be an object whose `.cuda()`,
     `.pin_memory()` or `.to()` works in place (an EMA helper, a quantised Parameter subclass, a
     custom batch), so it stays silent. It is also silent for a method that a class of the same
-    file defines (`def cuda(self): ...`), since the receiver may be one of its instances.
+    file defines (`def cuda(self): ...`), since the receiver may be one of its instances. In a
+    notebook, a cell's last top-level expression is displayed, not discarded (`x.float()` to look
+    at it), so it is silent there too.
 
     ## Why is this bad?
     Tensor conversions never modify the tensor: `x.cuda()` alone leaves `x` on the CPU and the
@@ -98,6 +101,8 @@ class DiscardedConversion(Rule):
             return
         if method == "type" and not call.args:
             return  # x.type() returns the type string; not a conversion
+        if is_displayed_cell_result(ctx.tree, ctx.cell_starts, node):
+            return  # a notebook cell's last expression: IPython displays it
         target = dotted(receiver)
         self.report(node, f"`{dotted(call)}` result is discarded: tensor conversions are not in place",
                     help=f"Assign it: `{target} = {dotted(call)}`", params={"method": method})
