@@ -79,8 +79,9 @@ class UnsafeTorchLoad(Rule):
 
     The unset form (no `weights_only=`) is a hazard only before torch 2.6, where `weights_only`
     defaulted to `False`. It reads the torch floor from `torch-version` / `--torch-version`, and
-    when both are unset, from the project's own requirement in `pyproject.toml`
-    (`[project] dependencies = ["torch>=2.7"]`): with a floor of 2.6 or newer only an explicit
+    when both are unset, from the project's own requirement: `pyproject.toml`
+    (`[project] dependencies = ["torch>=2.7"]`), else `setup.cfg` (`[options] install_requires`),
+    else a `requirements*.txt` at the project root. With a floor of 2.6 or newer only an explicit
     `weights_only=False` is reported.
 
     ## Why is this bad?
