@@ -8,70 +8,59 @@ grow the test process, whose memory --verify's tests measure."""
 
 from __future__ import annotations
 
+import functools
 import json
+import math
+import sys
 import traceback
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 from torchlint.analysis.torch_versions import deprecated_apis
 
 
+@functools.lru_cache(maxsize=1)
+def _derivation():
+    """scripts/derive_deprecations.py (the candidates file holds the call that uses each API)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "derive_deprecations.py"
+    spec = importlib.util.spec_from_file_location("derive_deprecations", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.lru_cache(maxsize=1)
 def _calls():
-    import torch.nn as nn
-    import torch.utils._pytree as pytree
-
-    a = torch.randn(3, 3)
-    spd = a @ a.T + 3 * torch.eye(3)
-    lu, piv = torch.linalg.lu_factor(spd)
-    return {
-        "torch.solve": lambda: torch.solve(a, spd),
-        "torch.symeig": lambda: torch.symeig(spd),
-        "torch.eig": lambda: torch.eig(a),
-        "torch.matrix_rank": lambda: torch.matrix_rank(a),
-        "torch.lstsq": lambda: torch.lstsq(a, spd),
-        "torch.qr": lambda: torch.qr(a),
-        "torch.chain_matmul": lambda: torch.chain_matmul(a, a),
-        "torch.cholesky": lambda: torch.cholesky(spd),
-        "torch.lu": lambda: torch.lu(spd),
-        "torch.lu_solve": lambda: torch.lu_solve(a, lu, piv),
-        "torch.triangular_solve": lambda: torch.triangular_solve(a, spd),
-        "torch.ger": lambda: torch.ger(a[0], a[1]),
-        "torch.norm": lambda: torch.norm(a),
-        "torch.svd": lambda: torch.svd(a),
-        "torch.range": lambda: torch.range(0, 3),
-        "torch.nn.UpsamplingNearest2d": lambda: nn.UpsamplingNearest2d(scale_factor=2)(torch.randn(1, 1, 2, 2)),
-        "torch.nn.UpsamplingBilinear2d": lambda: nn.UpsamplingBilinear2d(scale_factor=2)(torch.randn(1, 1, 2, 2)),
-        "torch.testing.assert_allclose": lambda: torch.testing.assert_allclose(a, a),
-        "torch.nn.utils.weight_norm": lambda: nn.utils.weight_norm(nn.Linear(2, 2)),
-        "torch.utils._pytree._register_pytree_node": lambda: pytree._register_pytree_node(
-            type("Box", (), {}), lambda b: ([], None), lambda children, ctx: None),
-        "torch.backends.cuda.sdp_kernel": lambda: torch.backends.cuda.sdp_kernel(),
-    }
-
-
-def _functorch_call(name: str):
-    import functorch
-    fn = getattr(functorch, name.split(".")[1])
-    if name.endswith(("vjp", "jvp")):
-        return lambda: fn(torch.sin, torch.ones(2)) if name.endswith("vjp") else fn(
-            torch.sin, (torch.ones(2),), (torch.ones(2),))
-    return lambda: fn(lambda x: x.sum())(torch.ones(2)) if not name.endswith("functionalize") else fn(
-        lambda x: x)(torch.ones(2))
+    derivation = _derivation()
+    namespace = derivation._namespace()
+    with open(derivation.CANDIDATES, "rb") as fh:
+        rows = tomllib.load(fh)["symbol"]
+    return {row["name"]: (lambda row=row: eval(row["call"], dict(namespace))) for row in rows}  # noqa: S307
 
 
 def check_row(name: str) -> None:
     api = deprecated_apis()[name]
-    call = _functorch_call(name) if name.startswith("functorch.") else _calls()[name]
+    call = _calls()[name]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if api.on_current.startswith("raises RuntimeError"):
-            with pytest.raises(RuntimeError, match="removed"):
+        if api.on_current.startswith("raises "):
+            error = api.on_current.split()[1]
+            with pytest.raises(Exception, match="removed" if error == "RuntimeError" else "") as info:
                 call()
+            assert type(info.value).__name__ == error, (name, info.value)
             return
         call()
-    categories = {type(w.message).__name__ for w in caught if "deprecat" in str(w.message).lower()}
+    categories = {type(w.message).__name__ for w in caught if _derivation()._DEPRECATION.search(str(w.message))}
     if api.on_current.startswith("warns "):
         assert api.on_current.split()[1] in categories, (name, [str(w.message) for w in caught])
     else:  # documented only: no warning at run time, and the docs say deprecated
@@ -80,7 +69,7 @@ def check_row(name: str) -> None:
         assert "deprecated" in (obj.__doc__ or "").lower(), name
     # The replacement exists.
     replacement = api.use.split(" ")[0].split("(")[0]
-    eval(replacement, {"torch": torch})  # noqa: S307
+    eval(replacement, {"torch": torch, "math": math})  # noqa: S307
 
 
 def check_other_claims() -> None:

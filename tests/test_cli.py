@@ -35,7 +35,7 @@ def test_exit_codes(tmp_path, run_cli):
     write(tmp_path, "clean.py", CLEAN)
     assert run_cli("check", "clean.py")[0] == 0
     write(tmp_path, "bad.py", BAD)
-    code, out, _ = run_cli("check", "bad.py")
+    code, out, _ = run_cli("check", "bad.py", "--extend-select", "TL102")  # TL102 is off by default
     assert code == 1
     assert "bad.py:5:5: TL101" in out and "bad.py:7:5: TL102" in out
     assert out.rstrip().endswith("Found 2 findings.")
@@ -80,13 +80,14 @@ def test_prefix_selection_most_specific_wins(tmp_path, run_cli):
         out = run_cli("check", "bad.py", "--output-format", "json", *args)[1]
         return sorted({f["code"] for f in json.loads(out)})
 
-    assert codes() == ["TL101", "TL102"]
+    assert codes() == ["TL101"]  # TL102 is off by default
+    assert codes("--extend-select", "TL102") == ["TL101", "TL102"]
     assert codes("--select", "TL1", "--ignore", "TL101") == ["TL102"]
     assert codes("--select", "TL101", "--ignore", "TL1") == ["TL101"]  # more specific wins
     assert codes("--select", "ALL", "--ignore", "TL102") == ["TL101"]
     assert codes("--select", "TL2") == []
     assert codes("--select", "TL2", "--extend-select", "TL102") == ["TL102"]
-    assert codes("--ignore", "tl101") == ["TL102"]  # case-insensitive
+    assert codes("--extend-select", "tl102", "--ignore", "tl101") == ["TL102"]  # case-insensitive
 
 
 def test_syntax_error_non_utf8_and_valid_file(tmp_path, run_cli):
@@ -177,7 +178,7 @@ def test_respects_gitignore(tmp_path, run_cli):
 
 def test_output_file(tmp_path, run_cli):
     write(tmp_path, "bad.py", BAD)
-    code, out, _ = run_cli("check", "bad.py", "--output-format", "json", "-o", "report.json")
+    code, out, _ = run_cli("check", "bad.py", "--extend-select", "TL102", "--output-format", "json", "-o", "report.json")
     assert code == 1 and out == ""
     assert len(json.loads((tmp_path / "report.json").read_text())) == 2
 
@@ -185,7 +186,7 @@ def test_output_file(tmp_path, run_cli):
 def test_statistics(tmp_path, run_cli):
     write(tmp_path, "a.py", BAD)
     write(tmp_path, "b.py", BAD.split("def forward")[0])
-    out = run_cli("check", ".", "--statistics")[1]
+    out = run_cli("check", ".", "--extend-select", "TL102", "--statistics")[1]
     assert out.splitlines() == ["    2\tTL101\tbackward-under-no-grad", "    1\tTL102\tdata-attribute-mutation"]
 
 

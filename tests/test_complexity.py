@@ -247,7 +247,7 @@ def test_a_file_past_lint_timeout_is_one_tl000_finding_jobs_1_and_n_cold_and_war
         (tmp_path / f"ok{i}.py").write_text("import torch\nx = torch.FloatTensor(3)\n")
     outputs = []
     for args in (["--jobs", "1", "--no-cache"], ["--jobs", "2", "--no-cache"], ["--jobs", "2"], ["--jobs", "1"]):
-        proc = _check(tmp_path, "--lint-timeout", "0.05", *args)
+        proc = _check(tmp_path, "--lint-timeout", "0.05", "--extend-select", "TL205", *args)
         assert proc.returncode == 1, proc.stderr
         outputs.append(proc.stdout)
     assert len(set(outputs)) == 1  # identical across jobs and a cold and a warm cache
@@ -257,7 +257,7 @@ def test_a_file_past_lint_timeout_is_one_tl000_finding_jobs_1_and_n_cold_and_war
     assert "more than 0.05 s of CPU time" in slow[0]["message"] and "skipped" in slow[0]["message"]
     assert len(findings) == 41  # the other files are linted as usual
     # With a normal budget the same file is linted (the timed-out result was not cached).
-    proc = _check(tmp_path, "slow.py")
+    proc = _check(tmp_path, "slow.py", "--extend-select", "TL205")
     assert proc.returncode == 1 and "TL000" not in proc.stdout and "TL205" in proc.stdout
 
 
@@ -276,7 +276,7 @@ def test_config_can_lower_lint_timeout_but_not_raise_it(tmp_path: Path) -> None:
     proc = _check(tmp_path, "--no-cache")
     assert proc.returncode == 2 and "can only lower" in proc.stderr and "Traceback" not in proc.stderr
     # The command line may raise it (and then the config file's value is not used).
-    proc = _check(tmp_path, "--no-cache", "--lint-timeout", "600")
+    proc = _check(tmp_path, "--no-cache", "--lint-timeout", "600", "--extend-select", "TL205")
     assert proc.returncode == 1 and "TL000" not in proc.stdout and "TL205" in proc.stdout
     with pytest.raises(ConfigError, match="at least"):
         settings_from_table(None, {"lint-timeout": 0}, CliOverrides(), tmp_path)

@@ -14,20 +14,20 @@ def codes(run_cli, *args, cwd=None):
 
 
 def test_pyproject_table(tmp_path, run_cli):
-    write(tmp_path, "pyproject.toml", '[tool.torchlint]\nignore = ["TL102"]\n')
+    write(tmp_path, "pyproject.toml", '[tool.torchlint]\nextend-select = ["TL102"]\nignore = ["TL101"]\n')
     write(tmp_path, "a.py", BAD)
-    assert codes(run_cli, ".") == [("a.py", "TL101")]
+    assert codes(run_cli, ".") == [("a.py", "TL102")]
 
 
 def test_pyproject_without_table_is_skipped(tmp_path, run_cli):
-    write(tmp_path, "torchlint.toml", 'ignore = ["TL101"]\n')
+    write(tmp_path, "torchlint.toml", 'extend-select = ["TL102"]\nignore = ["TL101"]\n')
     write(tmp_path, "sub/pyproject.toml", '[project]\nname = "x"\n')
     write(tmp_path, "sub/a.py", BAD)
     assert codes(run_cli, "sub") == [("a.py", "TL102")]
 
 
 def test_closest_config_wins_and_cli_beats_files(tmp_path, run_cli):
-    write(tmp_path, "torchlint.toml", 'ignore = ["TL101"]\n')
+    write(tmp_path, "torchlint.toml", 'extend-select = ["TL102"]\nignore = ["TL101"]\n')
     write(tmp_path, "pkg/.torchlint.toml", 'select = ["TL101"]\n')
     write(tmp_path, "a.py", BAD)
     write(tmp_path, "pkg/b.py", BAD)
@@ -35,7 +35,8 @@ def test_closest_config_wins_and_cli_beats_files(tmp_path, run_cli):
     assert codes(run_cli, ".", "--select", "TL102") == [("a.py", "TL102"), ("b.py", "TL102")]
     assert codes(run_cli, ".", "--extend-select", "TL102") == [
         ("a.py", "TL102"), ("b.py", "TL101"), ("b.py", "TL102")]
-    assert codes(run_cli, ".", "--isolated") == [
+    assert codes(run_cli, ".", "--isolated") == [("a.py", "TL101"), ("b.py", "TL101")]  # TL102: off by default
+    assert codes(run_cli, ".", "--isolated", "--extend-select", "TL102") == [
         ("a.py", "TL101"), ("a.py", "TL102"), ("b.py", "TL101"), ("b.py", "TL102")]
     assert codes(run_cli, ".", "--config", "pkg/.torchlint.toml") == [("a.py", "TL101"), ("b.py", "TL101")]
 
@@ -43,6 +44,7 @@ def test_closest_config_wins_and_cli_beats_files(tmp_path, run_cli):
 def test_per_file_ignores_and_excludes(tmp_path, run_cli):
     write(tmp_path, "pyproject.toml", textwrap_config("""
         [tool.torchlint]
+        extend-select = ["TL102"]
         extend-exclude = ["generated"]
         [tool.torchlint.per-file-ignores]
         "tests/*" = ["TL1"]
@@ -87,10 +89,10 @@ def test_per_rule_option_changes_behaviour(tmp_path, run_cli):
            "def forward(m):\n    m.weight.data.add_(1.0)\n\n\n"
            "def step(m, x):\n    loss = m(x).sum()\n    init_weights(m)\n    loss.backward()\n")
     write(tmp_path, "a.py", src)
-    rows = lambda: [f["location"]["row"] for f in json.loads(run_cli("check", "a.py", "--output-format", "json")[1])]  # noqa: E731
+    rows = lambda: [f["location"]["row"] for f in json.loads(run_cli("check", "a.py", "--extend-select", "TL102", "--output-format", "json")[1])]  # noqa: E731
     assert rows() == [9]
     write(tmp_path, "pyproject.toml", '[tool.torchlint.options.data-attribute-mutation]\nskip-initializers = false\n')
     assert rows() == [5, 9]
     write(tmp_path, "pyproject.toml", '[tool.torchlint.options.TL102]\nskip-initializers = "no"\n')
-    code, _, err = run_cli("check", "a.py")
+    code, _, err = run_cli("check", "a.py", "--extend-select", "TL102")
     assert code == 2 and 'options.TL102.skip-initializers must be true or false, got "no"' in err

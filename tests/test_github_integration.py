@@ -32,6 +32,7 @@ def repo(tmp_path):
     write(tmp_path, "pkg/sub/bad.py", BAD)
     write(tmp_path, "pkg/sub/stack.py", MULTILINE)
     write(tmp_path, "top.py", BAD)
+    write(tmp_path, "torchlint.toml", 'extend-select = ["TL102"]\n')  # BAD's TL102 is off by default
     return tmp_path
 
 

@@ -24,7 +24,7 @@ from torchlint.language_server import TorchlintServer  # noqa: E402
 from torchlint.lsp_code_actions import code_actions  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-LEGACY = "x = torch.FloatTensor(3)  # é\n"  # one TL205 finding per line, and a non-ASCII character
+LEGACY = "x = torch.symeig(3)  # é\n"  # one TL901 finding per line, and a non-ASCII character
 
 
 class Recorder(TorchlintServer):
@@ -73,7 +73,7 @@ def test_publishing_diagnostics_is_linear_in_findings_and_document_size(tmp_path
 def test_positions_are_converted_in_the_clients_units(tmp_path):
     server = Recorder(tmp_path)
     uri = (tmp_path / "m.py").as_uri()
-    server.open(uri, "import torch\n# \f\ns = '𝒳'; x = torch.FloatTensor(3)\n")
+    server.open(uri, "import torch\n# \f\ns = '𝒳'; x = torch.symeig(3)\n")
     server.lint(uri)
     [diagnostic] = server.sent[-1].diagnostics
     # UTF-16: the astral character counts twice; a form feed does not end a line.
@@ -99,7 +99,7 @@ def test_code_actions_for_a_whole_document_tokenize_it_once(tmp_path, monkeypatc
     monkeypatch.setattr(noqa.tokenize, "generate_tokens", lambda *a: calls.append(1) or real(*a))
     server = Recorder(tmp_path)
     uri = (tmp_path / "m.py").as_uri()
-    server.open(uri, "import torch\n" + LEGACY * 200 + "x = torch.FloatTensor(3); s = '''\ntext\n'''\n")
+    server.open(uri, "import torch\n" + LEGACY * 200 + "x = torch.symeig(3); s = '''\ntext\n'''\n")
     server.lint(uri)
     calls.clear()
     assert len(server.findings[uri]) == 201
@@ -166,7 +166,7 @@ def test_an_unopened_uri_is_read_through_the_safe_reader(tmp_path):
     [refused] = server.sent[-1].diagnostics
     assert "outside" in refused.message and "hunter2" not in refused.message
     server.lint(plain.as_uri())  # a regular file the editor did not open: linted from disk
-    assert [d.code for d in server.sent[-1].diagnostics] == ["TL205"]
+    assert [d.code for d in server.sent[-1].diagnostics] == ["TL901"]
 
 
 def _frame(message: dict) -> bytes:

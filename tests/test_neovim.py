@@ -24,6 +24,7 @@ NVIM = shutil.which("nvim")
 @pytest.mark.skipif(NVIM is None, reason="Neovim is not installed (`apt-get install neovim`; .ci/run does it)")
 def test_headless_neovim_shows_the_diagnostics_and_applies_fix_all(tmp_path):
     (tmp_path / "train.py").write_text('import torch\n\nwith torch.no_grad:\n    y = model(x)\nm = torch.load("ckpt.pt")\n')
+    (tmp_path / "torchlint.toml").write_text('extend-select = ["TL601"]\n')  # TL601 is off by default
     out = tmp_path / "result.json"
     env = {**os.environ, "TL_ROOT": str(tmp_path), "TL_OUT": str(out), "TL_PYTHON": sys.executable,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),

@@ -45,8 +45,9 @@ def lint(path: Path, codes: frozenset[str] = DEFAULT_CODES):
 
 @pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.stem)
 def test_fixture_findings_have_the_right_cell_and_line(path):
-    found = {(f.cell, f.row, f.code) for f in lint(path).findings}
-    assert found == expected(path)
+    wanted = expected(path)  # the default rules, plus any off-by-default rule a marker names
+    found = {(f.cell, f.row, f.code) for f in lint(path, DEFAULT_CODES | {c for _, _, c in wanted}).findings}
+    assert found == wanted
 
 
 def test_fixture_set_covers_what_it_should():
@@ -304,3 +305,21 @@ def test_a_notebook_fix_never_touches_a_line_ipython_syntax_was_blanked_on():
     assert nb._fix_in_cell(fix, 2, rows, program, written).edits == (Edit((2, 1), (2, 2), "z"),)
     assert nb._fix_in_cell(Fix("f", (Edit((1, 1), (1, 2), "z"),)), 2, rows, program, written) is None  # blanked
     assert nb._fix_in_cell(Fix("f", (Edit((2, 1), (3, 1), "z"),)), 2, rows, program, written) is None  # spans cells
+
+
+def test_a_cells_last_expression_is_displayed_not_discarded(tmp_path):
+    """TL202: IPython shows the value of a cell's last top-level expression."""
+    cells = [["import torch\n", "x = torch.zeros(3)\n", "x.float()"],  # shown: silent
+             ["x.double()\n", "y = x + 1"],  # not the last statement: discarded
+             ["for _ in range(2):\n", "    x.half()"],  # inside a loop: never displayed
+             ["x.int()  # the last cell's last expression: shown"]]
+    doc = {"cells": [{"cell_type": "code", "source": c, "metadata": {}, "outputs": []} for c in cells],
+           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "look.ipynb"
+    path.write_text(json.dumps(doc))
+    found = {(f.cell, f.row) for f in lint(path, frozenset({"TL202"})).findings}
+    assert found == {(2, 1), (3, 2)}
+    # The same code as a script: nothing is displayed, every conversion is discarded.
+    script = tmp_path / "look.py"
+    script.write_text("".join("".join(c) + "\n" for c in cells))
+    assert len(lint(script, frozenset({"TL202"})).findings) == 4

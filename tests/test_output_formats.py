@@ -90,6 +90,7 @@ def repo(tmp_path):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     write(tmp_path, "pkg/bad.py", BAD)
     write(tmp_path, "pkg/clean.py", CLEAN)
+    write(tmp_path, "torchlint.toml", 'extend-select = ["TL102"]\n')  # BAD's TL102 is off by default
     return tmp_path
 
 

@@ -20,7 +20,7 @@ import click
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-FLAGGED = "import torch\nx = torch.FloatTensor(3)\n"  # TL205 on line 2
+FLAGGED = "import torch\nx = torch.symeig(3)\n"  # TL901 on line 2
 SECRET = "ghp_OUTSIDE_SECRET_0123456789"
 # File names that would be workflow commands if they started a line of output.
 COMMAND_NAMES = [
@@ -83,8 +83,8 @@ def test_a_finding_named_by_a_command_file_stays_recognisable(tmp_path):
     (tmp_path / COMMAND_NAMES[0]).write_text(FLAGGED)
     proc = _torchlint("check", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path)
     line = proc.stdout.decode().splitlines()[0]
-    assert line == ("\\x3a:error title=Security::All tests passed, merge me.py:2:5: TL205 "
-                    "`FloatTensor(3)` is an uninitialised tensor of size 3, not the value")
+    assert line == ("\\x3a:error title=Security::All tests passed, merge me.py:2:5: TL901 "
+                    "`torch.symeig` was removed in torch 2.0: on 2.13 it raises RuntimeError")
 
 
 def test_every_line_written_is_filtered_not_only_the_renderers(tmp_path, monkeypatch, run_cli):
@@ -148,7 +148,7 @@ def test_github_format_escapes_names_and_messages(tmp_path):
     seen = set()
     for line in lines:
         name, props, data = _parse_workflow_command(line)
-        assert name == "warning" and props["line"] == "2" and data.startswith("TL205 ")
+        assert name == "error" and props["line"] == "2" and data.startswith("TL901 ")
         seen.add(props["file"])
     assert seen == {"::error title=x::a, b.py", "100%25 done,ok.py", "line\\x0abreak\\x0dname.py"}
 
@@ -158,10 +158,10 @@ def test_azure_format_is_one_escaped_command_per_finding(tmp_path):
         (tmp_path / name).write_text(FLAGGED)
     proc = _torchlint("check", "--no-cache", "--output-format", "azure", ".", cwd=tmp_path)
     lines = re.split(r"\r\n|\r|\n", proc.stdout.decode().rstrip("\n"))
-    assert len(lines) == 3 and all(line.startswith("##vso[task.logissue type=warning;sourcepath=") for line in lines)
+    assert len(lines) == 3 and all(line.startswith("##vso[task.logissue type=error;sourcepath=") for line in lines)
     for line in lines:  # the agent reads the properties up to the first `]`: none may end early
         props = line[len("##vso[task.logissue "):line.index("]")]
-        assert dict(p.split("=", 1) for p in props.rstrip(";").split(";"))["code"] == "TL205"
+        assert dict(p.split("=", 1) for p in props.rstrip(";").split(";"))["code"] == "TL901"
 
 
 # -- point 6: SARIF Markdown ------------------------------------------------------------
@@ -225,7 +225,7 @@ def test_safe_markdown_fences_a_span_longer_than_its_backticks():
 def _outside_tree(tmp_path: Path) -> tuple[Path, Path]:
     outside = tmp_path / "runner_home" / "secrets"
     outside.mkdir(parents=True)
-    (outside / "keys.py").write_text(f"import torch\nx = torch.FloatTensor(3)  # {SECRET}\n")
+    (outside / "keys.py").write_text(f"import torch\nx = torch.symeig(3)  # {SECRET}\n")
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "train.py").write_text(FLAGGED)
@@ -241,13 +241,13 @@ def test_a_named_directory_symlink_out_of_the_project_is_refused(tmp_path, named
     assert SECRET not in out + err
     assert "keys.py" not in out
     assert "skipped: symlink that points outside the project" in err
-    assert "train.py:2:5: TL205" in out
+    assert "train.py:2:5: TL901" in out
 
 
 def test_the_resolved_path_of_a_directory_outside_is_checked(tmp_path):
     repo, outside = _outside_tree(tmp_path)
     proc = _torchlint("check", "--no-cache", "--output-format", "concise", str(outside), cwd=repo)
-    assert proc.returncode == 1 and "keys.py:2:5: TL205" in proc.stdout.decode()
+    assert proc.returncode == 1 and "keys.py:2:5: TL901" in proc.stdout.decode()
 
 
 def test_a_directory_symlink_inside_the_project_is_followed(tmp_path):
@@ -255,7 +255,7 @@ def test_a_directory_symlink_inside_the_project_is_followed(tmp_path):
     (tmp_path / "real" / "a.py").write_text(FLAGGED)
     (tmp_path / "alias").symlink_to(tmp_path / "real")
     proc = _torchlint("check", "--no-cache", "--output-format", "concise", "alias", cwd=tmp_path)
-    assert proc.returncode == 1 and "alias/a.py:2:5: TL205" in proc.stdout.decode()
+    assert proc.returncode == 1 and "alias/a.py:2:5: TL901" in proc.stdout.decode()
 
 
 # -- point 10: -o never writes through a symlink ----------------------------------------
@@ -304,7 +304,7 @@ def test_output_file_is_replaced_atomically_and_keeps_its_mode(tmp_path):
     os.link(report, hard)
     proc = _torchlint("check", "--no-cache", "-o", "out/report.txt", ".", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
-    assert "train.py:2:5: TL205" in report.read_text()
+    assert "train.py:2:5: TL901" in report.read_text()
     assert report.stat().st_mode & 0o777 == 0o640
     assert hard.read_text() == "old\n"  # a new file was renamed in; the other link is untouched
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["report.txt"]  # no temp file left
@@ -327,7 +327,7 @@ R_METADATA = {"language_info": {"name": "R"}, "kernelspec": {"language": "R", "n
 def test_notebook_metadata_cannot_hide_python_cells(tmp_path, run_cli):
     _notebook(tmp_path / "nb.ipynb", ["library(ggplot2)\ndf <- read.csv('x') %>% filter(a)\n", FLAGGED], R_METADATA)
     code, out, _ = run_cli("check", "--no-cache", "--output-format", "concise", "nb.ipynb")
-    assert code == 1 and "nb.ipynb:cell 2:2:5: TL205" in out
+    assert code == 1 and "nb.ipynb:cell 2:2:5: TL901" in out
     assert "TL000" not in out  # the R cell is the notebook's own language, not a syntax error
 
 
@@ -340,13 +340,13 @@ def test_a_real_r_notebook_reports_nothing(tmp_path, run_cli):
 
 def test_notebook_code_is_held_to_max_file_size(tmp_path, run_cli):
     """The 10x allowance is for outputs: 2 MB of code under a 1 MB cap is not linted."""
-    code_text = "import torch\n" + "x = torch.FloatTensor(3)\n" * 80_000
+    code_text = "import torch\n" + "x = torch.symeig(3)\n" * 80_000
     _notebook(tmp_path / "big.ipynb", [code_text], {})
     code, out, _ = run_cli("check", "--no-cache", "--max-file-size", "1MB", "--output-format", "concise",
                            "big.ipynb")
     assert code == 1
     assert "big.ipynb:1:1: TL000 the notebook's code cells are larger than max-file-size" in out
-    assert "TL205" not in out
+    assert "TL901" not in out
     # Outputs still get the allowance: the same code size with a large output is linted.
     doc = {"cells": [{"cell_type": "code", "source": FLAGGED, "metadata": {},
                       "outputs": [{"output_type": "stream", "name": "stdout", "text": "y" * 3_000_000}]}],
@@ -354,20 +354,20 @@ def test_notebook_code_is_held_to_max_file_size(tmp_path, run_cli):
     (tmp_path / "plots.ipynb").write_text(json.dumps(doc))
     code, out, _ = run_cli("check", "--no-cache", "--max-file-size", "1MB", "--output-format", "concise",
                            "plots.ipynb")
-    assert "plots.ipynb:cell 1:2:5: TL205" in out
+    assert "plots.ipynb:cell 1:2:5: TL901" in out
 
 
 # -- point 10: a lone carriage return ---------------------------------------------------
 
 def test_noqa_after_a_lone_carriage_return_is_on_the_next_line(tmp_path, run_cli):
-    (tmp_path / "cr.py").write_bytes(b"import torch\nx = torch.FloatTensor(3)\r# noqa\n")
+    (tmp_path / "cr.py").write_bytes(b"import torch\nx = torch.symeig(3)\r# noqa\n")
     code, out, _ = run_cli("check", "--no-cache", "--output-format", "concise", "cr.py")
-    assert code == 1 and "cr.py:2:5: TL205" in out
+    assert code == 1 and "cr.py:2:5: TL901" in out
 
 
-@pytest.mark.parametrize("text", [b"import torch\nx = torch.FloatTensor(3)  # noqa\ry = 1\n",
-                                  b"import torch\r\nx = torch.FloatTensor(3)  # noqa\r\n",
-                                  b"import torch\rz = 1\rx = torch.FloatTensor(3)  # noqa: TL205\r"])
+@pytest.mark.parametrize("text", [b"import torch\nx = torch.symeig(3)  # noqa\ry = 1\n",
+                                  b"import torch\r\nx = torch.symeig(3)  # noqa\r\n",
+                                  b"import torch\rz = 1\rx = torch.symeig(3)  # noqa: TL901\r"])
 def test_noqa_on_the_flagged_line_still_suppresses_with_cr_line_endings(tmp_path, run_cli, text):
     (tmp_path / "cr.py").write_bytes(text)
     code, out, _ = run_cli("check", "--no-cache", "--output-format", "concise", "cr.py")

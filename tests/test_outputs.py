@@ -21,7 +21,7 @@ def sarif_schema():
 
 def test_json_shape(tmp_path, run_cli):
     write(tmp_path, "bad.py", BAD)
-    findings = json.loads(run_cli("check", "bad.py", "--output-format", "json")[1])
+    findings = json.loads(run_cli("check", "bad.py", "--extend-select", "TL102", "--output-format", "json")[1])
     assert [f["code"] for f in findings] == ["TL101", "TL102"]
     f = findings[0]
     assert set(f) >= {"code", "name", "message", "severity", "filename", "location", "end_location",
@@ -40,7 +40,7 @@ def test_json_empty_is_an_empty_array(tmp_path, run_cli):
 
 def test_github_annotations(tmp_path, run_cli):
     write(tmp_path, "dir,name/bad.py", BAD)
-    out = run_cli("check", ".", "--output-format", "github")[1].splitlines()
+    out = run_cli("check", ".", "--extend-select", "TL102", "--output-format", "github")[1].splitlines()
     assert out[0].startswith("::error file=dir%2Cname/bad.py,line=5,col=5,endLine=5,endColumn=20,"
                              "title=torchlint (TL101)::TL101 `loss.backward()`")
     assert out[1].startswith("::warning file=dir%2Cname/bad.py,line=7,col=5,")
@@ -84,9 +84,9 @@ def test_sarif_validates_and_has_what_code_scanning_needs(tmp_path, run_cli, sar
 
 def test_sarif_fingerprint_is_stable_across_line_shifts(tmp_path, run_cli):
     write(tmp_path, "bad.py", BAD)
-    first = json.loads(run_cli("check", "bad.py", "--output-format", "sarif")[1])
+    first = json.loads(run_cli("check", "bad.py", "--extend-select", "TL102", "--output-format", "sarif")[1])
     write(tmp_path, "bad.py", "# a new comment line\n" + BAD)
-    second = json.loads(run_cli("check", "bad.py", "--output-format", "sarif")[1])
+    second = json.loads(run_cli("check", "bad.py", "--extend-select", "TL102", "--output-format", "sarif")[1])
     fp = lambda d: [r["partialFingerprints"]["torchlint/v1"] for r in d["runs"][0]["results"]]  # noqa: E731
     assert fp(first) == fp(second)
     assert len(set(fp(first))) == 2

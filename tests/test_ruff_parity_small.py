@@ -30,7 +30,8 @@ def test_file_level_flake8_noqa_exempts_the_file(tmp_path, run_cli, comment):
 
 def test_flake8_noqa_with_codes_exempts_only_those(tmp_path, run_cli):
     write(tmp_path, "a.py", "# flake8: noqa: TL101\n" + BAD)
-    rc, out, _ = run_cli("check", "--isolated", "--no-cache", "--output-format", "concise", "a.py")
+    rc, out, _ = run_cli("check", "--isolated", "--no-cache", "--extend-select", "TL102", "--output-format", "concise",
+                         "a.py")
     assert rc == 1 and "TL101" not in out and "TL102" in out
 
 

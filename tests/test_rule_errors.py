@@ -83,6 +83,7 @@ def test_editors_get_the_other_findings_and_one_line_for_the_broken_rule(tmp_pat
 
     monkeypatch.setattr(linter, "rule_classes_for",  # the same linting as `check`'s files
                         lambda codes: [BrokenRule, catalog.by_code()["TL601"], catalog.by_code()["TL108"]])
+    (tmp_path / "torchlint.toml").write_text('extend-select = ["TL601"]\n')  # TL601 is off by default
     findings = api.lint_document(tmp_path / "x.py", SOURCE)
     codes = sorted(f.code for f in findings)
     assert codes == ["TL003", "TL108", "TL601"]  # TL003, not TL000: ignoring syntax errors must not hide it

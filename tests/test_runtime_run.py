@@ -16,6 +16,8 @@ import pytest
 
 pytest.importorskip("torch")
 
+from conftest import OFF_SINCE_HELD_OUT  # noqa: E402
+
 pytestmark = pytest.mark.torch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,6 +27,9 @@ EXAMPLES = ROOT / "examples" / "run"
 def torchlint_run(*args: str, cwd: Path = ROOT, timeout: float = 180) -> subprocess.CompletedProcess:
     """`torchlint run ARGS`; with `--output-format`, the report is written to a file (the
     program owns stdout) and kept as `.report`."""
+    options = args[:args.index("--")] if "--" in args else args
+    if not any(a.startswith(("--select", "--extend-select")) for a in options):
+        args = ("--extend-select", OFF_SINCE_HELD_OUT, *args)  # the programs exercise those rules too
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     with tempfile.TemporaryDirectory() as scratch:

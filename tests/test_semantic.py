@@ -109,3 +109,24 @@ def test_compatible_names_for_rules_written_against_0_1():
     ctx.leave_function()
     assert "tnn" not in ctx.imports.aliases
     assert ctx.self_attribute_kind("anything") is None  # outside a class
+
+
+def test_a_rule_that_looks_ahead_does_not_fix_what_the_walk_resolves_later():
+    """TL104 scans a function's body when the walk enters it, before the walk reaches the
+    function's own `import torch`: the answer it gets there must not be the one kept for the
+    walk (it hid TL602's `torch.save(module)` whenever TL104 was selected)."""
+    source = "def f(buf):\n    import torch\n    torch.save(torch.nn.Linear(2, 2), buf)\n"
+    tree = ast.parse(source)
+    ctx = FileContext(SourceFile("m.py", source), tree)
+    save = tree.body[0].body[1].value  # type: ignore[attr-defined]
+    seen: list[Optional[str]] = []
+
+    def look_ahead(node: ast.AST, c: FileContext) -> None:
+        seen.append(c.call_name(save))
+
+    def on_call(node: ast.AST, c: FileContext) -> None:
+        if node is save:
+            seen.append(c.call_name(node))
+
+    Walker(ctx, {ast.FunctionDef: [look_ahead], ast.Call: [on_call]}).visit(tree)
+    assert seen == [None, "torch.save"]

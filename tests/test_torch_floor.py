@@ -62,3 +62,37 @@ def test_a_pyproject_linking_out_of_the_project_gives_no_floor(tmp_path):
     (project / "pyproject.toml").symlink_to(outside / "pyproject.toml")
     assert project_torch_floor(project, load_toml) is None
     assert project_torch_floor(outside, load_toml) == "2.7"
+
+
+def test_setup_cfg_gives_the_floor_when_pyproject_has_none(tmp_path, run_cli):
+    (tmp_path / "setup.cfg").write_text("[metadata]\nname = p\n[options]\ninstall_requires =\n"
+                                        "    numpy\n    torch>=2.7\n")
+    (tmp_path / "m.py").write_text(LOAD)
+    assert run_cli("check", "--select", "TL601", "m.py")[0] == 0
+    (tmp_path / "setup.cfg").write_text("[options]\ninstall_requires =\n    torch>=2.4\n")
+    assert "m.py:2:9: TL601" in run_cli("check", "--select", "TL601", "--no-cache", "m.py")[1]
+
+
+def test_requirements_txt_gives_the_floor_and_pyproject_comes_first(tmp_path):
+    from torchlint.config import load_toml
+    from torchlint.project_torch import project_torch_floor
+
+    (tmp_path / "requirements-train.txt").write_text("-r base.txt\n# torch>=1.0 in a comment\ntorch>=2.8  # cpu\n")
+    assert project_torch_floor(tmp_path, load_toml) == "2.8"
+    (tmp_path / "setup.cfg").write_text("[options]\ninstall_requires = torch>=2.6\n")
+    assert project_torch_floor(tmp_path, load_toml) == "2.6"
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["torch>=2.9"]\n')
+    assert project_torch_floor(tmp_path, load_toml) == "2.9"
+
+
+def test_a_requirements_file_linking_out_of_the_project_gives_no_floor(tmp_path):
+    from torchlint.config import load_toml
+    from torchlint.project_torch import project_torch_floor
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("torch>=2.7\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "requirements.txt").symlink_to(outside)
+    (project / "setup.cfg").write_text("[options\nbroken")  # unreadable: no floor, no traceback
+    assert project_torch_floor(project, load_toml) is None

@@ -79,10 +79,10 @@ def test_write_packets_from_a_report(modules, tmp_path):
         {"cell_type": "code", "source": ["%time x = 1\n", "for p in ps:\n", "    p.data.zero_()\n"]}]}))
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "TL102-data-attribute-mutation.md").write_text("# TL102 data-attribute-mutation\nThe doc.\n")
+    (docs / "TL103-missing-zero-grad.md").write_text("# TL103 missing-zero-grad\nThe doc.\n")
     json_dir = tmp_path / "json"
     json_dir.mkdir()
-    found = [_finding("TL102", script, 2), _finding("TL102", notebook, 3, cell=2)]
+    found = [_finding("TL103", script, 2), _finding("TL103", notebook, 3, cell=2)]
     found_all = [*found, *(_finding("TL802", script, 1) for _ in range(30))]
     (json_dir / "findings-default.json").write_text(json.dumps(found))
     (json_dir / "findings-ALL.json").write_text(json.dumps(found_all))
@@ -93,15 +93,15 @@ def test_write_packets_from_a_report(modules, tmp_path):
     out = tmp_path / "packets"
     tp.write_packets(json_dir, out, docs, 18, 100, 20, 80)
 
-    packet = (out / "TL102.md").read_text()
+    packet = (out / "TL103.md").read_text()
     assert "The doc." in packet and "**true** only if" in packet
-    assert "### 1. proj/nb.ipynb:cell 2:3 message of TL102" in packet  # the cell's own source
+    assert "### 1. proj/nb.ipynb:cell 2:3 message of TL103" in packet  # the cell's own source
     assert ">> 3 |     p.data.zero_()" in packet
-    assert "### 2. proj/train.py:2 message of TL102" in packet
+    assert "### 2. proj/train.py:2 message of TL103" in packet
     assert packet.count("### ") == 2
     assert (out / "TL802.md").read_text().count("### ") == 20  # off by default: a sample of 20
     index = (out / "INDEX.md").read_text()
-    assert "| [TL102](TL102.md) | n-TL102 | yes (all) | 2 | 2 | 2 | proj 2 |" in index
+    assert "| [TL103](TL103.md) | n-TL103 | yes (all) | 2 | 2 | 2 | proj 2 |" in index
     assert "| [TL802](TL802.md) | n-TL802 | no | 0 | 30 | 20 | proj 30 |" in index
 
 

@@ -45,7 +45,7 @@ def test_tl602_note_is_true_of_the_installed_torch():
     import torch
 
     buf = io.BytesIO()
-    torch.save(torch.nn.Linear(2, 2), buf)
+    torch.save(torch.nn.Linear(2, 2), buf)  # noqa: TL602 - a pickled module is what the note is about
     buf.seek(0)
     with pytest.raises(Exception, match="Weights only load failed"):
         torch.load(buf)  # noqa: TL601 - the default is what the note is about
@@ -337,7 +337,8 @@ def test_committed_or_outside_verdict_cache_is_refused(tmp_path, run_cli):
                GIT_COMMITTER_EMAIL="t@t")
     for cmd in (["git", "init", "-q"], ["git", "add", "-f", "."], ["git", "commit", "-qm", "x"]):
         subprocess.run(cmd, cwd=tmp_path, env=env, check=True)
-    code, out, err = run_cli("check", "train.py", "--verify", "--device", "cpu", "--output-format", "json")
+    code, out, err = run_cli("check", "train.py", "--verify", "--device", "cpu", "--select", "TL205",
+                             "--output-format", "json")
     assert "is tracked by git" in err
     assert json.loads(out)[0]["verify"]["verdict"] == "confirmed"
 
@@ -345,7 +346,7 @@ def test_committed_or_outside_verdict_cache_is_refused(tmp_path, run_cli):
     other.mkdir()
     write(other, "pyproject.toml", '[tool.torchlint]\ncache-dir = "../../elsewhere"\n')
     write(other, "train.py", "import torch\nt = torch.FloatTensor(3)\n")
-    code, out, err = run_cli("check", "sub/train.py", "--verify", "--device", "cpu", "--config",
+    code, out, err = run_cli("check", "sub/train.py", "--verify", "--device", "cpu", "--select", "TL205", "--config",
                              str(other / "pyproject.toml"))
     assert "lies outside the project" in err
 
@@ -400,13 +401,15 @@ SOURCE = textwrap.dedent("""\
     state = torch.load("ckpt.pt")
     p = F.softmax(torch.randn(2, 3))
 """)
+# TL403, TL601 and TL801 are off by default; SOURCE exercises them.
+SOURCE_RULES = ("--extend-select", "TL403,TL601,TL801")
 
 
 def test_cli_verify_json_sarif_statistics(tmp_path, run_cli):
     import jsonschema
 
     write(tmp_path, "train.py", SOURCE)
-    code, out, err = run_cli("check", "train.py", "--verify", "--device", "cpu", "--output-format", "json")
+    code, out, err = run_cli("check", "train.py", "--verify", "--device", "cpu", *SOURCE_RULES, "--output-format", "json")
     assert code == 1, err
     findings = {(f["code"], f["location"]["row"]): f for f in json.loads(out)}
     tl101 = findings[("TL101", 9)]["verify"]
@@ -418,17 +421,17 @@ def test_cli_verify_json_sarif_statistics(tmp_path, run_cli):
     assert findings[("TL601", 14)]["verify"]["verdict"] == "not-applicable"
     assert findings[("TL403", 15)]["verify"]["verdict"] == "not-reproduced"  # 2-D input: last dim
 
-    code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", "--output-format", "sarif")
+    code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", *SOURCE_RULES, "--output-format", "sarif")
     doc = json.loads(out)
     jsonschema.validate(doc, json.loads(SCHEMA_PATH.read_text()))
     props = [r["properties"]["verify"] for r in doc["runs"][0]["results"]]
     assert all(p["runs"] for p in props)
 
-    code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", "--statistics")
+    code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", *SOURCE_RULES, "--statistics")
     verdict_line = next(line for line in out.splitlines() if line.startswith("verify: "))
     assert "confirmed 4" in verdict_line and "not-applicable 1" in verdict_line and "not-reproduced" in verdict_line
 
-    code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", "--verified-only",
+    code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", *SOURCE_RULES, "--verified-only",
                            "--output-format", "json")
     kept = json.loads(out)
     assert kept and all(f["verify"]["verdict"] == "confirmed" for f in kept)
@@ -498,7 +501,7 @@ def test_cuda_probes(tmp_path, run_cli):
     if not torch.cuda.is_available():
         pytest.skip("no CUDA GPU on this machine: the CUDA path of --verify is checked on GPU hosts only")
     write(tmp_path, "train.py", SOURCE)
-    out = json.loads(run_cli("check", "train.py", "--verify", "--device", "auto", "--output-format", "json")[1])
+    out = json.loads(run_cli("check", "train.py", "--verify", "--device", "auto", *SOURCE_RULES, "--output-format", "json")[1])
     for f in out:
         devices = {r["device"]: r["verdict"] for r in f["verify"]["runs"]}
         assert set(devices) == {"cpu", "cuda"}

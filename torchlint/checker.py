@@ -44,6 +44,7 @@ class FileContext(SemanticModel):
         self.findings: list[Finding] = []
         self._reported: set[tuple[str, int, int, int, Optional[int]]] = set()
         self.enabled_codes: frozenset[str] = frozenset()  # every rule selected for this file (TL001)
+        self.cell_starts: tuple[int, ...] = ()  # a notebook's program: the first row of each code cell
 
     def report(self, rule: "RuleInstance", node: ast.AST, message: str, *, end_node: Optional[ast.AST] = None,
                **details: Any) -> None:
@@ -306,7 +307,8 @@ def parse_source(path: str, data: bytes) -> tuple[Optional[SourceFile], Optional
 
 def check_file(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_all: bool = True,
                options: Optional[dict[str, dict]] = None, prefilter: bool = True,
-               deep: bool = False, index: Optional[ProjectIndex] = None) -> CheckResult:
+               deep: bool = False, index: Optional[ProjectIndex] = None,
+               cell_starts: tuple[int, ...] = ()) -> CheckResult:
     """Lint one file's bytes with the given rule classes. A file that never mentions torch
     can hold no rule finding; it is parsed only when `parse_all` (TL000 is selected).
     `prefilter=False` runs every rule whatever the text, and `deep=True` uses only the
@@ -334,6 +336,7 @@ def check_file(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_
         ctx = FileContext(source, tree)
         ctx.enabled_codes = enabled_codes
         ctx.index = index
+        ctx.cell_starts = cell_starts
         walker = walker_type(ctx, {}, {})
         rules: list[RuleInstance] = []
         for cls in classes:
@@ -389,10 +392,10 @@ class RuleFailure(Exception):
 
 def check_source(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_all: bool = True,
                  options: Optional[dict[str, dict]] = None, rule_errors: Optional[list[RuleError]] = None,
-                 index: Optional[ProjectIndex] = None) -> list[Finding]:
+                 index: Optional[ProjectIndex] = None, cell_starts: tuple[int, ...] = ()) -> list[Finding]:
     """The findings of `check_file`. Rule errors are added to `rule_errors` when it is given
     (the other findings are kept); without it they raise RuleFailure, as before."""
-    result = check_file(path, data, rule_classes, parse_all, options, index=index)
+    result = check_file(path, data, rule_classes, parse_all, options, index=index, cell_starts=cell_starts)
     if result.rule_errors:
         if rule_errors is None:
             raise RuleFailure(result.rule_errors)

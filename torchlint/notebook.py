@@ -257,8 +257,10 @@ def lint_cells(notebook: Notebook, rule_classes: Sequence[RuleClass], parse_all:
     program = "\n".join(lines)
     # noqa comments as written, including those on the lines of the cells just blanked.
     findings = Suppression(parse_directives(text)).apply(findings)
+    starts = tuple(cell.first_row for cell in notebook.cells)
     findings += [f for f in check_source(path, program.encode("utf-8"), rule_classes, parse_all=parse_all,
-                                         options=options, rule_errors=rule_errors, index=index)
+                                         options=options, rule_errors=rule_errors, index=index,
+                                         cell_starts=starts)
                  if f.code != "TL000" or not findings]
     written = {c.number: c.lines for c in notebook.cells}
     program_lines = program.split("\n")

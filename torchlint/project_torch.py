@@ -1,16 +1,21 @@
-"""The torch floor a project declares: the `torch>=X.Y` requirement in its own
-pyproject.toml (`[project] dependencies`), used as `torch-version` when that is unset, so a
-rule never names a hazard "before torch 2.6" in a project that cannot run on it."""
+"""The torch floor a project declares: its own `torch>=X.Y` requirement, used as
+`torch-version` when that is unset, so a rule never names a hazard "before torch 2.6" in a
+project that cannot run on it. Read from, in order: `pyproject.toml` (`[project]
+dependencies`), `setup.cfg` (`[options] install_requires`), `requirements*.txt` at the root."""
 
 from __future__ import annotations
 
+import configparser
 import os
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
-_REQUIREMENT = re.compile(r"^\s*torch\s*(\[[^\]]*\])?\s*(?P<spec>[^;]*)")
+from torchlint.safe_io import RefusedFile, read_regular_file
+
+_REQUIREMENT = re.compile(r"^\s*torch\s*(\[[^\]]*\])?\s*(?P<spec>[^;#]*)")
 _FLOOR = re.compile(r"(>=|==|~=)\s*(?P<major>[0-9]+)\.(?P<minor>[0-9]+)")
+_MAX_BYTES = 1 << 20  # a requirements file or setup.cfg larger than this is not read
 
 
 def floor_of(requirement: str) -> Optional[str]:
@@ -25,21 +30,60 @@ def floor_of(requirement: str) -> Optional[str]:
     return f"{int(found.group('major'))}.{int(found.group('minor'))}" if found else None
 
 
-def project_torch_floor(root: Path, load: Any) -> Optional[str]:
-    """The floor from `root/pyproject.toml`, read with `load` (config.load_toml: bounded,
-    regular files only); None when there is none or the file cannot be read."""
-    path = root / "pyproject.toml"
-    if not path.is_file():
+def _first_floor(requirements: Iterable[object]) -> Optional[str]:
+    floors = [f for f in (floor_of(r) for r in requirements if isinstance(r, str)) if f is not None]
+    return floors[0] if floors else None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """A file of the project itself: a link out of it is never read (see config._config_in)."""
+    return path.is_file() and (not path.is_symlink()
+                               or os.path.dirname(os.path.realpath(path)) == os.path.realpath(root))
+
+
+def _text(path: Path) -> Optional[str]:
+    try:
+        return read_regular_file(str(path), _MAX_BYTES).decode("utf-8")
+    except (RefusedFile, OSError, UnicodeDecodeError):
         return None
-    if path.is_symlink() and os.path.dirname(os.path.realpath(path)) != os.path.realpath(root):
-        return None  # a link out of the project is never read (see config._config_in)
+
+
+def _from_pyproject(root: Path, load: Any) -> Optional[str]:
+    path = root / "pyproject.toml"
+    if not _inside(path, root):
+        return None
     try:
         data = load(path)
     except Exception:  # a broken pyproject is reported by the config loader, not here
         return None
     project = data.get("project") if isinstance(data, dict) else None
     deps = project.get("dependencies") if isinstance(project, dict) else None
-    if not isinstance(deps, list):
+    return _first_floor(deps) if isinstance(deps, list) else None
+
+
+def _from_setup_cfg(root: Path) -> Optional[str]:
+    path = root / "setup.cfg"
+    text = _text(path) if _inside(path, root) else None
+    if text is None:
         return None
-    floors = [f for f in (floor_of(d) for d in deps if isinstance(d, str)) if f is not None]
-    return floors[0] if floors else None
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return None
+    return _first_floor(parser.get("options", "install_requires", fallback="").splitlines())
+
+
+def _from_requirements(root: Path) -> Optional[str]:
+    for path in sorted(root.glob("requirements*.txt")):
+        text = _text(path) if _inside(path, root) else None
+        found = _first_floor(text.splitlines()) if text is not None else None
+        if found is not None:
+            return found
+    return None
+
+
+def project_torch_floor(root: Path, load: Any) -> Optional[str]:
+    """The floor from the project's own requirements under `root` (`load`: config.load_toml,
+    bounded, regular files only); None when none names one or none can be read."""
+    return _from_pyproject(root, load) or _from_setup_cfg(root) or _from_requirements(root)

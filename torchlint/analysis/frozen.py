@@ -59,6 +59,10 @@ def frozen_lines(model: SemanticModel, scope: Scope) -> dict[str, int]:
         text = _freezes(node)
         if text is not None:
             found.setdefault(text, getattr(node, "lineno", 0))
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            copied = _deepcopy_of(node.value, model)  # a deepcopy keeps requires_grad=False
+            if copied is not None and found.get(copied, 10**9) < node.lineno:
+                found.setdefault(dotted(node.targets[0]) or "", node.lineno)
         elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, (ast.Name, ast.Tuple)):
             owner = parameters_of(node.iter)
             var = node.target if isinstance(node.target, ast.Name) else node.target.elts[-1]
@@ -67,6 +71,17 @@ def frozen_lines(model: SemanticModel, scope: Scope) -> dict[str, int]:
                 found.setdefault(owner, node.lineno)
     model.memo[key] = found
     return found
+
+
+def _deepcopy_of(value: ast.AST, model: SemanticModel) -> Optional[str]:
+    """The text `m` of `copy.deepcopy(m)` (also `deepcopy(m).to(device)`); None otherwise."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+            and value.func.attr in ("to", "cuda", "cpu", "eval"):
+        value = value.func.value
+    if not (isinstance(value, ast.Call) and value.args):
+        return None
+    name = model.call_name(value) or (value.func.id if isinstance(value.func, ast.Name) else None)
+    return dotted(value.args[0]) if name in _COPY_CALLS else None
 
 
 def frozen_before(model: SemanticModel, text: str, lineno: int, owner: Optional[str] = None) -> bool:

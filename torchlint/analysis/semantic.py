@@ -98,7 +98,7 @@ class SemanticModel(CrossFile):
         self._body_calls: dict[int, list[ast.Call]] = {}
         self._saved: list[tuple[list[ast.AST], list[GradRegion]]] = []
         self._local_imports = 0  # function-level imports met so far
-        self._qualnames: dict[int, Optional[str]] = {}
+        self._qualnames: dict[tuple[int, int], Optional[str]] = {}
         self._on_path: dict[str, dict[int, bool]] = {}
         self._in_body: dict[str, dict[int, bool]] = {}
         self.index: Optional[ProjectIndex] = None  # the other files of the project (None: this file alone)
@@ -212,8 +212,10 @@ class SemanticModel(CrossFile):
     def qualname(self, node: ast.AST) -> Optional[str]:
         """`F.cross_entropy` -> `torch.nn.functional.cross_entropy`; None when the base
         name is not an import visible here (a local variable, an attribute of `self`...).
-        Several rules ask about the same call: the answer is kept per node."""
-        key = id(node)
+        Several rules ask about the same call: the answer is kept per node and per count of
+        function-level imports met, so a rule that looks ahead (a body scanned before the walk
+        reaches its `import torch`) does not fix the answer the walk gets there."""
+        key = (id(node), self._local_imports)
         found = self._qualnames.get(key, _UNSET)
         if found is not _UNSET:
             return found  # type: ignore[return-value]

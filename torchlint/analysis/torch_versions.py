@@ -1,5 +1,6 @@
 """The `torch-version` setting (the oldest torch the linted code must run on) and the
-table of deprecated torch APIs that TL901 reads (torchlint/data/deprecated_api.toml)."""
+table of deprecated torch APIs that TL901 reads (torchlint/data/deprecated_api.toml, written
+by scripts/derive_deprecations.py from what the pinned torch does when each API is called)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ class DeprecatedApi:
     fix: str
     why: str
     source: str
+    kind: str = "call"  # "module": imported, not called (`torch._six`)
+    unless_keyword: str = ""  # a call passing this keyword is not deprecated (`meshgrid(indexing=)`)
 
     @property
     def short(self) -> str:

@@ -24,6 +24,17 @@ _AnyFunction = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 # `<wrapper>.backward(loss)`: the loss is the argument, not the receiver.
 _BACKWARD_WRAPPERS = frozenset({"accelerator", "fabric", "engine", "model_engine", "deepspeed", "trainer",
                                 "self", "amp", "optimizer"})
+# Calls that build no graph (fresh tensors, data moves, batch fetches): an assignment made only
+# of these prepares the inputs, so it does not open a window (`z = torch.randn(n, 100)` before
+# a weight clip that precedes the generator's forward).
+_NO_GRAPH_FUNCTIONS = frozenset({
+    f"torch.{name}" for name in ("randn", "rand", "randint", "randperm", "randn_like", "rand_like",
+                                 "randint_like", "zeros", "ones", "full", "empty", "zeros_like",
+                                 "ones_like", "full_like", "empty_like", "tensor", "as_tensor",
+                                 "from_numpy", "arange", "linspace", "eye", "manual_seed")
+}) | {"next", "len", "range", "zip", "enumerate", "iter", "int", "float", "list", "tuple"}
+_NO_GRAPH_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "double", "long", "int", "bool", "size",
+                               "numel", "detach", "item", "numpy", "tolist", "pin_memory", "contiguous"})
 
 
 @dataclass(frozen=True)
@@ -167,6 +178,19 @@ class TrainingSteps:
                 isinstance(n, ast.Call) and self._is_backward(n) for n in own_level(fn))
         return found
 
+    def _builds_graph(self, value: ast.AST) -> bool:
+        """Does `value` call something that may run a forward (not only make or move inputs)?"""
+        for node in ast.walk(value):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _NO_GRAPH_METHODS:
+                continue
+            name = self.model.call_name(node) or (func.id if isinstance(func, ast.Name) else None)
+            if name not in _NO_GRAPH_FUNCTIONS:
+                return True
+        return False
+
     # -- bodies ----------------------------------------------------------------
     def body(self, node: ast.AST, scope: Optional[ast.AST] = None) -> BodySteps:
         """The steps of a loop body or function body (`scope`: the function it is in)."""
@@ -197,7 +221,7 @@ class TrainingSteps:
                 reads = _read_names(sub.value)
                 if isinstance(sub, ast.AugAssign):
                     reads |= names
-                has_call = any(isinstance(n, ast.Call) for n in ast.walk(sub.value)) if sub.value else False
+                has_call = sub.value is not None and self._builds_graph(sub.value)
                 assignments.append((sub.lineno, names, reads, has_call))
         assignments.sort(key=lambda a: a[0])
         for end, exprs in losses:

@@ -6,7 +6,8 @@ import ast
 from typing import Optional
 
 from torchlint.analysis import inference
-from torchlint.analysis.frozen import parameters_of, frozen_before
+from torchlint.analysis.frozen import frozen_before, parameters_of
+from torchlint.analysis.grad_callers import called_only_without_grad
 from torchlint.analysis.scopes import Binding
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, dotted, keyword, literal
@@ -34,7 +35,10 @@ def judge_leaf_inplace(facts: dict, runs: list) -> Optional[tuple[str, str]]:
 
 
 class LeafInplaceUpdateOutsideNoGrad(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 2 findings were true;
+    off by default. Enable it with `--extend-select TL105`.
+
+    ## What it does
     Flags an in-place update (`w -= lr * w.grad`, `w.sub_(...)`, `w.add_(...)`, `w.copy_(...)`, any
     in-place method) of a leaf tensor that requires grad, outside a grad-disabled region, where `w`
     was created with `requires_grad=True`, is an `nn.Parameter`, or is a loop variable over
@@ -44,7 +48,11 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
     `module.requires_grad_(False)` (for `for p in module.parameters(): p.add_(...)`),
     `p.requires_grad = False`, `p.requires_grad_(False)`, `p.detach_()`, or a loop
     `for q in m.parameters(): q.requires_grad = False` before the update. A later
-    `requires_grad_(True)` that unfreezes it again is not tracked (the rule stays silent).
+    `requires_grad_(True)` that unfreezes it again is not tracked (the rule stays silent). A
+    `copy.deepcopy` of a module frozen above is frozen too (the copy keeps `requires_grad=False`).
+    A function of the file that is called only where grad is disabled (every call under
+    `with torch.no_grad():` or from a `@torch.no_grad()` function, as an EMA or momentum
+    update called after `optimizer.step()`) runs with grad disabled, so it is silent there.
 
     ## Why is this bad?
     torch refuses to modify a leaf that requires grad while autograd is recording:
@@ -82,6 +90,7 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
     name = "leaf-inplace-update-outside-no-grad"
     summary = "In-place update of a leaf that requires grad outside torch.no_grad()"
     severity = "error"
+    default_enabled = False
     tags = ("correctness", "autograd")
     requires_text = ('requires_grad', 'Parameter', 'parameters')
     evidence = Evidence(probe=probe_leaf_inplace, slice="leaf-inplace", judge=judge_leaf_inplace,
@@ -122,7 +131,7 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
         return f"`{how}` raises: in-place update of leaf `{name}`, which requires grad"
 
     def visit_AugAssign(self, node: ast.AugAssign, ctx: FileContext) -> None:
-        if not ctx.grad_disabled() and self._requires_grad_leaf(node.target, ctx):
+        if not _grad_disabled(ctx) and self._requires_grad_leaf(node.target, ctx):
             name = dotted(node.target)
             self.report(node, self._message(name, f"{name} {_op(node.op)}= ..."))
 
@@ -130,11 +139,16 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
         func = node.func
         if not isinstance(func, ast.Attribute) or not func.attr.endswith("_") or func.attr.startswith("_"):
             return
-        if func.attr in _NOT_VALUE_WRITES or ctx.grad_disabled():
+        if func.attr in _NOT_VALUE_WRITES or _grad_disabled(ctx):
             return
         if self._requires_grad_leaf(func.value, ctx):
             name = func.value.id  # type: ignore[attr-defined]
             self.report(node, self._message(name, f"{name}.{func.attr}(...)"))
+
+
+def _grad_disabled(ctx: FileContext) -> bool:
+    """Grad is off here: a no_grad region, or a function only ever called from one."""
+    return ctx.grad_disabled() or called_only_without_grad(ctx, ctx.function)
 
 
 def _op(op: ast.operator) -> str:

@@ -147,7 +147,10 @@ def judge_loss_accumulated(facts: dict, runs: list) -> Optional[tuple[str, str]]
 
 
 class LossAccumulatedWithGraph(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 8 findings were true;
+    off by default. Enable it with `--extend-select TL107`.
+
+    ## What it does
     Flags, inside a loop that calls `.backward()` on a loss, an accumulation of that loss into
     another variable (`total += loss`, `total = total + loss`, `total += loss * n`) or into a list
     (`losses.append(loss)`) without `.item()`, `.detach()` or `float(...)`.
@@ -192,6 +195,7 @@ class LossAccumulatedWithGraph(Rule):
     name = "loss-accumulated-with-graph"
     summary = "Loss summed into an accumulator without .item()/.detach() keeps every graph alive"
     severity = "warning"
+    default_enabled = False
     tags = ("performance", "memory", "training-loop")
     requires_text = ('backward',)
 

@@ -79,7 +79,10 @@ def judge_zero_grad_between(facts: dict, runs: list) -> Optional[tuple[str, str]
 
 
 class ZeroGradBetweenBackwardAndStep(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 3 findings were true;
+    off by default. Enable it with `--extend-select TL104`.
+
+    ## What it does
     Flags, within one block, `.backward()` followed by `zero_grad()` followed by an optimizer
     `.step()`. Reported at the `zero_grad()` call.
 
@@ -114,6 +117,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     name = "zero-grad-between-backward-and-step"
     summary = "zero_grad() between backward() and step(): the step sees zero gradients"
     severity = "error"
+    default_enabled = False
     tags = ("correctness", "training-loop")
     requires_text = ('zero_grad',)
     precision = "very-high"

@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.analysis import inference
+from torchlint.analysis.cells import is_displayed_cell_result
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, dotted
 
@@ -59,7 +60,10 @@ def judge_discarded_conversion(facts: dict, runs: list) -> Optional[tuple[str, s
 
 
 class DiscardedConversion(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 3 findings were true;
+    off by default. Enable it with `--extend-select TL202`.
+
+    ## What it does
     Flags an expression statement whose value is a tensor conversion that returns a new tensor
     and is thrown away: `x.to(...)`, `x.cuda()`, `x.cpu()`, `x.float()`, `x.half()`, `x.double()`,
     `x.long()`, `x.int()`, `x.bfloat16()`, `x.contiguous()`, `x.detach()`, `x.clone()`,
@@ -76,7 +80,9 @@ class DiscardedConversion(Rule):
     annotated `torch.Tensor`): an unknown receiver may be an object whose `.cuda()`,
     `.pin_memory()` or `.to()` works in place (an EMA helper, a quantised Parameter subclass, a
     custom batch), so it stays silent. It is also silent for a method that a class of the same
-    file defines (`def cuda(self): ...`), since the receiver may be one of its instances.
+    file defines (`def cuda(self): ...`), since the receiver may be one of its instances. In a
+    notebook, a cell's last top-level expression is displayed, not discarded (`x.float()` to look
+    at it), so it is silent there too.
 
     ## Why is this bad?
     Tensor conversions never modify the tensor: `x.cuda()` alone leaves `x` on the CPU and the
@@ -107,6 +113,7 @@ class DiscardedConversion(Rule):
     name = "discarded-conversion"
     summary = "Tensor conversion result discarded (tensor conversions are not in place)"
     severity = "error"
+    default_enabled = False
     tags = ("correctness", "dtype", "device")
     evidence = Evidence(probe=probe_discarded_conversion, slice="call", judge=judge_discarded_conversion)
 
@@ -134,6 +141,8 @@ class DiscardedConversion(Rule):
             return
         if method == "type" and not call.args:
             return  # x.type() returns the type string; not a conversion
+        if is_displayed_cell_result(ctx.tree, ctx.cell_starts, node):
+            return  # a notebook cell's last expression: IPython displays it
         target = dotted(receiver)
         self.report(node, f"`{dotted(call)}` result is discarded: tensor conversions are not in place",
                     help=f"Assign it: `{target} = {dotted(call)}`", params={"method": method})

@@ -99,7 +99,10 @@ def judge_legacy_constructor(facts: dict, runs: list) -> Optional[tuple[str, str
 
 
 class LegacyTensorConstructor(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 100 findings were true;
+    off by default. Enable it with `--extend-select TL205`.
+
+    ## What it does
     Flags calls of the legacy constructors `torch.Tensor(...)`, `torch.FloatTensor(...)`,
     `torch.LongTensor(...)`, `torch.cuda.FloatTensor(...)` and the other typed tensor classes.
     `isinstance(x, torch.Tensor)`, annotations and base classes are not flagged.
@@ -138,6 +141,7 @@ class LegacyTensorConstructor(Rule):
     name = "legacy-tensor-constructor"
     summary = "Legacy constructor torch.Tensor(...)/torch.FloatTensor(...)"
     severity = "warning"
+    default_enabled = False
     tags = ("correctness", "dtype")
     requires_text = ('Tensor',)
     evidence = Evidence(probe=probe_legacy_constructor, slice="call", judge=judge_legacy_constructor)

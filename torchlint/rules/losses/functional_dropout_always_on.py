@@ -112,7 +112,10 @@ def probe_functional_dropout(params: dict, device: str) -> tuple[str, str]:
 
 
 class FunctionalDropoutAlwaysOn(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 1 findings were true;
+    off by default. Enable it with `--extend-select TL402`.
+
+    ## What it does
     Flags `F.dropout` and `F.dropout1d/2d/3d` inside an `nn.Module` method without a
     `training=` argument, unless it sits under a test of `self.training` (`if self.training:`),
     which already limits it to training mode. `F.alpha_dropout` and `F.feature_alpha_dropout`
@@ -155,6 +158,7 @@ class FunctionalDropoutAlwaysOn(Rule):
     name = "functional-dropout-always-on"
     summary = "F.dropout without training= stays on in eval()"
     severity = "warning"
+    default_enabled = False
     tags = ("correctness", "module")
     requires_text = ('dropout',)
     options = {"module-bases": MODULE_BASES_OPTION}

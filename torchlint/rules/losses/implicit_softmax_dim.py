@@ -93,7 +93,10 @@ def judge_implicit_softmax_dim(facts: dict, runs: list) -> Optional[tuple[str, s
 
 
 class ImplicitSoftmaxDim(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 1 of 7 findings were true;
+    off by default. Enable it with `--extend-select TL403`.
+
+    ## What it does
     Flags `F.softmax`, `F.log_softmax`, `F.softmin`, `torch.softmax`, `torch.log_softmax` and
     `nn.Softmax()/LogSoftmax()/Softmin()` without `dim`, and `F.softmax(x, axis=...)`.
     `torch.softmax(x, axis=1)` and `torch.log_softmax(x, axis=1)` are not flagged: those two
@@ -128,6 +131,7 @@ class ImplicitSoftmaxDim(Rule):
     name = "implicit-softmax-dim"
     summary = "softmax/log_softmax/softmin without dim"
     severity = "warning"
+    default_enabled = False
     tags = ("correctness", "deprecated")
     requires_text = ('softmax', 'Softmax', 'softmin', 'Softmin')
     precision = "very-high"

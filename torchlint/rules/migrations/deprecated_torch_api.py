@@ -25,11 +25,18 @@ class DeprecatedTorchApi(Rule):
     `torch.triangular_solve`, `torch.chain_matmul`, `torch.svd`, `torch.norm`, `torch.ger`),
     `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
     `torch.testing.assert_allclose`, `nn.utils.weight_norm`, `torch.backends.cuda.sdp_kernel`,
-    `torch.utils._pytree._register_pytree_node` and `functorch.*` (now `torch.func.*`).
+    `torch.utils._pytree._register_pytree_node`, `functorch.*` (now `torch.func.*`),
+    `torch.set_default_tensor_type`, `torch.meshgrid` without `indexing=`,
+    `F.upsample`/`upsample_nearest`/`upsample_bilinear`, `nn.utils.clip_grad_norm`, the
+    `nn.init` names without a trailing `_`, `torch.cuda.memory_cached`/`max_memory_cached`,
+    `nn.utils.stateless.functional_call`, and imports of the removed module `torch._six`.
 
-    Each row records the torch release that deprecated it, the one that removed it, and what
-    torch 2.13 does when it is called (raises, warns, or only documents the deprecation),
-    checked by calling it; the message says which. Removed APIs are reported as errors.
+    The table is derived, not remembered: `scripts/derive_deprecations.py` calls each
+    candidate API on the pinned torch (2.13) under `warnings.catch_warnings` and records what
+    it did (raises, warns, or only documents the deprecation); the versions that deprecated
+    or removed each API come from torch's release notes or its own warning. The message says
+    which. Removed APIs are reported as errors. Linting never imports torch: TL901 reads the
+    committed table, and a torch upgrade regenerates it.
 
     The `torch-version` setting (`torch-version = "2.4"` at the top level of the config, or
     `--torch-version`; default `"2.4"`) is the oldest torch the code must still run on: an API
@@ -61,7 +68,11 @@ class DeprecatedTorchApi(Rule):
     `torch.cholesky(A)` (one argument) → `torch.linalg.cholesky(A)`,
     `nn.UpsamplingNearest2d(...)` → `nn.Upsample(..., mode="nearest")` and
     `nn.UpsamplingBilinear2d(...)` → `nn.Upsample(..., mode="bilinear", align_corners=True)`
-    (those classes are `Upsample` with these arguments fixed). Uses through a bare imported
+    (those classes are `Upsample` with these arguments fixed), `F.upsample` → `F.interpolate`,
+    `nn.init.normal` → `nn.init.normal_` (and the other `nn.init` names),
+    `nn.utils.clip_grad_norm` → `clip_grad_norm_`, `torch.cuda.memory_cached` →
+    `memory_reserved`, and `torch.meshgrid(x, y)` → `torch.meshgrid(x, y, indexing="ij")` (the
+    behaviour it has without the argument). Uses through a bare imported
     name are not rewritten (the import would have to change too). The others change argument
     order, return types or defaults (the table's `why` column says how), so they are left to a
     person.
@@ -80,8 +91,9 @@ class DeprecatedTorchApi(Rule):
     precision = "very-high"
     requires_text = tuple(sorted(_LAST_NAMES))
     options = {"torch-version": TORCH_VERSION_OPTION}
-    evidence = Evidence(reason=("the table's `on_current` column was checked by calling every API on torch 2.13 "
-                                "(tests/test_migrations.py repeats it whenever torch is installed)"))
+    evidence = Evidence(reason=("the table's `on_current` column is what scripts/derive_deprecations.py saw when it "
+                                "called every API on torch 2.13 (tests/test_migrations.py repeats it whenever torch "
+                                "is installed)"))
 
     # Calls only (a `with`, a decorator with arguments and a constructor are calls too): a
     # handler on every Name and Attribute node cost more than all the other rules' gates.
@@ -95,25 +107,49 @@ class DeprecatedTorchApi(Rule):
             # bindings (`norm = nn.LayerNorm(d)` or a parameter called `solve` shadow imports).
             self._check(func, node, ctx)
 
+    def visit_Import(self, node: ast.Import, ctx: FileContext) -> None:
+        for alias in node.names:  # `import torch._six`
+            self._check_module(node, alias.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom, ctx: FileContext) -> None:
+        if node.level or not node.module:
+            return
+        self._check_module(node, node.module)  # `from torch._six import inf`
+        for alias in node.names:  # `from torch import _six`
+            self._check_module(node, f"{node.module}.{alias.name}")
+
+    def _check_module(self, node: ast.AST, name: str) -> None:
+        api = deprecated_apis().get(name)
+        if api is not None and api.kind == "module":
+            self._report(node, name, api, None)
+
     def _check(self, node: ast.AST, call: ast.Call, ctx: FileContext) -> None:
         name = ctx.qualname(node)
         api = deprecated_apis().get(name) if name else None
-        if api is None:
+        if name is None or api is None or api.kind != "call":
             return
-        target = self.settings["torch-version"]
-        if not at_least(target, api.deprecated):
+        if api.unless_keyword and any(k.arg in (api.unless_keyword, None) for k in call.keywords):
+            return  # `torch.meshgrid(x, y, indexing="ij")`, or `**kwargs` that may carry it
+        self._report(node, name, api, _fix(node, api, ctx, call))
+
+    def _report(self, node: ast.AST, name: str, api: DeprecatedApi, fix: Optional[Fix]) -> None:
+        if not at_least(self.settings["torch-version"], api.deprecated):
             return  # the code must still run on a torch from before the replacement
         if api.removed:
             status = f"was removed in torch {api.removed}: on 2.13 it {api.on_current}"
         else:
             status = f"is deprecated since torch {api.deprecated} (2.13: {api.on_current})"
+        what = f"`{name}` without `{api.unless_keyword}=`" if api.unless_keyword else f"`{name}`"
         why = f" ({api.why})" if api.why else ""
         use = " or ".join(f"`{part}`" for part in api.use.split(" or "))
-        self.report(node, f"`{name}` {status}", help=f"Use {use}{why}",
-                    severity="error" if api.removed else None, fix=_fix(node, api, ctx, call))
+        self.report(node, f"{what} {status}", help=f"Use {use}{why}",
+                    severity="error" if api.removed else None, fix=fix)
 
 
 def _fix(node: ast.AST, api: DeprecatedApi, ctx: FileContext, call: ast.Call) -> Optional[Fix]:
+    if api.fix == "indexing-ij":
+        add = add_keyword(ctx.source, call, 'indexing="ij"')  # the behaviour without the argument
+        return make_fix('Pass `indexing="ij"`', [add]) if add is not None else None
     if not api.fix or not isinstance(node, ast.Attribute):
         return None  # a bare imported name: its import would have to change too
     if api.fix == "rename":

@@ -11,7 +11,10 @@ _VARIABLE = ("torch.autograd.Variable", "torch.autograd.variable.Variable")
 
 
 class VariableVolatile(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 12 of 20 findings were true;
+    off by default. Enable it with `--extend-select TL908`.
+
+    ## What it does
     Flags `Variable(..., volatile=...)` (`torch.autograd.Variable`).
 
     ## Why is this bad?
@@ -47,6 +50,7 @@ class VariableVolatile(Rule):
     name = "variable-volatile"
     summary = "`Variable(..., volatile=True)` has no effect since torch 0.4: the graph is still built"
     severity = "warning"
+    default_enabled = False
     tags = ("migration", "autograd")
     precision = "very-high"
     requires_text = ("volatile",)

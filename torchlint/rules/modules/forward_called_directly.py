@@ -48,7 +48,10 @@ def judge_forward_directly(facts: dict, runs: list) -> Optional[tuple[str, str]]
 
 
 class ForwardCalledDirectly(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 5 findings were true;
+    off by default. Enable it with `--extend-select TL703`.
+
+    ## What it does
     Flags `module.forward(x)` on any receiver except `self` and `super()` (and the unbound
     `Base.forward(self, x)`).
 
@@ -78,6 +81,7 @@ class ForwardCalledDirectly(Rule):
     name = "forward-called-directly"
     summary = "module.forward(x) called directly skips hooks"
     severity = "warning"
+    default_enabled = False
     tags = ("correctness", "module")
     requires_text = ('.forward',)
     evidence = Evidence(probe=probe_forward_directly, slice="call", judge=judge_forward_directly)

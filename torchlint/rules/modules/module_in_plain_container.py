@@ -61,7 +61,10 @@ def judge_plain_container(facts: dict, runs: list) -> Optional[tuple[str, str]]:
 
 
 class ModuleInPlainContainer(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 1 findings were true;
+    off by default. Enable it with `--extend-select TL701`.
+
+    ## What it does
     Flags, in an `nn.Module` subclass, a list, tuple or dict (literal or comprehension) containing
     `nn.Module` instances assigned to `self.<attr>`.
 
@@ -104,6 +107,7 @@ class ModuleInPlainContainer(Rule):
     name = "module-in-plain-container"
     summary = "nn.Module instances in a plain list/dict attribute are not registered"
     severity = "error"
+    default_enabled = False
     tags = ("correctness", "module")
     # `class ` too: a class may be a Module through a base class in another file.
     requires_text = ('Module', 'nn.', 'torch.nn', 'PreTrainedModel', 'ModelMixin', 'class ')

@@ -77,7 +77,10 @@ def judge_train_mode(facts: dict, runs: list) -> Optional[tuple[str, str]]:
 
 
 class TrainModeNotRestored(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 1 of 14 findings were true;
+    off by default. Enable it with `--extend-select TL704`.
+
+    ## What it does
     Flags `model.eval()` inside a loop that trains (calls `.backward()`) when the loop never calls
     `.train()`. Reported at the `.eval()` call, or at the call of a function of the same file that
     calls `.eval()` (an `evaluate()` helper) without switching back. Calls to same-file helpers
@@ -122,6 +125,7 @@ class TrainModeNotRestored(Rule):
     name = "train-mode-not-restored"
     summary = "Loop calls model.eval() but never model.train(): later epochs train in eval mode"
     severity = "warning"
+    default_enabled = False
     tags = ("correctness", "training-loop")
     requires_text = ('.eval(',)
 

@@ -43,7 +43,10 @@ def probe_create_then_move(params: dict, device: str) -> tuple[str, str]:
 
 
 class CreateThenMove(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 8 of 20 findings were true;
+    off by default. Enable it with `--extend-select TL801`.
+
+    ## What it does
     Flags a tensor factory immediately moved to a device: `torch.zeros(...).to(device)`,
     `torch.randn(...).cuda()`, `torch.tensor(data).to(x.device)`. A `.to(dtype)` alone is not
     flagged.
@@ -87,6 +90,7 @@ class CreateThenMove(Rule):
     name = "create-then-move"
     summary = "Tensor created on CPU then moved; create it on the device"
     severity = "info"
+    default_enabled = False
     tags = ("performance", "device")
     requires_text = ('.to(', '.cuda(')
     evidence = Evidence(probe=probe_create_then_move)

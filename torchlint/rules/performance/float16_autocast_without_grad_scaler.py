@@ -101,7 +101,10 @@ def exclusive(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) ->
     return any(sides.get(node, side) != side for node, side in b)
 
 class Float16AutocastWithoutGradScaler(Rule):
-    """## What it does
+    """On the 2026-12 held-out corpus (54 projects, independent triage), 2 of 3 findings were true;
+    off by default. Enable it with `--extend-select TL804`.
+
+    ## What it does
     Flags `.backward()` on a loss computed under float16 autocast
     (`torch.autocast(..., dtype=torch.float16)`, `torch.autocast("cuda")` whose default is float16,
     `torch.cuda.amp.autocast()`) when the function creates no `GradScaler` and calls no
@@ -149,6 +152,7 @@ class Float16AutocastWithoutGradScaler(Rule):
     name = "float16-autocast-without-grad-scaler"
     summary = "float16 autocast backward without GradScaler: small gradients underflow"
     severity = "warning"
+    default_enabled = False
     tags = ("correctness", "mixed-precision")
     requires_text = ('autocast',)
     evidence = Evidence(reason=('whether gradients underflow depends on their sizes during training, which the code '
