@@ -95,6 +95,45 @@ def probe_log_sum_exp(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"float32 log(sum(exp(x))) at |x| = {scale:g} is finite ({naive.item():.4f})"
 
 
+# TL603, from torchlint.rules.serialization.checkpoint_pickles_objects
+def probe_checkpoint_objects(params: dict, device: str) -> tuple[str, str]:
+    """Save a checkpoint holding what the finding names and load it with the default
+    `weights_only`: the weights-only unpickler refuses objects, not dicts of primitives."""
+    import argparse
+    import io
+    import types
+
+    import torch
+
+    held = params.get("held", "argparse.Namespace")
+    layer = torch.nn.Linear(2, 2)
+    values = {
+        "argparse.Namespace": argparse.Namespace(lr=0.1, name="run"),
+        "object": types.SimpleNamespace(lr=0.1),  # an instance of a class: a config object
+        "nn.Module": layer,
+        "optimizer": torch.optim.SGD(layer.parameters(), lr=0.1),
+        "vars(args)": vars(argparse.Namespace(lr=0.1, name="run")),  # a dict of primitives
+        "state_dict": layer.state_dict(),
+    }
+    if held == "numpy":
+        try:
+            import numpy
+        except ImportError:
+            return "skipped", "NumPy is not installed here"
+        values[held] = numpy.float64(0.5)
+    if held not in values:
+        return "skipped", f"the probe has no sample of {held!r}"
+    buffer = io.BytesIO()
+    torch.save({"value": values[held], "epoch": 3}, buffer)
+    buffer.seek(0)
+    try:
+        torch.load(buffer)
+    except Exception as exc:  # pickle.UnpicklingError on torch >= 2.6
+        return "confirmed", (f"torch {torch.__version__}: torch.load of a checkpoint holding {held} raised "
+                             f"{type(exc).__qualname__}: {str(exc).splitlines()[0][:120]}")
+    return "not-reproduced", f"torch {torch.__version__}: the default torch.load accepted a checkpoint holding {held}"
+
+
 # TL707, from torchlint.rules.modules.adam_weight_decay
 def probe_adam_weight_decay(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: do Adam and AdamW take different steps at this weight decay?"""
@@ -215,6 +254,7 @@ PROBES: dict[str, str] = {
     "TL501": "mean_under_ddp",
     "TL502": "sampler_set_epoch",
     "TL601": "unsafe_load",
+    "TL603": "probe_checkpoint_objects",
     "TL701": "plain_container",
     "TL702": "missing_super",
     "TL703": "forward_directly",

@@ -1,0 +1,51 @@
+"""The probes of the rules from issue 20 (first rows): each demonstrates its hazard with the
+facts a finding carries, and says "no" when the facts make the hazard absent. The probes are
+plain functions beside their rules (torch and the stdlib only), called here in-process; the
+sandboxed worker runs the same code (tests/test_verify.py, `every_probed`)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from torchlint import catalog  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+# code -> (facts that show the hazard, facts that make it absent)
+CASES: dict[str, tuple[dict, dict]] = {
+    "TL603": ({"held": "argparse.Namespace"}, {"held": "vars(args)"}),
+}
+
+
+def _probe(code: str):
+    rule = next(r for r in catalog.static_rules() if r.code == code)
+    probe = rule.evidence.probe
+    assert callable(probe), f"{code}: the probe is a function beside the rule"
+    return probe
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_probe_confirms_the_hazard(code):
+    verdict, evidence = _probe(code)(CASES[code][0], "cpu")
+    assert verdict == "confirmed", evidence
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_probe_says_no_when_the_facts_remove_the_hazard(code):
+    verdict, evidence = _probe(code)(CASES[code][1], "cpu")
+    assert verdict == "not-reproduced", evidence
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_probe_confirms_with_no_facts(code):
+    """The worker's own test (`test_fact_probe_demonstrates_on_cpu`) gives no facts."""
+    assert _probe(code)({}, "cpu")[0] == "confirmed"
+
+
+def test_tl603_refuses_every_object_kind_it_names():
+    probe = _probe("TL603")
+    for held in ("argparse.Namespace", "object", "nn.Module", "optimizer", "numpy"):
+        assert probe({"held": held}, "cpu")[0] in ("confirmed", "skipped"), held
+    assert probe({"held": "state_dict"}, "cpu")[0] == "not-reproduced"
