@@ -16,6 +16,7 @@ pytestmark = pytest.mark.torch
 # code -> (facts that show the hazard, facts that make it absent)
 CASES: dict[str, tuple[dict, dict]] = {
     "TL603": ({"held": "argparse.Namespace"}, {"held": "vars(args)"}),
+    "TL404": ({"input": "sigmoid"}, {"input": "sigmoid", "logit": 0.5}),
 }
 
 
@@ -49,3 +50,9 @@ def test_tl603_refuses_every_object_kind_it_names():
     for held in ("argparse.Namespace", "object", "nn.Module", "optimizer", "numpy"):
         assert probe({"held": held}, "cpu")[0] in ("confirmed", "skipped"), held
     assert probe({"held": "state_dict"}, "cpu")[0] == "not-reproduced"
+
+
+def test_tl404_raw_logits_raise_and_probabilities_do_not():
+    probe = _probe("TL404")
+    assert probe({"input": "logits"}, "cpu")[0] == "confirmed"
+    assert probe({"input": "logits", "in_unit_range": True}, "cpu")[0] == "not-reproduced"

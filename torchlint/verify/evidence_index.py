@@ -80,6 +80,36 @@ def probe_worker_options(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"this torch accepts {option} with num_workers=0"
 
 
+# TL404, from torchlint.rules.losses.sigmoid_into_bce
+def probe_sigmoid_bce(params: dict, device: str) -> tuple[str, str]:
+    """`sigmoid` + `BCELoss` against `BCEWithLogitsLoss` on a confident wrong logit; raw
+    logits into `BCELoss`. Facts: `input` ("sigmoid" or "logits"), and for the logits case
+    whether the values already lie in [0, 1] (`in_unit_range`)."""
+    import torch
+    import torch.nn.functional as F
+
+    if params.get("input", "sigmoid") == "logits":
+        values = [0.2, 0.9] if params.get("in_unit_range") else [2.5, -1.0]
+        try:
+            F.binary_cross_entropy(torch.tensor(values, device=device), torch.tensor([1.0, 0.0], device=device))
+        except RuntimeError as exc:
+            return "confirmed", f"BCELoss on logits {values} raised RuntimeError: {str(exc).splitlines()[0]}"
+        return "not-reproduced", f"BCELoss accepted the values {values}"
+    logit = float(params.get("logit", 20.0))
+    x = torch.tensor([logit], device=device, requires_grad=True)
+    y = torch.tensor([0.0], device=device)
+    F.binary_cross_entropy(torch.sigmoid(x), y).backward()
+    grad_two_step = float(x.grad)  # type: ignore[arg-type]
+    x.grad = None
+    fused = F.binary_cross_entropy_with_logits(x, y)
+    fused.backward()
+    grad_fused = float(x.grad)  # type: ignore[arg-type]
+    if abs(grad_two_step - grad_fused) > 1e-3 * max(1.0, abs(grad_fused)):
+        return "confirmed", (f"logit {logit}, target 0: sigmoid+BCELoss gives gradient {grad_two_step:.4g}, "
+                             f"BCEWithLogitsLoss {grad_fused:.4g} (loss {fused.item():.4g})")
+    return "not-reproduced", f"logit {logit}: both give gradient {grad_fused:.4g}"
+
+
 # TL406, from torchlint.rules.losses.log_sum_exp
 def probe_log_sum_exp(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: does the naive form overflow where logsumexp does not, at the
@@ -250,6 +280,7 @@ PROBES: dict[str, str] = {
     "TL401": "softmax_before_ce",
     "TL402": "functional_dropout",
     "TL403": "implicit_softmax_dim",
+    "TL404": "probe_sigmoid_bce",
     "TL406": "probe_log_sum_exp",
     "TL501": "mean_under_ddp",
     "TL502": "sampler_set_epoch",
