@@ -17,6 +17,7 @@ pytestmark = pytest.mark.torch
 CASES: dict[str, tuple[dict, dict]] = {
     "TL603": ({"held": "argparse.Namespace"}, {"held": "vars(args)"}),
     "TL404": ({"input": "sigmoid"}, {"input": "sigmoid", "logit": 0.5}),
+    "TL405": ({}, {"eps": 1e-8}),
 }
 
 

@@ -110,6 +110,25 @@ def probe_sigmoid_bce(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"logit {logit}: both give gradient {grad_fused:.4g}"
 
 
+# TL405, from torchlint.rules.losses.log_of_softmax
+def probe_log_of_softmax(params: dict, device: str) -> tuple[str, str]:
+    """`log(softmax(z))` on logits 200 apart, the target the underflowed class; with facts
+    `eps` (a number added before the log) the -inf and the NaN cannot happen."""
+    import torch
+
+    eps = float(params.get("eps", 0.0))
+    z = torch.tensor([[0.0, -200.0, 5.0]], device=device, requires_grad=True)
+    log_p = torch.log(torch.softmax(z, dim=1) + eps)
+    loss = torch.nn.functional.nll_loss(log_p, torch.tensor([1], device=device))
+    loss.backward()
+    grad = z.grad
+    if not bool(torch.isfinite(loss)) or grad is None or not bool(torch.isfinite(grad).all()):
+        return "confirmed", (f"log(softmax(z)) with z = [0, -200, 5]: loss {loss.item()}, gradient "
+                             f"{grad.tolist() if grad is not None else None}; log_softmax gives a finite loss "
+                             f"{torch.nn.functional.log_softmax(z.detach(), 1)[0, 1].neg().item():.4g}")
+    return "not-reproduced", f"with eps={eps}: loss {loss.item():.4g}, gradients finite"
+
+
 # TL406, from torchlint.rules.losses.log_sum_exp
 def probe_log_sum_exp(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: does the naive form overflow where logsumexp does not, at the
@@ -281,6 +300,7 @@ PROBES: dict[str, str] = {
     "TL402": "functional_dropout",
     "TL403": "implicit_softmax_dim",
     "TL404": "probe_sigmoid_bce",
+    "TL405": "probe_log_of_softmax",
     "TL406": "probe_log_sum_exp",
     "TL501": "mean_under_ddp",
     "TL502": "sampler_set_epoch",
