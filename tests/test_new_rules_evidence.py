@@ -18,6 +18,7 @@ CASES: dict[str, tuple[dict, dict]] = {
     "TL603": ({"held": "argparse.Namespace"}, {"held": "vars(args)"}),
     "TL404": ({"input": "sigmoid"}, {"input": "sigmoid", "logit": 0.5}),
     "TL405": ({}, {"eps": 1e-8}),
+    "TL307": ({"num_workers": 2}, {"num_workers": 2, "sharded": True}),
 }
 
 
@@ -57,3 +58,7 @@ def test_tl404_raw_logits_raise_and_probabilities_do_not():
     probe = _probe("TL404")
     assert probe({"input": "logits"}, "cpu")[0] == "confirmed"
     assert probe({"input": "logits", "in_unit_range": True}, "cpu")[0] == "not-reproduced"
+
+
+def test_tl307_one_worker_repeats_nothing():
+    assert _probe("TL307")({"num_workers": 1}, "cpu")[0] == "not-reproduced"
