@@ -19,6 +19,7 @@ CASES: dict[str, tuple[dict, dict]] = {
     "TL404": ({"input": "sigmoid"}, {"input": "sigmoid", "logit": 0.5}),
     "TL405": ({}, {"eps": 1e-8}),
     "TL307": ({"num_workers": 2}, {"num_workers": 2, "sharded": True}),
+    "TL111": ({"second_backward": False}, {"second_backward": True}),
 }
 
 

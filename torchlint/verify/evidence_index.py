@@ -7,6 +7,44 @@ name of the function that shows the finding (here or in probes.py / slices.py)."
 from __future__ import annotations
 
 
+# TL111, from torchlint.rules.autograd.retain_graph_in_loop
+def probe_retain_graph(params: dict, device: str) -> tuple[str, str]:
+    """A recurrent state carried across iterations without `.detach()`, stepped with
+    `backward(retain_graph=True)`: the graph that backward walks grows every iteration. With
+    facts `second_backward`, the iteration runs a second backward through the retained graph,
+    which is what `retain_graph=True` is for."""
+    import torch
+
+    w = torch.randn(4, 4, device=device, requires_grad=True)
+    if params.get("second_backward"):
+        out = torch.tanh(torch.ones(1, 4, device=device) @ w)
+        out.sum().backward(retain_graph=True)
+        out.pow(2).sum().backward()  # needs the retained buffers
+        return "not-reproduced", "the second backward of the iteration used the retained graph"
+
+    def nodes(fn: object) -> int:
+        seen, stack = set(), [fn]
+        while stack:
+            f = stack.pop()
+            if f is None or id(f) in seen:
+                continue
+            seen.add(id(f))
+            stack.extend(n for n, _ in getattr(f, "next_functions", ()))
+        return len(seen)
+
+    h = torch.zeros(1, 4, device=device)
+    sizes = []
+    for _ in range(4):
+        h = torch.tanh(h @ w)
+        loss = h.sum()
+        loss.backward(retain_graph=True)
+        sizes.append(nodes(loss.grad_fn))
+    if sizes[-1] > sizes[0]:
+        return "confirmed", (f"with a carried state and retain_graph=True, the graph backward walked grew "
+                             f"{sizes} nodes over 4 iterations (memory and time grow every step)")
+    return "not-reproduced", f"the graph stayed at {sizes} nodes"
+
+
 # TL113, from torchlint.rules.autograd.gradcheck_float32
 def probe_gradcheck_dtype(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: does gradcheck reject a correct gradient at this dtype?"""
@@ -310,6 +348,7 @@ PROBES: dict[str, str] = {
     "TL107": "loss_accumulated",
     "TL108": "grad_mode_not_called",
     "TL109": "requires_grad_typo",
+    "TL111": "probe_retain_graph",
     "TL113": "probe_gradcheck_dtype",
     "TL201": "label_float_cast",
     "TL202": "discarded_conversion",
