@@ -20,6 +20,7 @@ CASES: dict[str, tuple[dict, dict]] = {
     "TL405": ({}, {"eps": 1e-8}),
     "TL307": ({"num_workers": 2}, {"num_workers": 2, "sharded": True}),
     "TL111": ({"second_backward": False}, {"second_backward": True}),
+    "TL112": ({"optimizer": "SGD"}, {"optimizer": "Adam"}),
 }
 
 
@@ -63,3 +64,8 @@ def test_tl404_raw_logits_raise_and_probabilities_do_not():
 
 def test_tl307_one_worker_repeats_nothing():
     assert _probe("TL307")({"num_workers": 1}, "cpu")[0] == "not-reproduced"
+
+
+def test_tl112_adam_family_ignores_the_scale_even_clipped():
+    assert _probe("TL112")({"optimizer": "Adam", "clipped": True}, "cpu")[0] == "not-reproduced"
+    assert _probe("TL112")({"optimizer": "AdamW"}, "cpu")[0] == "not-reproduced"

@@ -45,6 +45,39 @@ def probe_retain_graph(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"the graph stayed at {sizes} nodes"
 
 
+# TL112, from torchlint.rules.autograd.unscaled_gradient_accumulation
+def probe_unscaled_accumulation(params: dict, device: str) -> tuple[str, str]:
+    """One step accumulated over 4 micro-batches without dividing the loss, against one step
+    on the whole batch. Facts: `optimizer` (a `torch.optim` class name), `clipped` (a
+    `clip_grad_norm_` before the step)."""
+    import torch
+
+    name = str(params.get("optimizer", "SGD"))
+    optimizer_class = getattr(torch.optim, name, None)
+    if optimizer_class is None:
+        return "skipped", f"torch.optim has no {name}"
+    clipped = bool(params.get("clipped", False))
+
+    def step(parts: int) -> torch.Tensor:
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 1).to(device)
+        opt = optimizer_class(model.parameters(), lr=0.1)
+        x, y = torch.randn(8, 3, device=device), torch.randn(8, 1, device=device)
+        for i in range(parts):
+            rows = slice(i * 8 // parts, (i + 1) * 8 // parts)
+            torch.nn.functional.mse_loss(model(x[rows]), y[rows]).backward()  # not divided by `parts`
+        if clipped:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.05)
+        opt.step()
+        return model.weight.detach().clone()
+
+    gap = (step(1) - step(4)).abs().max().item()
+    if gap > 1e-5:
+        return "confirmed", (f"torch.optim.{name}{' with clipping' if clipped else ''}: the step over 4 undivided "
+                             f"micro-batches differs from the whole-batch step by {gap:.3g}")
+    return "not-reproduced", f"torch.optim.{name}: the accumulated step equals the whole-batch step ({gap:.1g})"
+
+
 # TL113, from torchlint.rules.autograd.gradcheck_float32
 def probe_gradcheck_dtype(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: does gradcheck reject a correct gradient at this dtype?"""
@@ -349,6 +382,7 @@ PROBES: dict[str, str] = {
     "TL108": "grad_mode_not_called",
     "TL109": "requires_grad_typo",
     "TL111": "probe_retain_graph",
+    "TL112": "probe_unscaled_accumulation",
     "TL113": "probe_gradcheck_dtype",
     "TL201": "label_float_cast",
     "TL202": "discarded_conversion",
