@@ -21,6 +21,7 @@ CASES: dict[str, tuple[dict, dict]] = {
     "TL307": ({"num_workers": 2}, {"num_workers": 2, "sharded": True}),
     "TL111": ({"second_backward": False}, {"second_backward": True}),
     "TL112": ({"optimizer": "SGD"}, {"optimizer": "Adam"}),
+    "TL110": ({"detached": False}, {"detached": True}),
 }
 
 
@@ -69,3 +70,14 @@ def test_tl307_one_worker_repeats_nothing():
 def test_tl112_adam_family_ignores_the_scale_even_clipped():
     assert _probe("TL112")({"optimizer": "Adam", "clipped": True}, "cpu")[0] == "not-reproduced"
     assert _probe("TL112")({"optimizer": "AdamW"}, "cpu")[0] == "not-reproduced"
+
+
+def test_tl110_roles_read_the_usual_gan_names():
+    from torchlint.rules.autograd.gan_discriminator_without_detach import role
+
+    for name in ("netD", "D", "D_A", "discriminator", "optimizer_D", "optimizerD", "opt_d", "d_optimizer", "critic"):
+        assert role(name) == "D", name
+    for name in ("netG", "G", "G_AB", "generator", "optimizer_G", "gen_opt", "g_optim"):
+        assert role(name) == "G", name
+    for name in ("model", "optimizer", "decoder", "encoder", "data", "grad", "dropout", "gamma"):
+        assert role(name) is None, name

@@ -7,6 +7,33 @@ name of the function that shows the finding (here or in probes.py / slices.py)."
 from __future__ import annotations
 
 
+# TL110, from torchlint.rules.autograd.gan_discriminator_without_detach
+def probe_gan_detach(params: dict, device: str) -> tuple[str, str]:
+    """A discriminator step on `fake = G(z)`, then the generator step through `D(fake)`.
+    With facts `detached`, the discriminator gets `fake.detach()`."""
+    import torch
+
+    torch.manual_seed(0)
+    g, d = torch.nn.Linear(2, 2).to(device), torch.nn.Linear(2, 1).to(device)
+    opt_g, opt_d = torch.optim.SGD(g.parameters(), lr=0.1), torch.optim.SGD(d.parameters(), lr=0.1)
+    fake = g(torch.randn(4, 2, device=device))
+    d_in = fake.detach() if params.get("detached") else fake
+    opt_d.zero_grad()
+    d(d_in).mean().backward()
+    opt_d.step()
+    reached = g.weight.grad is not None
+    opt_g.zero_grad()
+    try:
+        (-d(fake).mean()).backward()
+    except RuntimeError as exc:
+        return "confirmed", (f"the discriminator's backward reached the generator (grads set: {reached}), and the "
+                             f"generator's backward then raised RuntimeError: {str(exc).splitlines()[0][:90]}")
+    opt_g.step()
+    if reached:
+        return "confirmed", "the discriminator's backward wrote gradients into the generator's parameters"
+    return "not-reproduced", "the discriminator step left the generator's graph alone; the generator step ran"
+
+
 # TL111, from torchlint.rules.autograd.retain_graph_in_loop
 def probe_retain_graph(params: dict, device: str) -> tuple[str, str]:
     """A recurrent state carried across iterations without `.detach()`, stepped with
@@ -381,6 +408,7 @@ PROBES: dict[str, str] = {
     "TL107": "loss_accumulated",
     "TL108": "grad_mode_not_called",
     "TL109": "requires_grad_typo",
+    "TL110": "probe_gan_detach",
     "TL111": "probe_retain_graph",
     "TL112": "probe_unscaled_accumulation",
     "TL113": "probe_gradcheck_dtype",
