@@ -22,6 +22,7 @@ CASES: dict[str, tuple[dict, dict]] = {
     "TL111": ({"second_backward": False}, {"second_backward": True}),
     "TL112": ({"optimizer": "SGD"}, {"optimizer": "Adam"}),
     "TL110": ({"detached": False}, {"detached": True}),
+    "TL705": ({"layer": "BatchNorm"}, {"layer": "BatchNorm", "eval_called": True}),
 }
 
 
@@ -81,3 +82,8 @@ def test_tl110_roles_read_the_usual_gan_names():
         assert role(name) == "G", name
     for name in ("model", "optimizer", "decoder", "encoder", "data", "grad", "dropout", "gamma"):
         assert role(name) is None, name
+
+
+def test_tl705_dropout_is_active_until_eval():
+    assert _probe("TL705")({"layer": "Dropout"}, "cpu")[0] == "confirmed"
+    assert _probe("TL705")({"layer": "Dropout", "eval_called": True}, "cpu")[0] == "not-reproduced"

@@ -309,6 +309,34 @@ def probe_checkpoint_objects(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"torch {torch.__version__}: the default torch.load accepted a checkpoint holding {held}"
 
 
+# TL705, from torchlint.rules.modules.eval_loop_without_eval
+def probe_eval_mode(params: dict, device: str) -> tuple[str, str]:
+    """Forward validation batches under `no_grad` through a model left in training mode.
+    Facts: `layer` ("BatchNorm" or "Dropout"), `eval_called` (the model is put in eval first)."""
+    import torch
+
+    torch.manual_seed(0)
+    layer = params.get("layer", "BatchNorm")
+    norm = torch.nn.BatchNorm1d(4)
+    mode_layer = norm if layer == "BatchNorm" else torch.nn.Dropout(0.5)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), mode_layer).to(device)
+    if params.get("eval_called"):
+        model.eval()
+    batch = torch.randn(16, 4, device=device) * 3 + 2
+    with torch.no_grad():
+        if layer == "BatchNorm":
+            before = torch.as_tensor(norm.running_mean).clone()
+            model(batch)
+            moved = (torch.as_tensor(norm.running_mean) - before).abs().max().item()
+            if moved > 0:
+                return "confirmed", f"under no_grad, one validation batch moved BatchNorm's running_mean by {moved:.3g}"
+            return "not-reproduced", "the running statistics did not change"
+        first, second = model(batch), model(batch)
+    if not torch.equal(first, second):
+        return "confirmed", "two forwards of the same batch under no_grad differ: Dropout is active"
+    return "not-reproduced", "the forwards agree: Dropout is off"
+
+
 # TL707, from torchlint.rules.modules.adam_weight_decay
 def probe_adam_weight_decay(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: do Adam and AdamW take different steps at this weight decay?"""
@@ -440,6 +468,7 @@ PROBES: dict[str, str] = {
     "TL702": "missing_super",
     "TL703": "forward_directly",
     "TL704": "train_mode",
+    "TL705": "probe_eval_mode",
     "TL707": "probe_adam_weight_decay",
     "TL708": "probe_norm_decay",
     "TL801": "create_then_move",
