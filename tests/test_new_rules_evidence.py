@@ -23,6 +23,7 @@ CASES: dict[str, tuple[dict, dict]] = {
     "TL112": ({"optimizer": "SGD"}, {"optimizer": "Adam"}),
     "TL110": ({"detached": False}, {"detached": True}),
     "TL705": ({"layer": "BatchNorm"}, {"layer": "BatchNorm", "eval_called": True}),
+    "TL706": ({"no_grad": False}, {"no_grad": True}),
 }
 
 

@@ -44,7 +44,8 @@ class CallSite:
 
 @dataclass
 class EvaluationFacts:
-    calls: dict[str, list[CallSite]] = field(default_factory=dict)  # module-level function -> call sites
+    # call sites by the called name: `f` for `f(...)`, `.m` for `x.m(...)`
+    calls: dict[str, list[CallSite]] = field(default_factory=dict)
     eval_receivers: set[str] = field(default_factory=set)  # text of everything `.eval()`-ed in the file
     scopes_calling_eval: set[int] = field(default_factory=set)  # id(scope) with an `.eval()` call
     scopes_calling_train: set[int] = field(default_factory=set)  # id(scope) with a `.train()` call
@@ -91,6 +92,8 @@ def _collect(model: SemanticModel) -> EvaluationFacts:
         elif isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name):
                 facts.calls.setdefault(node.func.id, []).append(CallSite(node, scope, grad_off))
+            elif isinstance(node.func, ast.Attribute):  # `self.validate()`: methods, by name
+                facts.calls.setdefault("." + node.func.attr, []).append(CallSite(node, scope, grad_off))
             mode = _mode_call(node)
             if mode == "eval":
                 facts.eval_receivers.add(dotted(node.func.value))  # type: ignore[attr-defined]

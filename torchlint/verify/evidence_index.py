@@ -337,6 +337,30 @@ def probe_eval_mode(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", "the forwards agree: Dropout is off"
 
 
+# TL706, from torchlint.rules.modules.eval_forward_without_no_grad
+def probe_eval_no_grad(params: dict, device: str) -> tuple[str, str]:
+    """Count the bytes autograd saves for backward during one evaluation forward of a small
+    MLP; with facts `no_grad`, the forward runs under `torch.no_grad()`."""
+    import contextlib
+
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10)).to(device)
+    saved = [0]
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved[0] += t.numel() * t.element_size()
+        return t
+
+    guard = torch.no_grad() if params.get("no_grad") else contextlib.nullcontext()
+    with guard, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = model(torch.randn(64, 256, device=device))
+    if saved[0]:
+        return "confirmed", (f"one forward of a batch of 64 saved {saved[0]} bytes for a backward that never runs "
+                             f"(output requires_grad={out.requires_grad})")
+    return "not-reproduced", "the forward saved nothing for backward"
+
+
 # TL707, from torchlint.rules.modules.adam_weight_decay
 def probe_adam_weight_decay(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: do Adam and AdamW take different steps at this weight decay?"""
@@ -469,6 +493,7 @@ PROBES: dict[str, str] = {
     "TL703": "forward_directly",
     "TL704": "train_mode",
     "TL705": "probe_eval_mode",
+    "TL706": "probe_eval_no_grad",
     "TL707": "probe_adam_weight_decay",
     "TL708": "probe_norm_decay",
     "TL801": "create_then_move",
