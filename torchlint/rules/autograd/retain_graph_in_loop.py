@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from torchlint.analysis import inference
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name
 from torchlint.analysis.training_step import loss_of_backward
 from torchlint.checker import FileContext
@@ -66,8 +67,9 @@ class RetainGraphInLoop(Rule):
     in a training loop, that is one whose iteration also calls an optimizer `step()`, when
     nothing else in the iteration differentiates again: no other `backward()`, no
     `torch.autograd.grad`, no same-file helper that calls one. The loss must be computed in
-    the same loop body (a loss built once before the loop and differentiated every iteration
-    does reuse the graph). `create_graph=True` (higher-order gradients) and a `retain_graph`
+    the same loop body, and the loop must not read a tensor that a model computed before it
+    (`feats = encoder(x)` above the loop): a loss built once, or a shared part built once,
+    is differentiated again by every iteration, which needs the retained graph. `create_graph=True` (higher-order gradients) and a `retain_graph`
     given as a variable are left out.
 
     ## Why is this bad?
@@ -128,7 +130,7 @@ class RetainGraphInLoop(Rule):
             return
         if any(_another_backward(c, node, ctx) for c in calls):
             return
-        if not _loss_built_in(loop, node, ctx):
+        if not _loss_built_in(loop, node, ctx) or _reads_outside_graph(loop, ctx):
             return
         self.report(node, "`retain_graph=True`, no second backward in the iteration: wasted memory, or a missing "
                           "`.detach()`",
@@ -149,3 +151,29 @@ def _loss_built_in(loop: ast.AST, node: ast.Call, ctx: FileContext) -> bool:
             if any(isinstance(t, ast.Name) and t.id in names for tgt in targets for t in ast.walk(tgt)):
                 return True
     return False
+
+
+def _reads_outside_graph(loop: ast.AST, ctx: FileContext) -> bool:
+    """Does the loop read, without rebinding it, a tensor a model computed before the loop
+    (`feats = encoder(x)`)? Then every iteration's backward walks that shared part again,
+    which is what `retain_graph=True` is for."""
+    assigned = {t.id for n in ast.walk(loop) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))
+                for tgt in (n.targets if isinstance(n, ast.Assign) else [n.target]) for t in ast.walk(tgt)
+                if isinstance(t, ast.Name)}
+    read = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - assigned
+    for name in read:
+        value = ctx.value_before(ast.Name(id=name), loop.lineno)  # type: ignore[attr-defined]
+        if isinstance(value, ast.Call) and _forward_like(value, ctx):
+            return True
+    return False
+
+
+def _forward_like(call: ast.Call, ctx: FileContext) -> bool:
+    """`encoder(x)`, `self.backbone(x)`, a module of the file: a call that may build a graph
+    (not a torch factory, not a method such as `model.init_hidden()`)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return ctx.call_name(call) is None and ctx.called_function(call) is None
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        return True
+    return inference.kind_of(func, ctx) == inference.MODULE

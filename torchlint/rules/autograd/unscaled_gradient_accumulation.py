@@ -107,6 +107,10 @@ class UnscaledGradientAccumulation(Rule):
     / `engine.backward` (they scale by the accumulation count themselves), and in files that use
     `reduction="sum"` (a summed loss accumulates to the whole-batch sum, which is consistent).
 
+    Off by default: a peer tool's looser version of this check was 0 of 10 true on GAN critic
+    schedules. This one is strict by construction, but its precision on real code has not been
+    measured yet; select `TL112` to use it.
+
     ## Why is this bad?
     `backward()` adds into `.grad`, so after `accum` micro-batches the gradient is the *sum* of
     `accum` mean-reduced gradients: `accum` times the gradient of the whole batch. With SGD the

@@ -73,6 +73,10 @@ class EvalForwardWithoutNoGrad(Rule):
     `assert`. Files that freeze parameters (`requires_grad_(False)`, `requires_grad = False`) are
     left out: a frozen model builds no graph.
 
+    Off by default: it costs memory, not correctness, and a peer tool's version of this check
+    was mostly shape smoke tests (16 of 19 findings). Its precision on real code has not been
+    measured yet; select `TL706` to use it.
+
     ## Why is this bad?
     With gradients on, every forward records the autograd graph and keeps the activations each
     operation saves for backward, until the output is dropped: evaluation pays training's
