@@ -43,18 +43,19 @@ class EvalLoopWithoutEval(Rule):
     Flags the forward call of a model in an evaluation loop when the model is known to hold
     BatchNorm or Dropout layers and the file never puts it in eval mode. An evaluation loop is a
     loop under `torch.no_grad()` / `torch.inference_mode()` (a `with` or a decorator), or a loop
-    in a function named for evaluation (`validate`, `evaluate`, `val_epoch`, `test`...), that
-    does not train (no `backward()` or optimizer step, itself or in a same-file helper) and does
-    not iterate a name containing `train`.
+    in a function named for evaluation (`validate`, `evaluate`, `val_epoch`, `test`...) that does
+    not train; the loop itself must not train (no `backward()` or optimizer step, itself or in a
+    same-file helper) nor iterate a name containing `train`. A validation pass under `no_grad`
+    inside a training function counts.
 
     The model is known when it is built in the file: a class of the file whose layers include
     `nn.BatchNorm*`, `nn.SyncBatchNorm` or `nn.Dropout*` (also through another class of the file,
     two levels deep), or a torchvision factory (`resnet50`, `vgg16`, `densenet121`,
     `mobilenet_v3_large`...). A model passed in as a parameter is known through the calls of
     the function in the file. It stays silent when the file calls `.eval()` (or `.train(False)`)
-    on that model anywhere, when the function (or one that calls it) calls `.eval()` or
-    `.train()` on anything (an explicit mode, such as recalibrating BatchNorm statistics on
-    purpose), and when the model's class is not visible.
+    on that model anywhere, when the function (or one that calls it) calls `.eval()` on
+    anything, or `.train()` without training (an explicit mode, such as recalibrating BatchNorm
+    statistics on purpose), and when the model's class is not visible.
 
     ## Why is this bad?
     `torch.no_grad()` turns off gradient tracking, not training behaviour. In training mode
@@ -130,10 +131,13 @@ class EvalLoopWithoutEval(Rule):
         iterated = getattr(loop, "iter", None)
         if iterated is not None and "train" in dotted(iterated).lower():
             return False
-        fn = ctx.function
-        if not (ctx.grad_disabled() or (fn is not None and is_eval_name(getattr(fn, "name", "")))):
+        if trains(loop, ctx):
             return False
-        return not trains(loop, ctx) and not (fn is not None and trains(fn, ctx))
+        fn = ctx.function
+        # A validation pass inside a training function is the usual shape: under no_grad, the
+        # innermost loop (not the function) must not train.
+        return ctx.grad_disabled() or (fn is not None and is_eval_name(getattr(fn, "name", ""))
+                                       and not trains(fn, ctx))
 
     def _model_class(self, node: ast.Call, ctx: FileContext) -> Optional[str]:
         func = node.func
@@ -171,6 +175,9 @@ class EvalLoopWithoutEval(Rule):
             given = next((k.value for k in site.call.keywords if k.arg == param), None)
             if given is None and param in names and names.index(param) < len(site.call.args):
                 given = site.call.args[names.index(param)]
+            if isinstance(given, ast.Call):  # `fit(Net(), ...)`
+                found = found or built_with_mode_layers(given, ctx)
+                continue
             if not isinstance(given, ast.Name) or _mentioned(given.id, facts.eval_receivers):
                 continue
             scope = site.scope if ctx.is_local(given.id, site.scope) else ctx.tree  # type: ignore[arg-type]
@@ -179,12 +186,14 @@ class EvalLoopWithoutEval(Rule):
 
 
 def _sets_mode(scope: ast.AST, ctx: FileContext) -> bool:
-    """Does this function call `.eval()` or `.train()` on anything? (The module's own code is
-    judged by receivers only: a notebook's `model.train()` does not put the model in eval.)"""
+    """Does this function call `.eval()` on anything, or `.train()` without training (a
+    deliberate mode, such as recalibrating BatchNorm)? The module's own code is judged by
+    receivers only: a notebook's `model.train()` does not put the model in eval."""
     if scope is ctx.tree:
         return False
     facts = evaluation_facts(ctx)
-    return id(scope) in facts.scopes_calling_eval or id(scope) in facts.scopes_calling_train
+    return id(scope) in facts.scopes_calling_eval or (id(scope) in facts.scopes_calling_train
+                                                      and not trains(scope, ctx))
 
 
 def _mentioned(text: str, receivers: set[str]) -> bool:
