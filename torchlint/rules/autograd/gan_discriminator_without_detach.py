@@ -129,6 +129,7 @@ class GanDiscriminatorWithoutDetach(Rule):
 
     def setup(self, ctx: FileContext) -> None:
         self._bodies: dict[int, list[ast.AST]] = {}
+        self._step_lines: dict[int, tuple[int, bool]] = {}
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func
@@ -136,11 +137,10 @@ class GanDiscriminatorWithoutDetach(Rule):
                 or node.args or keyword(node, "retain_graph") is not None or keyword(node, "inputs") is not None:
             return
         body, _ = current_body(ctx)
+        last_d_step, g_steps = self._steps(body)
+        if last_d_step <= node.lineno or not g_steps:
+            return  # no discriminator step after this backward, or no generator step at all
         nodes = self._nodes(body)
-        calls = [n for n in nodes if isinstance(n, ast.Call)]
-        later_d_step = any(c.lineno > node.lineno and is_optimizer_step(c) and _step_role(c) == "D" for c in calls)
-        if not later_d_step or not any(is_optimizer_step(c) and _step_role(c) == "G" for c in calls):
-            return
         if self._toggles_grad(body):
             return
         fake = self._undetached_fake(func.value.id, node, nodes, ctx)
@@ -161,6 +161,16 @@ class GanDiscriminatorWithoutDetach(Rule):
             self._bodies[key] = [n for n in ast.walk(body) if "requires_grad" in (
                 getattr(n, "attr", None) or getattr(n, "id", None) or getattr(n, "arg", None) or "")][:1]
         return bool(self._bodies[key])
+
+    def _steps(self, body: ast.AST) -> tuple[int, bool]:
+        """(the line of the body's last discriminator step, whether it steps a generator)."""
+        found = self._step_lines.get(id(body))
+        if found is None:
+            steps = [c for c in self._nodes(body) if isinstance(c, ast.Call) and is_optimizer_step(c)]
+            found = self._step_lines[id(body)] = (
+                max((c.lineno for c in steps if _step_role(c) == "D"), default=0),
+                any(_step_role(c) == "G" for c in steps))
+        return found
 
     def _nodes(self, body: ast.AST) -> list[ast.AST]:
         found = self._bodies.get(id(body))
