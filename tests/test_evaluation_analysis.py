@@ -67,8 +67,21 @@ def test_model_classes_with_mode_layers():
             def __init__(self):
                 super().__init__()
                 self.fc = nn.Linear(2, 2)
+        class FrozenBN(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bn = nn.BatchNorm2d(4)
+            def train(self, mode=True):
+                super().train(mode)
+                self.bn.eval()
+        class BatchStats(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bn = nn.BatchNorm1d(4, track_running_stats=False)
         a = Net()
         a = a.cuda()
+        e = FrozenBN()
+        f = BatchStats()
         b = Flat()
         c = torchvision.models.resnet18()
         d = Net() if x else Flat()
@@ -77,3 +90,5 @@ def test_model_classes_with_mode_layers():
     assert built_in_scope("b", ctx.tree, ctx) is None
     assert built_in_scope("c", ctx.tree, ctx) == "resnet18"
     assert built_in_scope("d", ctx.tree, ctx) is None
+    assert built_in_scope("e", ctx.tree, ctx) is None  # manages its own mode
+    assert built_in_scope("f", ctx.tree, ctx) is None  # batch statistics in both modes

@@ -111,10 +111,13 @@ def _class_has_mode_layers(cls: ast.ClassDef, model: SemanticModel, depth: int =
         return found  # type: ignore[return-value]
     model.memo[key] = False  # a class that builds itself
     result = False
+    if _manages_its_mode(cls):
+        return False
     for node in ast.walk(cls):
         if isinstance(node, ast.Call):
             name = model.module_scope.imports.call_name(node)
-            if name in MODE_LAYERS or (name is not None and torchvision_with_mode_layers(name)):
+            if (name in MODE_LAYERS and not _batch_statistics_only(node)) \
+                    or (name is not None and torchvision_with_mode_layers(name)):
                 result = True
                 break
             if depth < 2 and isinstance(node.func, ast.Name):
@@ -125,6 +128,18 @@ def _class_has_mode_layers(cls: ast.ClassDef, model: SemanticModel, depth: int =
                     break
     model.memo[key] = result
     return result
+
+
+def _manages_its_mode(cls: ast.ClassDef) -> bool:
+    """A class that overrides `train()` or calls `.eval()` itself (frozen BatchNorm in detection
+    code): its layers' mode is not what the caller's `.eval()` decides."""
+    return any(isinstance(s, FUNCTION_TYPES) and s.name == "train" for s in cls.body) or any(
+        isinstance(n, ast.Call) and _mode_call(n) == "eval" for n in ast.walk(cls))
+
+
+def _batch_statistics_only(call: ast.Call) -> bool:
+    """`nn.BatchNorm2d(c, track_running_stats=False)`: batch statistics in both modes."""
+    return any(k.arg == "track_running_stats" and literal(k.value) is False for k in call.keywords)
 
 
 def torchvision_with_mode_layers(name: str) -> bool:

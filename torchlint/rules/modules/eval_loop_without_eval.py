@@ -49,8 +49,9 @@ class EvalLoopWithoutEval(Rule):
     inside a training function counts.
 
     The model is known when it is built in the file: a class of the file whose layers include
-    `nn.BatchNorm*`, `nn.SyncBatchNorm` or `nn.Dropout*` (also through another class of the file,
-    two levels deep), or a torchvision factory (`resnet50`, `vgg16`, `densenet121`,
+    `nn.BatchNorm*` (not with `track_running_stats=False`), `nn.SyncBatchNorm` or `nn.Dropout*`
+    (also through another class of the file, two levels deep) and that neither overrides
+    `train()` nor calls `.eval()` itself (frozen BatchNorm), or a torchvision factory (`resnet50`, `vgg16`, `densenet121`,
     `mobilenet_v3_large`...). A model passed in as a parameter is known through the calls of
     the function in the file. It stays silent when the file calls `.eval()` (or `.train(False)`)
     on that model anywhere, when the function (or one that calls it) calls `.eval()` on
