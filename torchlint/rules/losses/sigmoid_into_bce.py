@@ -41,6 +41,7 @@ def probe_sigmoid_bce(params: dict, device: str) -> tuple[str, str]:
 
 _SIGMOIDS = frozenset({"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"})
 _LAYERS = {"torch.nn.Sigmoid": "sigmoid", "torch.nn.Linear": "linear"}
+_RESHAPES = frozenset({"view", "reshape", "squeeze", "unsqueeze", "flatten", "float", "double", "contiguous"})
 
 
 def _layer_kind(layer: Optional[ast.AST], ctx: FileContext) -> Optional[str]:
@@ -66,6 +67,7 @@ class SigmoidIntoBce(Rule):
       ending with one) called directly, or of a model of the file whose `forward` returns
       only such a layer's output.
 
+    Reshapes that keep the values are followed (`netD(x).view(-1)`, `.squeeze(1)`, `.float()`).
     A sigmoid feeding `BCEWithLogitsLoss` is TL401's. Model outputs whose last operation is not
     visible (another file, a library model, a variable) are not flagged.
 
@@ -143,7 +145,11 @@ class SigmoidIntoBce(Rule):
                         params={"input": "logits"})
 
     def _kind(self, call: ast.Call, ctx: FileContext) -> Optional[str]:
-        """'sigmoid' or 'linear': what produced the loss input."""
+        """'sigmoid' or 'linear': what produced the loss input (through reshapes that keep
+        the values: `netD(x).view(-1)`)."""
+        while isinstance(call.func, ast.Attribute) and call.func.attr in _RESHAPES \
+                and isinstance(call.func.value, ast.Call):
+            call = call.func.value
         if ctx.call_name(call) in _SIGMOIDS:
             return "sigmoid"
         func = call.func
