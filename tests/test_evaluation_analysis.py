@@ -92,3 +92,32 @@ def test_model_classes_with_mode_layers():
     assert built_in_scope("d", ctx.tree, ctx) is None
     assert built_in_scope("e", ctx.tree, ctx) is None  # manages its own mode
     assert built_in_scope("f", ctx.tree, ctx) is None  # batch statistics in both modes
+
+
+SMOKE = """\
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(4)
+
+
+def evaluate_stats(val_loader):
+    model = Net()
+    sizes = []
+    for x in val_loader:
+        sizes.append(model(x).shape)
+"""
+
+
+@pytest.mark.parametrize("name, found", [("test_model.py", set()), ("model_test.py", set()),
+                                         ("check_model.py", {"TL705", "TL706"})])
+def test_test_files_are_smoke_tests_for_tl705_and_tl706(tmp_path, name, found):
+    """A fixture cannot be named like a test file (pytest would collect it), so this is here."""
+    from conftest import lint_file
+
+    path = tmp_path / name
+    path.write_text(SMOKE)
+    assert {f.code for f in lint_file(path, {"TL705", "TL706"})} == found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from pathlib import PurePath
 from typing import Optional
 
 from torchlint.analysis.evaluation import built_in_scope, built_with_mode_layers, evaluation_facts, is_eval_name
@@ -43,8 +44,8 @@ class EvalLoopWithoutEval(Rule):
     Flags the forward call of a model in an evaluation loop when the model is known to hold
     BatchNorm or Dropout layers and the file never puts it in eval mode. An evaluation loop is a
     loop under `torch.no_grad()` / `torch.inference_mode()` (a `with` or a decorator), or a loop
-    in a function named for evaluation (`validate`, `evaluate`, `val_epoch`, `test`...) that does
-    not train; the loop itself must not train (no `backward()` or optimizer step, itself or in a
+    in a function named for evaluation (`validate`, `evaluate`, `val_epoch`, `test`...; not in
+    test files, where `test_*` are pytest tests) that does not train; the loop itself must not train (no `backward()` or optimizer step, itself or in a
     same-file helper) nor iterate a name containing `train`. A validation pass under `no_grad`
     inside a training function counts.
 
@@ -103,6 +104,9 @@ class EvalLoopWithoutEval(Rule):
 
     def setup(self, ctx: FileContext) -> None:
         self._reported: set[tuple[int, str]] = set()
+        # In a test file, `test_*` names pytest tests, which may run training-mode forwards on purpose.
+        name = PurePath(ctx.source.path).name
+        self._test_file = name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if not ctx.loops or not node.args or not isinstance(node.func, (ast.Name, ast.Attribute)):
@@ -137,8 +141,8 @@ class EvalLoopWithoutEval(Rule):
         fn = ctx.function
         # A validation pass inside a training function is the usual shape: under no_grad, the
         # innermost loop (not the function) must not train.
-        return ctx.grad_disabled() or (fn is not None and is_eval_name(getattr(fn, "name", ""))
-                                       and not trains(fn, ctx))
+        return ctx.grad_disabled() or (fn is not None and not self._test_file
+                                       and is_eval_name(getattr(fn, "name", "")) and not trains(fn, ctx))
 
     def _model_class(self, node: ast.Call, ctx: FileContext) -> Optional[str]:
         func = node.func
