@@ -7,8 +7,7 @@ from typing import Optional
 
 from torchlint.analysis.training_step import own_level
 from torchlint.checker import FileContext
-from torchlint.fix.edits import SAFE, has_comment, make_fix, replace, text_of
-from torchlint.records import Fix
+from torchlint.edits import SAFE, Fix, has_comment, make_fix, replace, text_of
 from torchlint.rules.base import Evidence, Rule
 
 
