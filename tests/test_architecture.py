@@ -169,8 +169,14 @@ MAX_MODULE_LINES = 500
 BEING_SPLIT = {"torchlint.verify.process", "torchlint.verify.slicer"}
 
 
+# Generated from the rule modules (scripts/generate_all.py copies every probe beside a rule into
+# it): its size is the sum of its sources, each of which is held to the limit.
+GENERATED = {"torchlint.verify.evidence_index"}
+
+
 def oversized_modules(limit: int = MAX_MODULE_LINES) -> dict[str, int]:
-    sizes = {_module_name(p): len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.rglob("*.py")}
+    sizes = {_module_name(p): len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.rglob("*.py")
+             if _module_name(p) not in GENERATED}
     return {name: n for name, n in sorted(sizes.items()) if n > limit}
 
 

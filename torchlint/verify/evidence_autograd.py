@@ -316,6 +316,104 @@ def judge_requires_grad_typo(facts: dict, runs: list) -> Optional[tuple[str, str
     return None
 
 
+# TL110, from torchlint.rules.autograd.gan_discriminator_without_detach
+def probe_gan_detach(params: dict, device: str) -> tuple[str, str]:
+    """A discriminator step on `fake = G(z)`, then the generator step through `D(fake)`.
+    With facts `detached`, the discriminator gets `fake.detach()`."""
+    import torch
+
+    torch.manual_seed(0)
+    g, d = torch.nn.Linear(2, 2).to(device), torch.nn.Linear(2, 1).to(device)
+    opt_g, opt_d = torch.optim.SGD(g.parameters(), lr=0.1), torch.optim.SGD(d.parameters(), lr=0.1)
+    fake = g(torch.randn(4, 2, device=device))
+    d_in = fake.detach() if params.get("detached") else fake
+    opt_d.zero_grad()
+    d(d_in).mean().backward()
+    opt_d.step()
+    reached = g.weight.grad is not None
+    opt_g.zero_grad()
+    try:
+        (-d(fake).mean()).backward()
+    except RuntimeError as exc:
+        return "confirmed", (f"the discriminator's backward reached the generator (grads set: {reached}), and the "
+                             f"generator's backward then raised RuntimeError: {str(exc).splitlines()[0][:90]}")
+    opt_g.step()
+    if reached:
+        return "confirmed", "the discriminator's backward wrote gradients into the generator's parameters"
+    return "not-reproduced", "the discriminator step left the generator's graph alone; the generator step ran"
+
+
+# TL111, from torchlint.rules.autograd.retain_graph_in_loop
+def probe_retain_graph(params: dict, device: str) -> tuple[str, str]:
+    """A recurrent state carried across iterations without `.detach()`, stepped with
+    `backward(retain_graph=True)`: the graph that backward walks grows every iteration. With
+    facts `second_backward`, the iteration runs a second backward through the retained graph,
+    which is what `retain_graph=True` is for."""
+    import torch
+
+    w = torch.randn(4, 4, device=device, requires_grad=True)
+    if params.get("second_backward"):
+        out = torch.tanh(torch.ones(1, 4, device=device) @ w)
+        out.sum().backward(retain_graph=True)
+        out.pow(2).sum().backward()  # needs the retained buffers
+        return "not-reproduced", "the second backward of the iteration used the retained graph"
+
+    def nodes(fn: object) -> int:
+        seen, stack = set(), [fn]
+        while stack:
+            f = stack.pop()
+            if f is None or id(f) in seen:
+                continue
+            seen.add(id(f))
+            stack.extend(n for n, _ in getattr(f, "next_functions", ()))
+        return len(seen)
+
+    h = torch.zeros(1, 4, device=device)
+    sizes = []
+    for _ in range(4):
+        h = torch.tanh(h @ w)
+        loss = h.sum()
+        loss.backward(retain_graph=True)
+        sizes.append(nodes(loss.grad_fn))
+    if sizes[-1] > sizes[0]:
+        return "confirmed", (f"with a carried state and retain_graph=True, the graph backward walked grew "
+                             f"{sizes} nodes over 4 iterations (memory and time grow every step)")
+    return "not-reproduced", f"the graph stayed at {sizes} nodes"
+
+
+# TL112, from torchlint.rules.autograd.unscaled_gradient_accumulation
+def probe_unscaled_accumulation(params: dict, device: str) -> tuple[str, str]:
+    """One step accumulated over 4 micro-batches without dividing the loss, against one step
+    on the whole batch. Facts: `optimizer` (a `torch.optim` class name), `clipped` (a
+    `clip_grad_norm_` before the step)."""
+    import torch
+
+    name = str(params.get("optimizer", "SGD"))
+    optimizer_class = getattr(torch.optim, name, None)
+    if optimizer_class is None:
+        return "skipped", f"torch.optim has no {name}"
+    clipped = bool(params.get("clipped", False))
+
+    def step(parts: int) -> torch.Tensor:
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 1).to(device)
+        opt = optimizer_class(model.parameters(), lr=0.1)
+        x, y = torch.randn(8, 3, device=device), torch.randn(8, 1, device=device)
+        for i in range(parts):
+            rows = slice(i * 8 // parts, (i + 1) * 8 // parts)
+            torch.nn.functional.mse_loss(model(x[rows]), y[rows]).backward()  # not divided by `parts`
+        if clipped:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.05)
+        opt.step()
+        return model.weight.detach().clone()
+
+    gap = (step(1) - step(4)).abs().max().item()
+    if gap > 1e-5:
+        return "confirmed", (f"torch.optim.{name}{' with clipping' if clipped else ''}: the step over 4 undivided "
+                             f"micro-batches differs from the whole-batch step by {gap:.3g}")
+    return "not-reproduced", f"torch.optim.{name}: the accumulated step equals the whole-batch step ({gap:.1g})"
+
+
 # TL113, from torchlint.rules.autograd.gradcheck_float32
 def probe_gradcheck_dtype(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: does gradcheck reject a correct gradient at this dtype?"""
@@ -345,6 +443,9 @@ PROBES: dict[str, Callable[[dict, str], tuple[str, str]]] = {
     "TL107": probe_loss_accumulated,
     "TL108": probe_grad_mode_not_called,
     "TL109": probe_requires_grad_typo,
+    "TL110": probe_gan_detach,
+    "TL111": probe_retain_graph,
+    "TL112": probe_unscaled_accumulation,
     "TL113": probe_gradcheck_dtype,
 }
 

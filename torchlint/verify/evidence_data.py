@@ -281,12 +281,41 @@ def probe_worker_options(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"this torch accepts {option} with num_workers=0"
 
 
+# TL307, from torchlint.rules.data.iterable_dataset_without_worker_sharding
+def probe_iterable_sharding(params: dict, device: str) -> tuple[str, str]:
+    """Iterate an IterableDataset over range(6) with the finding's worker count; with facts
+    `sharded` the dataset splits its range by `get_worker_info()`."""
+    import sys
+
+    import torch
+    from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+    if not sys.platform.startswith("linux"):
+        return "skipped", "the probe defines its dataset in place, which needs fork workers (Linux)"
+    workers = int(params.get("num_workers", 2))
+    sharded = bool(params.get("sharded", False))
+
+    class Numbers(IterableDataset):
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            info = get_worker_info() if sharded else None
+            start, step = (info.id, info.num_workers) if info is not None else (0, 1)
+            return iter(range(start, 6, step))
+
+    seen = [int(x) for x in DataLoader(Numbers(), batch_size=None, num_workers=workers,
+                                       multiprocessing_context="fork" if workers else None)]
+    if len(seen) > len(set(seen)):
+        return "confirmed", (f"torch {torch.__version__}: {workers} workers over range(6) gave {len(seen)} samples, "
+                             f"{len(seen) - len(set(seen))} of them duplicates: {sorted(seen)}")
+    return "not-reproduced", f"{workers} worker(s) gave each of the {len(seen)} samples once"
+
+
 PROBES: dict[str, Callable[[dict, str], tuple[str, str]]] = {
     "TL301": probe_worker_rng,
     "TL302": probe_main_guard,
     "TL303": probe_dataloader_in_loop,
     "TL304": probe_conflicting_sampler,
     "TL306": probe_worker_options,
+    "TL307": probe_iterable_sharding,
 }
 
 

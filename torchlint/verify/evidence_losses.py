@@ -166,6 +166,55 @@ def judge_implicit_softmax_dim(facts: dict, runs: list) -> Optional[tuple[str, s
             + (", the last dimension, as intended" if implicit == max(ndim - 1, 0) else " (the channel dimension)"))
 
 
+# TL404, from torchlint.rules.losses.sigmoid_into_bce
+def probe_sigmoid_bce(params: dict, device: str) -> tuple[str, str]:
+    """`sigmoid` + `BCELoss` against `BCEWithLogitsLoss` on a confident wrong logit; raw
+    logits into `BCELoss`. Facts: `input` ("sigmoid" or "logits"), and for the logits case
+    whether the values already lie in [0, 1] (`in_unit_range`)."""
+    import torch
+    import torch.nn.functional as F
+
+    if params.get("input", "sigmoid") == "logits":
+        values = [0.2, 0.9] if params.get("in_unit_range") else [2.5, -1.0]
+        try:
+            F.binary_cross_entropy(torch.tensor(values, device=device), torch.tensor([1.0, 0.0], device=device))
+        except RuntimeError as exc:
+            return "confirmed", f"BCELoss on logits {values} raised RuntimeError: {str(exc).splitlines()[0]}"
+        return "not-reproduced", f"BCELoss accepted the values {values}"
+    logit = float(params.get("logit", 20.0))
+    x = torch.tensor([logit], device=device, requires_grad=True)
+    y = torch.tensor([0.0], device=device)
+    F.binary_cross_entropy(torch.sigmoid(x), y).backward()
+    grad_two_step = float(x.grad)  # type: ignore[arg-type]
+    x.grad = None
+    fused = F.binary_cross_entropy_with_logits(x, y)
+    fused.backward()
+    grad_fused = float(x.grad)  # type: ignore[arg-type]
+    if abs(grad_two_step - grad_fused) > 1e-3 * max(1.0, abs(grad_fused)):
+        return "confirmed", (f"logit {logit}, target 0: sigmoid+BCELoss gives gradient {grad_two_step:.4g}, "
+                             f"BCEWithLogitsLoss {grad_fused:.4g} (loss {fused.item():.4g})")
+    return "not-reproduced", f"logit {logit}: both give gradient {grad_fused:.4g}"
+
+
+# TL405, from torchlint.rules.losses.log_of_softmax
+def probe_log_of_softmax(params: dict, device: str) -> tuple[str, str]:
+    """`log(softmax(z))` on logits 200 apart, the target the underflowed class; with facts
+    `eps` (a number added before the log) the -inf and the NaN cannot happen."""
+    import torch
+
+    eps = float(params.get("eps", 0.0))
+    z = torch.tensor([[0.0, -200.0, 5.0]], device=device, requires_grad=True)
+    log_p = torch.log(torch.softmax(z, dim=1) + eps)
+    loss = torch.nn.functional.nll_loss(log_p, torch.tensor([1], device=device))
+    loss.backward()
+    grad = z.grad
+    if not bool(torch.isfinite(loss)) or grad is None or not bool(torch.isfinite(grad).all()):
+        return "confirmed", (f"log(softmax(z)) with z = [0, -200, 5]: loss {loss.item()}, gradient "
+                             f"{grad.tolist() if grad is not None else None}; log_softmax gives a finite loss "
+                             f"{torch.nn.functional.log_softmax(z.detach(), 1)[0, 1].neg().item():.4g}")
+    return "not-reproduced", f"with eps={eps}: loss {loss.item():.4g}, gradients finite"
+
+
 # TL406, from torchlint.rules.losses.log_sum_exp
 def probe_log_sum_exp(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: does the naive form overflow where logsumexp does not, at the
@@ -185,6 +234,8 @@ PROBES: dict[str, Callable[[dict, str], tuple[str, str]]] = {
     "TL401": probe_softmax_before_ce,
     "TL402": probe_functional_dropout,
     "TL403": probe_implicit_softmax_dim,
+    "TL404": probe_sigmoid_bce,
+    "TL405": probe_log_of_softmax,
     "TL406": probe_log_sum_exp,
 }
 

@@ -140,6 +140,58 @@ def judge_train_mode(facts: dict, runs: list) -> Optional[tuple[str, str]]:
     return None
 
 
+# TL705, from torchlint.rules.modules.eval_loop_without_eval
+def probe_eval_mode(params: dict, device: str) -> tuple[str, str]:
+    """Forward validation batches under `no_grad` through a model left in training mode.
+    Facts: `layer` ("BatchNorm" or "Dropout"), `eval_called` (the model is put in eval first)."""
+    import torch
+
+    torch.manual_seed(0)
+    layer = params.get("layer", "BatchNorm")
+    norm = torch.nn.BatchNorm1d(4)
+    mode_layer = norm if layer == "BatchNorm" else torch.nn.Dropout(0.5)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), mode_layer).to(device)
+    if params.get("eval_called"):
+        model.eval()
+    batch = torch.randn(16, 4, device=device) * 3 + 2
+    with torch.no_grad():
+        if layer == "BatchNorm":
+            before = torch.as_tensor(norm.running_mean).clone()
+            model(batch)
+            moved = (torch.as_tensor(norm.running_mean) - before).abs().max().item()
+            if moved > 0:
+                return "confirmed", f"under no_grad, one validation batch moved BatchNorm's running_mean by {moved:.3g}"
+            return "not-reproduced", "the running statistics did not change"
+        first, second = model(batch), model(batch)
+    if not torch.equal(first, second):
+        return "confirmed", "two forwards of the same batch under no_grad differ: Dropout is active"
+    return "not-reproduced", "the forwards agree: Dropout is off"
+
+
+# TL706, from torchlint.rules.modules.eval_forward_without_no_grad
+def probe_eval_no_grad(params: dict, device: str) -> tuple[str, str]:
+    """Count the bytes autograd saves for backward during one evaluation forward of a small
+    MLP; with facts `no_grad`, the forward runs under `torch.no_grad()`."""
+    import contextlib
+
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10)).to(device)
+    saved = [0]
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved[0] += t.numel() * t.element_size()
+        return t
+
+    guard = torch.no_grad() if params.get("no_grad") else contextlib.nullcontext()
+    with guard, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = model(torch.randn(64, 256, device=device))
+    if saved[0]:
+        return "confirmed", (f"one forward of a batch of 64 saved {saved[0]} bytes for a backward that never runs "
+                             f"(output requires_grad={out.requires_grad})")
+    return "not-reproduced", "the forward saved nothing for backward"
+
+
 # TL707, from torchlint.rules.modules.adam_weight_decay
 def probe_adam_weight_decay(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: do Adam and AdamW take different steps at this weight decay?"""
@@ -185,6 +237,8 @@ PROBES: dict[str, Callable[[dict, str], tuple[str, str]]] = {
     "TL702": probe_missing_super,
     "TL703": probe_forward_directly,
     "TL704": probe_train_mode,
+    "TL705": probe_eval_mode,
+    "TL706": probe_eval_no_grad,
     "TL707": probe_adam_weight_decay,
     "TL708": probe_norm_decay,
 }

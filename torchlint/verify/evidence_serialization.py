@@ -43,8 +43,48 @@ def probe_unsafe_load(params: dict, device: str) -> tuple[str, str]:
                               f"pickled callable was refused ({first_line(default)}); a state_dict loads safely")
 
 
+# TL603, from torchlint.rules.serialization.checkpoint_pickles_objects
+def probe_checkpoint_objects(params: dict, device: str) -> tuple[str, str]:
+    """Save a checkpoint holding what the finding names and load it with the default
+    `weights_only`: the weights-only unpickler refuses objects, not dicts of primitives."""
+    import argparse
+    import io
+    import types
+
+    import torch
+
+    held = params.get("held", "argparse.Namespace")
+    layer = torch.nn.Linear(2, 2)
+    values = {
+        "argparse.Namespace": argparse.Namespace(lr=0.1, name="run"),
+        "object": types.SimpleNamespace(lr=0.1),  # an instance of a class: a config object
+        "nn.Module": layer,
+        "optimizer": torch.optim.SGD(layer.parameters(), lr=0.1),
+        "vars(args)": vars(argparse.Namespace(lr=0.1, name="run")),  # a dict of primitives
+        "state_dict": layer.state_dict(),
+    }
+    if held == "numpy":
+        try:
+            import numpy
+        except ImportError:
+            return "skipped", "NumPy is not installed here"
+        values[held] = numpy.float64(0.5)
+    if held not in values:
+        return "skipped", f"the probe has no sample of {held!r}"
+    buffer = io.BytesIO()
+    torch.save({"value": values[held], "epoch": 3}, buffer)
+    buffer.seek(0)
+    try:
+        torch.load(buffer)
+    except Exception as exc:  # pickle.UnpicklingError on torch >= 2.6
+        return "confirmed", (f"torch {torch.__version__}: torch.load of a checkpoint holding {held} raised "
+                             f"{type(exc).__qualname__}: {str(exc).splitlines()[0][:120]}")
+    return "not-reproduced", f"torch {torch.__version__}: the default torch.load accepted a checkpoint holding {held}"
+
+
 PROBES: dict[str, Callable[[dict, str], tuple[str, str]]] = {
     "TL601": probe_unsafe_load,
+    "TL603": probe_checkpoint_objects,
 }
 
 
