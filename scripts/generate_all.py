@@ -135,11 +135,10 @@ def _probe_name(probe: Union[str, Callable]) -> str:
 
 
 def _copied_probes(rules: tuple[type[Rule], ...]) -> list[str]:
-    """The source of each probe that lives beside its rule, for the worker."""
+    """The source of each probe and observer that lives beside its rule, for the worker."""
     lines: list[str] = []
     taken = set(re.findall(r"^def (\w+)\(", (ROOT / "torchlint" / "verify" / "probes.py").read_text(encoding="utf-8"), re.M))
-    for rule in rules:
-        probe = rule.evidence.probe
+    for rule, probe in [(r, r.evidence.probe) for r in rules] + [(r, r.evidence.observe) for r in rules]:
         if probe is None or isinstance(probe, str):
             continue
         if probe.__name__ in taken:
@@ -180,6 +179,8 @@ def evidence_index() -> str:
     lines += _table("PROBES", {r.code: _probe_name(r.evidence.probe) for r in rules if r.evidence.probe})
     lines += ["", ""]
     lines += _table("JUDGES", {r.code: r.evidence.judge for r in rules if r.evidence.judge})
+    lines += ["", "", "# code -> the observer that looks at the user's own object (verify/_project.py)"]
+    lines += _table("OBSERVERS", {r.code: r.evidence.observe.__name__ for r in rules if r.evidence.observe})
     return "\n".join(lines) + "\n"
 
 

@@ -304,7 +304,7 @@ def run_attack_code(code: str, namespaces: bool, worker: Any = None) -> dict[str
     finally:
         worker.stop()
     found = re.search(r"RESULT\[(.*?)\]", result["evidence"])
-    return {**result, "result": found.group(1) if found else None}
+    return {**result.to_json(), "result": found.group(1) if found else None}
 
 
 # -- who runs the attack -------------------------------------------------------------------

@@ -23,6 +23,18 @@ def answer(request: dict) -> tuple:
     import slices
 
     code, device, facts = request["code"], request["device"], request.get("facts") or {}
+    spec = request.get("import")
+    if spec:
+        import _project
+        import evidence_index
+
+        observers = {c: getattr(evidence_index, name) for c, name in evidence_index.OBSERVERS.items()}
+        if spec.get("kind") == "checkpoint":  # an object of the shape the project saves: ours, not the user's
+            verdict, evidence = _project.observe_shape(code, spec, facts, observers)
+            return ("demonstrated" if verdict == "confirmed" else verdict), f"probe: {evidence}", "probe"
+        # the user's own object, its module imported from the project
+        verdict, evidence = _project.observe(code, spec, request["root"], facts, observers)
+        return verdict, evidence, "import"
     why_not = request.get("not_self_contained") or ""
     spec = request.get("slice")
     if spec and device == "cpu":

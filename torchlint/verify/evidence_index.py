@@ -184,6 +184,157 @@ def probe_get_lr(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"{name}.{method}() returned the rate in use ({last}) without a warning"
 
 
+# TL206, from torchlint.rules.dtype_device.unregistered_tensor_attribute
+def observe_unregistered_tensor(build, facts: dict) -> tuple[str, str]:
+    """The --verify observer on the user's own module (its file imported from the project,
+    verify/project.py): build it, then look for the attribute in `state_dict()` and after
+    `.to("meta")`. Copied for the worker like a probe: torch only, imported here."""
+    import torch
+
+    name, built = facts.get("attribute") or "", facts.get("built") or "the module"
+    model = build()
+    value = getattr(model, name, None) if name else None
+    if not isinstance(value, torch.Tensor):
+        return "not-reproduced", f"after `{built}`, `self.{name}` is a {type(value).__qualname__}, not a tensor"
+    saved = name in model.state_dict()
+    model.to("meta")
+    after = getattr(model, name, None)
+    where = after.device if isinstance(after, torch.Tensor) else type(after).__qualname__
+    if not saved and isinstance(after, torch.Tensor) and after.device.type != "meta":
+        return "confirmed", (f"`{name}` is not in `{built}`.state_dict(), and after .to('meta') it is still on "
+                             f"{where}")
+    return "not-reproduced", f"`{name}` in state_dict(): {saved}; after .to('meta') it is on {where}"
+
+
+# TL402, from torchlint.rules.losses.functional_dropout_always_on
+def observe_functional_dropout(build, facts: dict) -> tuple[str, str]:
+    """The --verify observer on the user's own module (its file imported from the project,
+    verify/project.py): in eval() mode, run forward twice on one input made from the first
+    layer's declared shape; a dropout that is still on changes the output. Copied for the
+    worker like a probe: torch only."""
+    import torch
+    from torch import nn
+
+    built = facts.get("built") or "the module"
+    model = build()
+    first = next((m for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv1d, nn.Conv2d))), None)
+    if isinstance(first, nn.Linear):
+        x = torch.ones(8, first.in_features)
+    elif isinstance(first, nn.Conv2d):
+        x = torch.ones(2, first.in_channels, 32, 32)
+    elif isinstance(first, nn.Conv1d):
+        x = torch.ones(2, first.in_channels, 64)
+    else:
+        return "skipped", f"no first nn.Linear or nn.Conv layer of `{built}` declares the input's shape for forward()"
+    model.eval()
+    outs = []
+    try:
+        for seed in (0, 1):
+            torch.manual_seed(seed)
+            with torch.no_grad():
+                outs.append(model(x))
+    except Exception as exc:  # noqa: BLE001 - the made-up input did not fit: say so, judge nothing
+        return "skipped", (f"forward() of `{built}` on an input of shape {tuple(x.shape)} raised "
+                           f"{type(exc).__qualname__}: {str(exc).strip().splitlines()[0][:120]}")
+    a, b = outs
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return "skipped", f"forward() of `{built}` did not return a tensor"
+    if not torch.equal(a, b):
+        changed = float((a != b).float().mean())
+        return "confirmed", (f"in eval() mode two forward passes of `{built}` on the same {tuple(x.shape)} input "
+                             f"differ in {changed:.0%} of the outputs: the functional dropout is still on")
+    return "not-reproduced", f"in eval() mode `{built}` gave the same output twice on one input: no dropout is on"
+
+
+# TL601, from torchlint.rules.serialization.unsafe_torch_load
+def observe_saved_checkpoint(build, facts: dict) -> tuple[str, str]:
+    """The --verify observer for the project's own checkpoints: `build()` makes an object of
+    the shape the project's `torch.save` stores for this file (verify/checkpoints.py); it is
+    saved and loaded as the flagged call loads it, and with weights_only=True. Copied for the
+    worker like a probe: torch only."""
+    import io
+
+    import torch
+
+    kinds = {"state_dict": "tensors and plain values only", "namespace": "a dict holding an argparse.Namespace",
+             "module": "a whole nn.Module"}
+    what = f"a checkpoint like the one {facts.get('saved_at')} saves ({kinds.get(str(facts.get('saved')), '?')})"
+
+    def load(weights_only: "bool | None") -> str:
+        buf = io.BytesIO()
+        torch.save(build(), buf)
+        buf.seek(0)
+        try:
+            torch.load(buf) if weights_only is None else torch.load(buf, weights_only=weights_only)
+        except Exception as exc:  # noqa: BLE001 - the refusal is the evidence
+            return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:160]}"
+        return ""
+
+    strict = load(weights_only=True)
+    if facts.get("explicit_false"):
+        if strict:
+            return "confirmed", (f"weights_only=False unpickles anything; {what} is refused by weights_only=True "
+                                 f"({strict}), so the load needs an allow-list (torch.serialization.add_safe_globals)")
+        return "confirmed", f"weights_only=False unpickles anything, and {what} loads with weights_only=True too"
+    default = load(None)
+    if default:
+        return "confirmed", (f"torch {torch.__version__} refuses {what} with its default weights_only=True "
+                             f"({default}): it loads only with weights_only=False, the unsafe load")
+    if strict:
+        return "confirmed", (f"the default torch.load of torch {torch.__version__} unpickles {what}, which "
+                             f"weights_only=True refuses ({strict})")
+    return "not-applicable", (f"torch {torch.__version__} loads {what} with weights_only=True, its default: "
+                              "the unset weights_only is safe here")
+
+
+# TL701, from torchlint.rules.modules.module_in_plain_container
+def observe_plain_container(build, facts: dict) -> tuple[str, str]:
+    """The --verify observer on the user's own module (its file imported from the project,
+    verify/project.py): are the modules held in the plain container part of the module's
+    parameters and submodules? Copied for the worker like a probe: torch only."""
+    import torch
+
+    name, built = facts.get("attribute") or "", facts.get("built") or "the module"
+    model = build()
+    held = getattr(model, name, None) if name else None
+    items = list(held.values()) if isinstance(held, dict) else list(held) if isinstance(held, (list, tuple)) else []
+    modules = [m for m in items if isinstance(m, torch.nn.Module)]
+    if not modules:
+        return "not-reproduced", f"after `{built}`, `self.{name}` holds no nn.Module"
+    registered = {id(p) for p in model.parameters()}
+    theirs = [p for m in modules for p in m.parameters()]
+    missing = [p for p in theirs if id(p) not in registered]
+    if missing:
+        return "confirmed", (f"{len(missing)} of the {len(theirs)} parameters of the {len(modules)} modules in "
+                             f"`self.{name}` are not in `{built}`.parameters()")
+    known = {id(m) for m in model.modules()}
+    lost = [m for m in modules if id(m) not in known]
+    if lost:
+        return "confirmed", (f"{len(lost)} of the {len(modules)} modules in `self.{name}` are not among "
+                             f"`{built}`.modules(): .train()/.eval() and .to() skip them")
+    return "not-reproduced", f"the {len(modules)} modules in `self.{name}` are registered through another attribute"
+
+
+# TL702, from torchlint.rules.modules.missing_super_init
+def observe_missing_super(build, facts: dict) -> tuple[str, str]:
+    """The --verify observer on the user's own module (its file imported from the project,
+    verify/project.py): build it and see whether nn.Module's own __init__ ran. Copied for
+    the worker like a probe: torch only."""
+    import torch
+
+    built = facts.get("built") or "the module"
+    try:
+        model = build()
+    except AttributeError as exc:
+        if "__init__() call" not in str(exc):
+            raise
+        return "confirmed", f"`{built}` raised AttributeError: {str(exc).splitlines()[0]}"
+    if isinstance(model, torch.nn.Module) and "_parameters" not in vars(model):
+        return "confirmed", (f"`{built}` was built, but nn.Module.__init__ never ran on it: it has no parameter "
+                             "table, so calling it, .to() or state_dict() fails")
+    return "not-reproduced", f"`{built}` was built and nn.Module.__init__ ran on it"
+
+
 PROBES: dict[str, str] = {
     "TL101": "backward_under_no_grad",
     "TL102": "data_attribute_mutation",
@@ -251,4 +402,14 @@ JUDGES: dict[str, str] = {
     "TL702": "_judge_tl702",
     "TL703": "_judge_tl703",
     "TL704": "_judge_tl704",
+}
+
+
+# code -> the observer that looks at the user's own object (verify/_project.py)
+OBSERVERS: dict[str, str] = {
+    "TL206": "observe_unregistered_tensor",
+    "TL402": "observe_functional_dropout",
+    "TL601": "observe_saved_checkpoint",
+    "TL701": "observe_plain_container",
+    "TL702": "observe_missing_super",
 }

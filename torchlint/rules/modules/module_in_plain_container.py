@@ -24,6 +24,33 @@ def _registers_manually(cls: ast.ClassDef) -> bool:
     return False
 
 
+def observe_plain_container(build, facts: dict) -> tuple[str, str]:
+    """The --verify observer on the user's own module (its file imported from the project,
+    verify/project.py): are the modules held in the plain container part of the module's
+    parameters and submodules? Copied for the worker like a probe: torch only."""
+    import torch
+
+    name, built = facts.get("attribute") or "", facts.get("built") or "the module"
+    model = build()
+    held = getattr(model, name, None) if name else None
+    items = list(held.values()) if isinstance(held, dict) else list(held) if isinstance(held, (list, tuple)) else []
+    modules = [m for m in items if isinstance(m, torch.nn.Module)]
+    if not modules:
+        return "not-reproduced", f"after `{built}`, `self.{name}` holds no nn.Module"
+    registered = {id(p) for p in model.parameters()}
+    theirs = [p for m in modules for p in m.parameters()]
+    missing = [p for p in theirs if id(p) not in registered]
+    if missing:
+        return "confirmed", (f"{len(missing)} of the {len(theirs)} parameters of the {len(modules)} modules in "
+                             f"`self.{name}` are not in `{built}`.parameters()")
+    known = {id(m) for m in model.modules()}
+    lost = [m for m in modules if id(m) not in known]
+    if lost:
+        return "confirmed", (f"{len(lost)} of the {len(modules)} modules in `self.{name}` are not among "
+                             f"`{built}`.modules(): .train()/.eval() and .to() skip them")
+    return "not-reproduced", f"the {len(modules)} modules in `self.{name}` are registered through another attribute"
+
+
 class ModuleInPlainContainer(Rule):
     """## What it does
     Flags, in an `nn.Module` subclass, a list, tuple or dict (literal or comprehension) containing
@@ -70,7 +97,8 @@ class ModuleInPlainContainer(Rule):
     tags = ("correctness", "module")
     requires_text = ('Module', 'nn.', 'torch.nn', 'PreTrainedModel', 'ModelMixin')
     options = {"module-bases": MODULE_BASES_OPTION}
-    evidence = Evidence(probe="plain_container", slice="construct-and-read-attribute", judge="_judge_tl701")
+    evidence = Evidence(probe="plain_container", slice="construct-and-read-attribute", judge="_judge_tl701",
+                        observe=observe_plain_container)
 
     def _container(self, value: ast.AST, ctx: FileContext) -> Optional[str]:
         elements: list[ast.AST] = []
