@@ -9,7 +9,14 @@ With a warm cache no worker starts.
 --baseline runs the same against another checkout (`git worktree add /tmp/base02 00f712e`
 for 0.2) and prints the ratios; CPU seconds are the figure to trust on a loaded machine.
 
+--corpus DIR (repeatable) measures real projects instead: `torchlint check` run in each
+project's root (so --verify may import the project), lint only, then --verify with a cold
+and a warm cache. It prints the findings, the files they are in (each gets one process of
+its own, forked from one worker: at most one start per file, plus the import), the verdicts
+by `source` (your-code / probe / none) and the cost per finding beyond linting.
+
     python benchmarks/verify_cost.py [--device cpu|auto] [--baseline /path/to/0.2-checkout] [--repeat 3]
+    python benchmarks/verify_cost.py --corpus /work/corpus2/minimalrl --corpus /work/corpus2/td3
 """
 
 from __future__ import annotations
@@ -63,13 +70,13 @@ device = "cpu"
 """
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+def timed(cmd: list[str], env: dict[str, str], cwd: Optional[Path] = None) -> tuple[float, float]:
     """Wall seconds and CPU seconds of the command and every process it waited for (the
     sandbox's processes are reaped by their parents, so their CPU is counted too): the CPU
     figure is the one that holds on a loaded machine."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env, cwd=cwd)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -111,12 +118,42 @@ def show(name: str, got: dict[str, tuple[float, float]], base: Optional[dict[str
         print(line)
 
 
+def corpus(project: Path, cache: Path, device: str) -> None:
+    """One real project: lint, then --verify cold and warm, run in the project's root."""
+    env = _env("")
+    base = [sys.executable, "-m", "torchlint", "check", ".", "--exit-zero", "-q", "--output-format", "json"]
+    lint = timed(base + ["--no-cache"], env, project)
+    where = ["--cache-dir", str(cache / project.name)]
+    before = time.perf_counter()
+    out = subprocess.run(base + where + ["--verify", "--device", device], capture_output=True, text=True, env=env,
+                         cwd=project).stdout
+    cold = time.perf_counter() - before
+    warm = timed(base + where + ["--verify", "--device", device], env, project)
+    found = [f for f in json.loads(out or "[]") if f.get("verify")]
+    files = {f["filename"] for f in found}
+    by_source = Counter(f["verify"]["source"] for f in found)
+    kinds = Counter(f"{f['verify']['verdict']}/{f['verify']['source']}" for f in found)
+    per = (cold - lint[0]) / len(found) if found else 0.0
+    print(f"{project.name}: {len(found)} findings in {len(files)} files; sources: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(by_source.items())))
+    print("  verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+    print(f"  lint {lint[0]:.2f} s wall; --verify cold {cold:.2f} s wall ({per:.2f} s per finding beyond "
+          f"linting); warm {warm[0]:.2f} s wall")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--device", default="cpu", choices=["cpu", "auto", "cuda"])
     parser.add_argument("--baseline", default="", help="another checkout (e.g. a worktree of 0.2) to compare with")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; medians are shown")
+    parser.add_argument("--corpus", action="append", default=[], type=Path,
+                        help="a real project's root (repeatable): measure it instead of the built-in files")
     args = parser.parse_args()
+    if args.corpus:
+        with tempfile.TemporaryDirectory() as tmp:
+            for project in args.corpus:
+                corpus(project.resolve(), Path(tmp), args.device)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         one = Path(tmp) / "fifty.py"
         one.write_text(HEADER + "".join(BLOCK.format(i=i, n=3 + i % 2) for i in range(5)))

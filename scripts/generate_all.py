@@ -215,12 +215,13 @@ def _copied_evidence(rules: list[type[Rule]], owner: dict[str, str]) -> list[str
     `owner` (name -> module, across families) keeps every copied name unique."""
     out: list[str] = []
     for rule in rules:
-        roots = [f.__name__ for f in (rule.evidence.probe, rule.evidence.judge) if f is not None]
+        functions = (rule.evidence.probe, rule.evidence.judge, rule.evidence.observe)
+        roots = [f.__name__ for f in functions if f is not None]
         module = sys.modules[rule.__module__]
         source = inspect.getsource(module)
         table, lines = _top_level(source), source.split("\n")
         for name in roots:
-            if name not in table or getattr(module, name) not in (rule.evidence.probe, rule.evidence.judge):
+            if name not in table or getattr(module, name) not in functions:
                 raise SystemExit(f"{rule.code}: {name} is not a top-level function of {rule.__module__}")
         for name in _copied_names(rule.code, roots, table):
             if name in owner:
@@ -247,6 +248,9 @@ def _family_text(family: str, rules: list[type[Rule]], owner: dict[str, str]) ->
                               {r.code: r.evidence.probe.__name__ for r in rules if r.evidence.probe})]
     lines += ["", "", *_table("JUDGES", "Callable[[dict, list], Optional[tuple[str, str]]]",
                               {r.code: r.evidence.judge.__name__ for r in rules if r.evidence.judge})]
+    # code -> the observer that looks at the user's own object (verify/_project.py)
+    lines += ["", "", *_table("OBSERVERS", "Callable[..., tuple[str, str]]",
+                              {r.code: r.evidence.observe.__name__ for r in rules if r.evidence.observe})]
     return "\n".join(lines) + "\n"
 
 
@@ -269,7 +273,8 @@ def evidence_files() -> dict[Path, str]:
              "_MODULES: list[Any] = [importlib.import_module(f\"{__package__}.{name}\" if __package__ else name)",
              "                       for name in FAMILIES]",
              "PROBES = {code: fn for module in _MODULES for code, fn in module.PROBES.items()}",
-             "JUDGES = {code: fn for module in _MODULES for code, fn in module.JUDGES.items()}"]
+             "JUDGES = {code: fn for module in _MODULES for code, fn in module.JUDGES.items()}",
+             "OBSERVERS = {code: fn for module in _MODULES for code, fn in module.OBSERVERS.items()}"]
     files = {EVIDENCE_DIR / f"evidence_{family}.py": text for family, text in families.items()}
     files[EVIDENCE_INDEX] = "\n".join(index) + "\n"
     return files

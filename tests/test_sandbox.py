@@ -304,7 +304,7 @@ def run_attack_code(code: str, namespaces: bool, worker: Any = None) -> dict[str
     finally:
         worker.stop()
     found = re.search(r"RESULT\[(.*?)\]", result["evidence"])
-    return {**result, "result": found.group(1) if found else None}
+    return {**result.to_json(), "result": found.group(1) if found else None}
 
 
 # -- who runs the attack -------------------------------------------------------------------
@@ -836,8 +836,9 @@ def test_without_namespaces_probes_keep_their_verdict_or_say_why_not():
     finally:
         worker.stop()
     for code, result in results.items():
-        expected = "skipped" if code == "TL801" else "demonstrated"  # TL801: needs CUDA
-        if result["verdict"] == "skipped" and code != "TL801":
+        needs_cuda = code in ("TL209", "TL801")  # their probes show the hazard only on a GPU
+        expected = "skipped" if needs_cuda else "demonstrated"
+        if result["verdict"] == "skipped" and not needs_cuda:
             assert "sandbox" in result["evidence"], (code, result)
         else:
             assert result["verdict"] == expected, (code, result)

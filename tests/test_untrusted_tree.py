@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from torchlint.records import Verdict
+
 BAD = "import torch\nwith torch.no_grad():\n    loss = model(x)\n    loss.backward()\n"
 
 
@@ -70,17 +72,17 @@ def test_a_verdict_cache_entry_from_the_tree_is_not_served(tmp_path, monkeypatch
 
     cache = tmp_path / ".torchlint_cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path.parent / f"{tmp_path.name}-attacker"))
-    VerdictCache(cache).put("k" * 64, {"verdict": "not-reproduced", "evidence": "forged"})
+    VerdictCache(cache).put("k" * 64, Verdict("not-reproduced", "forged"))
     assert _verdict(VerdictCache(cache).get("k" * 64)) == ("not-reproduced", "forged")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path.parent / f"{tmp_path.name}-victim"))
     assert VerdictCache(cache).get("k" * 64) is None
-    VerdictCache(cache).put("k" * 64, {"verdict": "confirmed", "evidence": "ours"})  # rewritten
+    VerdictCache(cache).put("k" * 64, Verdict("confirmed", "ours"))  # rewritten
     assert _verdict(VerdictCache(cache).get("k" * 64)) == ("confirmed", "ours")
 
 
 def _verdict(entry):
     """(verdict, evidence) of a cache entry; entries also carry the sandbox layers."""
-    return None if entry is None else (entry["verdict"], entry["evidence"])
+    return None if entry is None else (entry.verdict, entry.evidence)
 
 
 # -- point 10: cache directories reached through symlinks ----------------------------------
@@ -93,7 +95,7 @@ def test_a_symlinked_verdict_cache_directory_is_not_written_through(tmp_path):
     project = tmp_path / "project"
     (project / ".torchlint_cache").mkdir(parents=True)
     (project / ".torchlint_cache" / "verify").symlink_to("../../outside")
-    VerdictCache(project / ".torchlint_cache").put("k" * 64, {"verdict": "confirmed", "evidence": "e"})
+    VerdictCache(project / ".torchlint_cache").put("k" * 64, Verdict("confirmed", "e"))
     assert list(outside.iterdir()) == []
 
 

@@ -20,6 +20,7 @@ from test_outputs import SCHEMA_PATH  # noqa: E402
 from torchlint.verify import runner  # noqa: E402
 from torchlint.verify.plan import PROBED  # noqa: E402
 from torchlint.verify.runner import ProbeWorker  # noqa: E402
+from torchlint.records import Verdict, Verification  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -95,10 +96,10 @@ def test_timeout_and_crash_become_errors_and_the_run_goes_on(tmp_path):
     w.start()
     try:
         hang = w.run({"code": "HANG", "device": "cpu"})
-        assert hang == {"verdict": "error", "evidence": "the probe timed out after 2s"}
+        assert (hang.verdict, hang.evidence) == ("error", "the probe timed out after 2s")
         crash = w.run({"code": "CRASH", "device": "cpu"})
         assert crash["verdict"] == "error" and "SIGSEGV" in crash["evidence"]
-        assert w.run({"code": "OK", "device": "cpu"}) == {"verdict": "confirmed", "evidence": "ok"}
+        assert w.run({"code": "OK", "device": "cpu"}) == Verdict("confirmed", "ok", "probe")
     finally:
         w.stop()
 
@@ -306,8 +307,8 @@ def test_verdict_cache_is_strict_and_keyed_by_everything(tmp_path):
     assert located != cache.located_key(at, "digest", "cpu", "2.13.0", "other-probe-code", (60.0, 2**31))
     assert located != cache.located_key(_finding("TL205", 3, 5, 3, 25, {"constructor": "torch.Tensor"}), "digest",
                                         "cpu", "2.13.0", "hash", (60.0, 2**31))
-    cache.put(key, {"verdict": "error", "evidence": "timed out"})  # errors are cached too
-    assert cache.get(key) == {"verdict": "error", "evidence": "timed out", "sandbox": []}
+    cache.put(key, Verdict("error", "timed out"))  # errors are cached too
+    assert cache.get(key) == Verdict("error", "timed out")
     entry = tmp_path / "verify" / f"{key}.json"
     for bad in ({"key": key, "verdict": "not-reproduced", "evidence": ["x"]},
                 {"key": key, "verdict": "fine", "evidence": "x"},
@@ -442,15 +443,15 @@ def test_cli_verify_json_sarif_statistics(tmp_path, run_cli):
     assert "[verify: confirmed on torch 2." in out
 
     code, out, _ = run_cli("check", "train.py", "--verify", "--device", "cpu", "--select", "TL101")
-    assert "verify: confirmed on torch 2." in out and "(cpu): the call raised RuntimeError: element 0" in out
+    assert "verify: confirmed on torch 2." in out and "(cpu) [your code: train.py:" in out
+    assert "]: the call raised RuntimeError: element 0" in out
 
 
 def test_evidence_is_escaped_in_text_output():
     from torchlint.output.text import verify_line
 
     finding = _finding("TL106", 1, 1, 1, 2)
-    finding.verify = {"verdict": "error", "runs": [{"device": "cpu", "torch": "2", "verdict": "error",
-                                                     "evidence": "ValueError: '\x1b]52;c;aGk=\x07\x1b[2J'"}]}
+    finding.verify = Verification((Verdict("error", "ValueError: '\x1b]52;c;aGk=\x07\x1b[2J'", torch="2"),))
     line = verify_line(finding)
     assert "\x1b" not in line and "\x07" not in line and "\\x1b" in line
 

@@ -286,9 +286,10 @@ def _verify(report: CheckReport, verify: VerifyRequest, cache_root: Optional[Pat
     verify_findings(report.findings, device=verify.device, timeout=settings.verify_timeout or DEFAULT_VERIFY_TIMEOUT,
                     cache_dir=cache_root, sources=lambda path: getattr(report.sources.get(path), "text", None),
                     memory_limit=memory * 2**20 if memory else DEFAULT_MEMORY,
-                    budget=settings.verify_budget or DEFAULT_BUDGET, unsandboxed=verify.unsandboxed)
+                    budget=settings.verify_budget or DEFAULT_BUDGET, unsandboxed=verify.unsandboxed,
+                    project=str(getattr(report.resolver.default, "root", None) or report.cwd))
     if verify.verified_only:
-        report.findings = [f for f in report.findings if f.verify and f.verify["verdict"] == "confirmed"]
+        report.findings = [f for f in report.findings if f.verify and f.verify.verified]
 
 
 def write_output_file(path: str, text: str, roots: list[Path]) -> None:

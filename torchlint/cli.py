@@ -145,7 +145,7 @@ def main() -> None:
 @settings_flag("verify-timeout")
 @settings_flag("verify-memory")
 @settings_flag("verify-budget")
-@click.option("--verified-only", is_flag=True, help="With --verify: keep only findings whose verdict is confirmed.")
+@click.option("--verified-only", is_flag=True, help="With --verify: keep only findings confirmed by a run of your own code (not by a generic probe).")
 @click.option("--verify-unsandboxed", is_flag=True,
               help="With --verify: run the checked code even where the OS sandbox cannot be set up. Only for code "
                    "you trust; no config file can set this.")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from torchlint.records import Fix, RuntimeResult
+from torchlint.records import Fix, RuntimeResult, Verification
 
 
 SYNTAX_ERROR_CODE = "TL000"
@@ -52,7 +52,7 @@ class Finding:
     # What to do about it, one short sentence (ruff's fix title); the message says what is wrong.
     help: Optional[str] = None
     fix: Optional[Fix] = None
-    verify: Optional[dict[str, Any]] = None
+    verify: Optional[Verification] = None  # --verify only
     # `torchlint run`: what the program did at this line (verdict, evidence, hits).
     runtime: Optional[RuntimeResult] = None
     # Values a `--verify` probe needs (dtype of a cast, loss class, ...), taken from

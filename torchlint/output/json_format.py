@@ -24,7 +24,7 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "url": rule_url(f.code, f.name),
         "fix": f.fix.to_json() if f.fix else None,
         "noqa_row": f.row,
-        "verify": f.verify,
+        "verify": f.verify.to_json() if f.verify else None,
     }
     if f.runtime is not None:  # `torchlint run` only
         out["runtime"] = f.runtime.to_json()

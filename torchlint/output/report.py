@@ -23,7 +23,7 @@ def render_report(fmt: str, findings: list[Finding], sources: Mapping[str, Any],
 
 def _statistics(fmt: str, findings: list[Finding]) -> str:
     counts = Counter((f.code, f.name) for f in findings)
-    verdicts = Counter(f.verify["verdict"] for f in findings if f.verify)
+    verdicts = Counter(f.verify.verdict for f in findings if f.verify)
     if fmt == "json":
         rows: list[dict[str, Any]] = [{"code": c, "name": n, "count": k} for (c, n), k in sorted(counts.items())]
         if verdicts:

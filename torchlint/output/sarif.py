@@ -121,7 +121,7 @@ def render(findings: list[Finding], sources: Optional[dict] = None, *,
         if f.cell is not None:  # where in the notebook: the region holds the .ipynb file's lines
             properties.update(cell=f.cell, cellLine=f.row, cellColumn=f.col)
         if f.verify:
-            properties["verify"] = f.verify
+            properties["verify"] = f.verify.to_json()
         if f.runtime:  # `torchlint run`
             properties["runtime"] = f.runtime.to_json()
         if properties:

@@ -6,6 +6,7 @@ from typing import Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.output.color import PLAIN, Palette
+from torchlint.records import YOUR_CODE
 from torchlint.safe_io import printable
 from torchlint.source import SourceFile
 
@@ -22,15 +23,18 @@ def headline(f: Finding, palette: Palette = PLAIN) -> str:
 
 
 def verify_line(f: Finding) -> Optional[str]:
-    """`verify: <verdict> on torch X (device): evidence; ...`, control characters escaped
-    (evidence can quote an exception raised by the user's code)."""
+    """`verify: <verdict> on torch X (device) [where it came from]: evidence; ...`, control
+    characters escaped (evidence can quote an exception raised by the user's code). A probe's
+    verdict says that it is generic: it ran a demonstration, not the user's code."""
     v = f.verify
     if not v:
         return None
     parts = []
-    for run in v.get("runs", []):
-        evidence = f": {run['evidence']}" if run.get("evidence") else ""
-        parts.append(f"{run['verdict']} on torch {run.get('torch') or '?'} ({run['device']}){evidence}")
+    for run in v.runs:
+        evidence = f": {run.evidence}" if run.evidence else ""
+        origin = " [generic probe, not your code]" if run.generic else \
+            f" [your code: {', '.join(run.ran[:4])}]" if run.ran else " [your code]" if run.source == YOUR_CODE else ""
+        parts.append(f"{run.verdict} on torch {run.torch or '?'} ({run.device}){origin}{evidence}")
     return printable("verify: " + "; ".join(parts)) if parts else None
 
 

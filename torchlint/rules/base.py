@@ -55,6 +55,10 @@ class Evidence:
     # The error (a regular expression) torch or Python raises when the hazard happens: a crash
     # that matches it, raised through the flagged lines, confirms the finding.
     crash: Optional[str] = None
+    # A function beside the rule (copied for the worker like a probe) that observes the finding
+    # on the user's own object, its module imported from the project (verify/project.py):
+    # (build, facts) -> (verdict, evidence); `build()` constructs the user's class.
+    observe: Optional[Callable[[Callable[[], Any], dict], tuple[str, str]]] = None
     reason: Optional[str] = None  # why nothing can be run (no probe)
 
     def __post_init__(self) -> None:

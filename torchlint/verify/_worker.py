@@ -23,6 +23,22 @@ def answer(request: dict) -> tuple:
     import slices
 
     code, device, facts = request["code"], request["device"], request.get("facts") or {}
+    spec = request.get("import")
+    if spec:
+        import _project
+        import evidence_index
+
+        observers = dict(evidence_index.OBSERVERS)
+        if spec.get("kind") == "checkpoint":  # an object of the shape the project saves: ours, not the user's
+            verdict, evidence = _project.observe_shape(code, spec, facts, observers)
+            return ("demonstrated" if verdict == "confirmed" else verdict), f"probe: {evidence}", "probe"
+        # the user's own object, its module imported from the project
+        verdict, evidence = _project.observe(code, spec, request["root"], facts, observers)
+        if verdict != "skipped" or not (request.get("slice") or code in evidence_index.PROBES):
+            return verdict, evidence, "import"
+        # The import could not show it (no input shape, arguments unknown): the slice or the
+        # probe still can, and says so.
+        request = dict(request, not_self_contained=evidence)
     why_not = request.get("not_self_contained") or ""
     spec = request.get("slice")
     if spec and device == "cpu":

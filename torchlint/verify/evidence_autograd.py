@@ -461,3 +461,7 @@ JUDGES: dict[str, Callable[[dict, list], Optional[tuple[str, str]]]] = {
     "TL108": judge_grad_mode_not_called,
     "TL109": judge_requires_grad_typo,
 }
+
+
+OBSERVERS: dict[str, Callable[..., tuple[str, str]]] = {
+}

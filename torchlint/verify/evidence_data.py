@@ -323,3 +323,7 @@ JUDGES: dict[str, Callable[[dict, list], Optional[tuple[str, str]]]] = {
     "TL301": judge_worker_rng,
     "TL304": judge_conflicting_sampler,
 }
+
+
+OBSERVERS: dict[str, Callable[..., tuple[str, str]]] = {
+}

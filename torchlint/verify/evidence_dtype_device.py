@@ -266,6 +266,28 @@ def judge_unregistered_tensor(facts: dict, runs: list) -> Optional[tuple[str, st
     return "not-reproduced", f"self.{attr} is registered ('{attr}' in state_dict(); {before} -> {after})"
 
 
+# TL206, from torchlint.rules.dtype_device.unregistered_tensor_attribute
+def observe_unregistered_tensor(build, facts: dict) -> tuple[str, str]:
+    """The --verify observer on the user's own module (its file imported from the project,
+    verify/project.py): build it, then look for the attribute in `state_dict()` and after
+    `.to("meta")`. Copied for the worker like a probe: torch only, imported here."""
+    import torch
+
+    name, built = facts.get("attribute") or "", facts.get("built") or "the module"
+    model = build()
+    value = getattr(model, name, None) if name else None
+    if not isinstance(value, torch.Tensor):
+        return "not-reproduced", f"after `{built}`, `self.{name}` is a {type(value).__qualname__}, not a tensor"
+    saved = name in model.state_dict()
+    model.to("meta")
+    after = getattr(model, name, None)
+    where = after.device if isinstance(after, torch.Tensor) else type(after).__qualname__
+    if not saved and isinstance(after, torch.Tensor) and after.device.type != "meta":
+        return "confirmed", (f"`{name}` is not in `{built}`.state_dict(), and after .to('meta') it is still on "
+                             f"{where}")
+    return "not-reproduced", f"`{name}` in state_dict(): {saved}; after .to('meta') it is on {where}"
+
+
 # TL209, from torchlint.rules.dtype_device.type_to_cpu_tensor_type
 def probe_cpu_type(params: dict, device: str) -> tuple[str, str]:
     """The --verify fact probe: does `.type(<the type>)` take a GPU tensor off the GPU?"""
@@ -323,4 +345,9 @@ JUDGES: dict[str, Callable[[dict, list], Optional[tuple[str, str]]]] = {
     "TL204": judge_float64_from_numpy,
     "TL205": judge_legacy_constructor,
     "TL206": judge_unregistered_tensor,
+}
+
+
+OBSERVERS: dict[str, Callable[..., tuple[str, str]]] = {
+    "TL206": observe_unregistered_tensor,
 }

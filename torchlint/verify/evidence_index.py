@@ -14,3 +14,4 @@ _MODULES: list[Any] = [importlib.import_module(f"{__package__}.{name}" if __pack
                        for name in FAMILIES]
 PROBES = {code: fn for module in _MODULES for code, fn in module.PROBES.items()}
 JUDGES = {code: fn for module in _MODULES for code, fn in module.JUDGES.items()}
+OBSERVERS = {code: fn for module in _MODULES for code, fn in module.OBSERVERS.items()}

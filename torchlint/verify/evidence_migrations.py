@@ -45,3 +45,7 @@ PROBES: dict[str, Callable[[dict, str], tuple[str, str]]] = {
 
 JUDGES: dict[str, Callable[[dict, list], Optional[tuple[str, str]]]] = {
 }
+
+
+OBSERVERS: dict[str, Callable[..., tuple[str, str]]] = {
+}

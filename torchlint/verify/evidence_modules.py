@@ -45,6 +45,34 @@ def judge_plain_container(facts: dict, runs: list) -> Optional[tuple[str, str]]:
     return "not-reproduced", f"self.{attr} holds no unregistered parameters ({type(value).__name__})"
 
 
+# TL701, from torchlint.rules.modules.module_in_plain_container
+def observe_plain_container(build, facts: dict) -> tuple[str, str]:
+    """The --verify observer on the user's own module (its file imported from the project,
+    verify/project.py): are the modules held in the plain container part of the module's
+    parameters and submodules? Copied for the worker like a probe: torch only."""
+    import torch
+
+    name, built = facts.get("attribute") or "", facts.get("built") or "the module"
+    model = build()
+    held = getattr(model, name, None) if name else None
+    items = list(held.values()) if isinstance(held, dict) else list(held) if isinstance(held, (list, tuple)) else []
+    modules = [m for m in items if isinstance(m, torch.nn.Module)]
+    if not modules:
+        return "not-reproduced", f"after `{built}`, `self.{name}` holds no nn.Module"
+    registered = {id(p) for p in model.parameters()}
+    theirs = [p for m in modules for p in m.parameters()]
+    missing = [p for p in theirs if id(p) not in registered]
+    if missing:
+        return "confirmed", (f"{len(missing)} of the {len(theirs)} parameters of the {len(modules)} modules in "
+                             f"`self.{name}` are not in `{built}`.parameters()")
+    known = {id(m) for m in model.modules()}
+    lost = [m for m in modules if id(m) not in known]
+    if lost:
+        return "confirmed", (f"{len(lost)} of the {len(modules)} modules in `self.{name}` are not among "
+                             f"`{built}`.modules(): .train()/.eval() and .to() skip them")
+    return "not-reproduced", f"the {len(modules)} modules in `self.{name}` are registered through another attribute"
+
+
 # TL702, from torchlint.rules.modules.missing_super_init
 def probe_missing_super(params: dict, device: str) -> tuple[str, str]:
     import torch.nn as nn
@@ -67,6 +95,26 @@ def judge_missing_super(facts: dict, runs: list) -> Optional[tuple[str, str]]:
     return expect_raise(runs, lambda exc: isinstance(exc, AttributeError) and "__init__() call" in str(exc),
                         "constructing the module",
                         lambda rec: "the module was constructed: __init__ assigns no submodule, parameter or buffer")
+
+
+# TL702, from torchlint.rules.modules.missing_super_init
+def observe_missing_super(build, facts: dict) -> tuple[str, str]:
+    """The --verify observer on the user's own module (its file imported from the project,
+    verify/project.py): build it and see whether nn.Module's own __init__ ran. Copied for
+    the worker like a probe: torch only."""
+    import torch
+
+    built = facts.get("built") or "the module"
+    try:
+        model = build()
+    except AttributeError as exc:
+        if "__init__() call" not in str(exc):
+            raise
+        return "confirmed", f"`{built}` raised AttributeError: {str(exc).splitlines()[0]}"
+    if isinstance(model, torch.nn.Module) and "_parameters" not in vars(model):
+        return "confirmed", (f"`{built}` was built, but nn.Module.__init__ never ran on it: it has no parameter "
+                             "table, so calling it, .to() or state_dict() fails")
+    return "not-reproduced", f"`{built}` was built and nn.Module.__init__ ran on it"
 
 
 # TL703, from torchlint.rules.modules.forward_called_directly
@@ -249,4 +297,10 @@ JUDGES: dict[str, Callable[[dict, list], Optional[tuple[str, str]]]] = {
     "TL702": judge_missing_super,
     "TL703": judge_forward_directly,
     "TL704": judge_train_mode,
+}
+
+
+OBSERVERS: dict[str, Callable[..., tuple[str, str]]] = {
+    "TL701": observe_plain_container,
+    "TL702": observe_missing_super,
 }

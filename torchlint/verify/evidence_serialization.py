@@ -43,6 +43,47 @@ def probe_unsafe_load(params: dict, device: str) -> tuple[str, str]:
                               f"pickled callable was refused ({first_line(default)}); a state_dict loads safely")
 
 
+# TL601, from torchlint.rules.serialization.unsafe_torch_load
+def observe_saved_checkpoint(build, facts: dict) -> tuple[str, str]:
+    """The --verify observer for the project's own checkpoints: `build()` makes an object of
+    the shape the project's `torch.save` stores for this file (verify/checkpoints.py); it is
+    saved and loaded as the flagged call loads it, and with weights_only=True. Copied for the
+    worker like a probe: torch only."""
+    import io
+
+    import torch
+
+    kinds = {"state_dict": "tensors and plain values only", "namespace": "a dict holding an argparse.Namespace",
+             "module": "a whole nn.Module"}
+    what = f"a checkpoint like the one {facts.get('saved_at')} saves ({kinds.get(str(facts.get('saved')), '?')})"
+
+    def load(weights_only: "bool | None") -> str:
+        buf = io.BytesIO()
+        torch.save(build(), buf)
+        buf.seek(0)
+        try:
+            torch.load(buf) if weights_only is None else torch.load(buf, weights_only=weights_only)
+        except Exception as exc:  # noqa: BLE001 - the refusal is the evidence
+            return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:160]}"
+        return ""
+
+    strict = load(weights_only=True)
+    if facts.get("explicit_false"):
+        if strict:
+            return "confirmed", (f"weights_only=False unpickles anything; {what} is refused by weights_only=True "
+                                 f"({strict}), so the load needs an allow-list (torch.serialization.add_safe_globals)")
+        return "confirmed", f"weights_only=False unpickles anything, and {what} loads with weights_only=True too"
+    default = load(None)
+    if default:
+        return "confirmed", (f"torch {torch.__version__} refuses {what} with its default weights_only=True "
+                             f"({default}): it loads only with weights_only=False, the unsafe load")
+    if strict:
+        return "confirmed", (f"the default torch.load of torch {torch.__version__} unpickles {what}, which "
+                             f"weights_only=True refuses ({strict})")
+    return "not-applicable", (f"torch {torch.__version__} loads {what} with weights_only=True, its default: "
+                              "the unset weights_only is safe here")
+
+
 # TL603, from torchlint.rules.serialization.checkpoint_pickles_objects
 def probe_checkpoint_objects(params: dict, device: str) -> tuple[str, str]:
     """Save a checkpoint holding what the finding names and load it with the default
@@ -89,4 +130,9 @@ PROBES: dict[str, Callable[[dict, str], tuple[str, str]]] = {
 
 
 JUDGES: dict[str, Callable[[dict, list], Optional[tuple[str, str]]]] = {
+}
+
+
+OBSERVERS: dict[str, Callable[..., tuple[str, str]]] = {
+    "TL601": observe_saved_checkpoint,
 }

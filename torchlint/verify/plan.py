@@ -17,7 +17,9 @@ from typing import Any, Optional
 from torchlint.diagnostics import Finding
 from torchlint import catalog
 from torchlint.verify.instrument import SLICES
-from torchlint.verify.slicer import NotSelfContained, build
+from torchlint.verify.checkpoints import checkpoint_shape
+from torchlint.verify.project import IMPORTED, NotImportable, ProjectTree, plan_import
+from torchlint.verify.slicer import NotSelfContained, Slice, build
 
 # A rule whose `evidence` has a probe (the worker's copy is in evidence_index.py); the others
 # give the reason they cannot be shown on a machine.
@@ -25,8 +27,10 @@ PROBED = frozenset(r.code for r in catalog.static_rules() if r.evidence.probe is
 _MAX_FACT = 200
 _HERE = Path(__file__).resolve().parent
 # The code that decides a verdict: a change to any of it invalidates cached verdicts.
-_VERDICT_CODE = (*sorted(p.name for p in _HERE.glob("evidence_*.py")), "_evidence.py", "slices.py", "safety.py", "reachable.json", "_worker.py", "_launch.py", "sandbox.py",
-                 "_landlock.py", "_seccomp.py", "_frames.py", "slicer.py", "instrument.py", "plan.py")
+_VERDICT_CODE = (*sorted(p.name for p in _HERE.glob("evidence_*.py")), "_evidence.py", "slices.py", "safety.py",
+                 "reachable.json", "_worker.py", "_launch.py", "sandbox.py", "_landlock.py", "_seccomp.py", "_frames.py",
+                 "slicer.py", "dataflow.py", "callsites.py", "checkpoints.py", "instrument.py", "plan.py", "project.py",
+                 "_project.py", "_forkserver.py")
 
 
 def verdict_code_hash() -> str:
@@ -45,12 +49,20 @@ class ProbeRequest:
     not_self_contained: str = ""
     grads: bool = False
     observe: tuple[tuple[str, str], ...] = ()  # names from the slice the judge needs
+    # `file:line` of what of the user's code the request runs (the verdict's `ran`); not sent
+    ran: tuple[str, ...] = ()
+    imported: str = ""  # JSON of project.ImportPlan: observe the user's object, imported from the project
+
+    @property
+    def needs_project(self) -> bool:
+        return bool(self.imported) and json.loads(self.imported).get("kind") == "module"
 
     def as_json(self) -> dict[str, Any]:
         spec = {"variants": list(self.variants), "stop": self.stop, "grads": self.grads,
                 "observe": dict(self.observe)} if self.variants else None
-        return {"code": self.code, "facts": dict(self.facts), "slice": spec,
-                "not_self_contained": self.not_self_contained}
+        out = {"code": self.code, "facts": dict(self.facts), "slice": spec,
+               "not_self_contained": self.not_self_contained}
+        return dict(out, **{"import": json.loads(self.imported)}) if self.imported else out
 
     def identity(self) -> str:
         return json.dumps(self.as_json(), sort_keys=True)
@@ -72,7 +84,9 @@ def clean_facts(params: Any) -> tuple[tuple[str, Any], ...]:
 
 
 def plan(finding: Finding, source: Optional[str]) -> tuple[Optional[ProbeRequest], Optional[str]]:
-    """(request, None) to run something, or (None, reason) for `skipped`."""
+    """(request, None) to run something, or (None, reason) for `skipped`: a slice of the
+    file, else the rule's probe (which `with_project` may turn into a look at the project's
+    own objects)."""
     code = finding.code
     rule = catalog.static_rule(code)
     if rule is None:
@@ -91,7 +105,8 @@ def plan(finding: Finding, source: Optional[str]) -> tuple[Optional[ProbeRequest
                 modules = spec.instrument(sl)
                 if modules:
                     variants = tuple(ast.unparse(m) for m in modules)
-                    return ProbeRequest(code, facts, variants, spec.stop, grads=spec.grads, observe=observe), None
+                    return ProbeRequest(code, facts, variants, spec.stop, grads=spec.grads, observe=observe,
+                                        ran=_ran(finding.path, sl)), None
                 why_not = "the flagged code has no observable call in the slice"
             except NotSelfContained as exc:
                 why_not = str(exc)
@@ -101,6 +116,55 @@ def plan(finding: Finding, source: Optional[str]) -> tuple[Optional[ProbeRequest
         reason = rule.evidence.reason or "no probe"
         return None, f"{reason}; the flagged code could not run in isolation ({why_not})" if why_not else reason
     return ProbeRequest(code, facts, (), "flag", why_not), None
+
+
+def with_project(request: ProbeRequest, finding: Finding, source: Optional[str],
+                 project: Optional[ProjectTree]) -> ProbeRequest:
+    """A probe request, refined by what the project says: TL601 loads an object of the shape
+    the project saves for that file; a rule with an observer (IMPORTED) looks at the user's
+    own object, its module imported from the project. A slice is left as it is."""
+    if request.variants or source is None:
+        return request
+    if finding.code == "TL601":
+        return _checkpoint_request(finding, source, project, request.facts) or request
+    if project is None or finding.code not in IMPORTED:
+        return request
+    try:
+        found = plan_import(finding, project)
+    except NotImportable as exc:
+        why_not = request.not_self_contained
+        return replace(request, not_self_contained=f"{why_not}; nor can it be imported: {exc}" if why_not
+                       else f"it cannot be imported: {exc}")
+    return ProbeRequest(finding.code, request.facts, ran=found.ran, imported=json.dumps(found.as_json(project.digest)))
+
+
+def _checkpoint_request(finding: Finding, source: str, project: Optional[ProjectTree],
+                        facts: tuple[tuple[str, Any], ...]) -> Optional[ProbeRequest]:
+    """TL601: load an object of the shape the project's own `torch.save` calls store for the
+    file this load reads (verify/checkpoints.py), as the flagged call loads it."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    load = next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno == finding.row
+                 and n.col_offset == finding.col - 1), None)
+    if load is None:
+        return None
+    rel = project.relative(finding.path) if project is not None else None
+    trees = [(finding.path, tree)] if rel is None or project is None else \
+        [(r, t) for r in sorted(project.files) for t in [project.tree(r)] if t is not None]
+    found = checkpoint_shape(load, trees)
+    if found is None:
+        return None
+    spec = {"kind": "checkpoint", "shape": found[0], "saved_at": found[1]}
+    return ProbeRequest(finding.code, facts, imported=json.dumps(spec))
+
+
+def _ran(path: str, sl: Slice) -> tuple[str, ...]:
+    """`file:line` of the functions and classes the slice defines, then the flagged statement."""
+    lines = [n.lineno for n in sl.module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    lines.append(sl.statement.lineno)
+    return tuple(f"{path}:{line}" for line in dict.fromkeys(lines))[:16]
 
 
 def notebook_view(finding: Finding, text: str) -> Optional[tuple[Finding, str]]:

@@ -19,10 +19,11 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from torchlint.records import NOTHING, PROBE, VERIFY_VERDICTS, YOUR_CODE, Verdict
 from torchlint.verify._frames import MAX_FRAME
-from torchlint.verify._reap import stat_table, stop_and_kill
-from torchlint.verify._tree import allocated_bytes, chown_all
+from torchlint.verify._tree import chown_all
 from torchlint.verify._tree import remove as remove_tree
+from torchlint.verify.bounds import INODE_LIMIT, over_disk, resident, tree_usage, kill_sandbox
 from torchlint.verify.sandbox import make_parent_undumpable, policy
 
 WORKER = Path(__file__).resolve().parent / "_worker.py"
@@ -33,106 +34,17 @@ STARTUP_TIMEOUT = 180.0
 CPU_ADDRESS_SPACE = 16 * 1024**3
 DEFAULT_MEMORY = 2 * 1024**3
 DEFAULT_BUDGET = 900.0
-VERDICTS = ("confirmed", "not-reproduced", "demonstrated", "not-applicable", "skipped", "error")
+VERDICTS = VERIFY_VERDICTS
+# What the worker says ran, as a verdict's source: the user's code (a slice of the file, or
+# its module imported from the project), the rule's generic probe, or nothing.
+_SOURCES = {"slice": YOUR_CODE, "import": YOUR_CODE, "probe": PROBE, "none": NOTHING}
 _WATCH_MARGIN = 64 * 2**20  # what a fast allocation can add between two 10 ms polls
 # RLIMIT_FSIZE bounds one file, not how many: the watchdog bounds the temp dir's disk use.
 DISK_LIMIT = 1024**3
-INODE_LIMIT = 100_000  # files and directories in the temp dir (the private /dev/shm caps its own)
 LOG_TAIL = 4096  # what torchlint reads of the worker's log, which may be 1 GiB
 # Tasks (threads) of the sandbox: the launcher and RLIMIT_NPROC's 64 of a fresh uid.
 TASK_LIMIT = 65
 _DISK_EVERY = 25  # memory polls between two disk checks (about 0.25 s)
-
-
-def _resident(pid: str, page: int) -> int:
-    with open(f"/proc/{pid}/statm", "rb") as fh:
-        return int(fh.read().split()[1]) * page
-
-
-def _process_table() -> dict[int, tuple[int, int, int]]:
-    """pid -> (ppid, uid, threads) of every process we can see."""
-    table: dict[int, tuple[int, int, int]] = {}
-    for pid, fields in stat_table().items():
-        try:
-            table[pid] = (int(fields[1]), os.stat(f"/proc/{pid}").st_uid, int(fields[17]))
-        except (OSError, IndexError, ValueError):
-            continue
-    return table
-
-
-def sandbox_processes(root: int, uid: Optional[int],
-                      table: Optional[dict[int, tuple[int, int, int]]] = None) -> list[int]:
-    """The launcher `root`, everything below it (it is a child subreaper, so daemons and
-    setsid() children stay below it) and, when the worker runs as a uid of its own, every
-    process of that uid: the whole sandbox, however a process detached."""
-    table = _process_table() if table is None else table
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    found = {root} if root in table else set()
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    if uid is not None:
-        found.update(pid for pid, (_, owner, _) in table.items() if owner == uid)
-    return sorted(found)
-
-
-def _tree_usage(root: int, uid: Optional[int] = None) -> tuple[int, int]:
-    """Resident bytes and tasks (threads) of every process of the sandbox. Shared pages
-    count once per process: an overestimate, which errs on the side of the limit."""
-    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-    table = _process_table()
-    total = tasks = 0
-    for pid in sandbox_processes(root, uid, table):
-        tasks += table[pid][2] if pid in table else 1
-        try:
-            total += _resident(str(pid), page)
-        except (OSError, IndexError, ValueError):
-            continue
-    return total, tasks
-
-
-def _disk_used(top: str) -> tuple[int, int]:
-    """Bytes allocated under `top` and its number of entries, however deep; a directory that
-    cannot be read counts as over any limit (the worker may create one that hides what it
-    holds)."""
-    return allocated_bytes(top)
-
-
-def _over_disk(top: str, start: os.statvfs_result, limit: int) -> tuple[int, int]:
-    """(0, 0), or what the temp dir holds (bytes, entries) once it is over `limit` bytes or
-    INODE_LIMIT entries: empty files use no blocks but cost the kernel memory. The drop in
-    free space and free inodes of its file system is the cheap test (others may write there
-    too); the walk confirms it."""
-    try:
-        st = os.statvfs(top)
-        grown = (start.f_bavail - st.f_bavail) * st.f_frsize
-        made = start.f_favail - st.f_favail
-        if grown <= limit and made <= INODE_LIMIT:
-            return 0, 0
-        used, entries = _disk_used(top)
-    except OSError:
-        return limit + 1, 0
-    return (used, entries) if used > limit or entries > INODE_LIMIT else (0, 0)
-
-
-def kill_sandbox(root: int, uid: Optional[int]) -> None:
-    """Stop, then kill, every process of the sandbox until none is left (a stopped process
-    cannot fork); the launcher last, so its subtree cannot escape to us meanwhile."""
-    for _ in range(200):
-        left = [p for p in sandbox_processes(root, uid) if p != root]
-        if not left:
-            break
-        stop_and_kill(left)
-        time.sleep(0.001)
-    try:
-        os.kill(root, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 _CONTROL = {c: f"\\x{c:02x}" for c in list(range(32)) + [127]}
@@ -279,19 +191,19 @@ class ProbeWorker:
         while not done.wait(0.01):
             polls += 1
             if polls % _DISK_EVERY == 0:
-                disk, entries = _over_disk(tmp, start, self.disk_limit)
+                disk, entries = over_disk(tmp, start, self.disk_limit)
                 if disk or entries:
                     self._killed_for_disk = disk or 1
                     self._killed_for_inodes = entries
                     kill_sandbox(proc.pid, self.uid)
                     return
-            used, tasks = _tree_usage(proc.pid, self.uid)
+            used, tasks = tree_usage(proc.pid, self.uid)
             if tasks > TASK_LIMIT:  # RLIMIT_NPROC does not bind uid 0 (root without capabilities)
                 self._killed_for_tasks = tasks
                 kill_sandbox(proc.pid, self.uid)
                 return
             try:  # the limit covers torchlint too, so the whole tree stays under it
-                own = _resident("self", page)
+                own = resident("self", page)
             except (OSError, ValueError, IndexError):
                 own = 0
             if used + own + _WATCH_MARGIN > self.memory_limit:
@@ -426,7 +338,7 @@ class ProbeWorker:
     def all_layers(self) -> list[str]:
         return self.layers + self.file_layers
 
-    def run(self, request: dict[str, Any], timeout: Optional[float] = None) -> dict[str, str]:
+    def run(self, request: dict[str, Any], timeout: Optional[float] = None) -> Verdict:
         if not self._file_open:
             self.open_file()
         self._next_id += 1
@@ -437,17 +349,18 @@ class ProbeWorker:
         if answer is None:
             failure = self._failure("the probe", limit)
             self.stop()
-            return {"verdict": "error", "evidence": failure}
+            return Verdict("error", failure)
         if answer.get("kind") in ("died", "malformed"):
             self._file_open = False  # the server has reaped it; the next request gets a fresh one
-            return {"verdict": "error", "evidence": self._file_failure(answer)}
-        verdict, evidence = answer.get("verdict"), answer.get("evidence")
+            return Verdict("error", self._file_failure(answer))
+        verdict, evidence, source = answer.get("verdict"), answer.get("evidence"), answer.get("source")
         if set(answer) != {"kind", "id", "verdict", "evidence", "source"} or answer["kind"] != "answer" \
                 or answer["id"] != self._next_id or type(answer["id"]) is not int \
-                or type(verdict) is not str or verdict not in VERDICTS or type(evidence) is not str:
+                or type(verdict) is not str or verdict not in VERDICTS or type(evidence) is not str \
+                or type(source) is not str or source not in _SOURCES:
             self.next_file()  # what sent that cannot be trusted with the next request
-            return {"verdict": "error", "evidence": "the probe worker sent a malformed answer"}
-        return {"verdict": verdict, "evidence": clean_text(evidence)}
+            return Verdict("error", "the probe worker sent a malformed answer")
+        return Verdict(verdict, clean_text(evidence), _SOURCES[source])
 
     def _file_failure(self, frame: dict[str, Any]) -> str:
         if frame.get("kind") == "malformed":

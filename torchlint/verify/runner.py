@@ -21,19 +21,22 @@ import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from torchlint import __version__, integrity
 from torchlint.cache import cache_subdir
 from torchlint.diagnostics import Finding
+from torchlint.records import YOUR_CODE, RecordError, Verdict, Verification
 from torchlint.safe_io import RefusedFile, read_regular_file, replace_atomically
-from torchlint.verify.plan import ProbeRequest, clean_facts, notebook_view, plan, verdict_code_hash
+from torchlint.verify.plan import ProbeRequest, clean_facts, notebook_view, plan, verdict_code_hash, with_project
+from torchlint.verify.project import USES_PROJECT, ProjectTree
 from torchlint.verify.process import (  # noqa: F401 - ProbeWorker and the limits are used through here
     CPU_ADDRESS_SPACE, DEFAULT_BUDGET, DEFAULT_MEMORY, LAUNCHER, STARTUP_TIMEOUT, VERDICTS, WORKER, ProbeWorker,
     SandboxRefused, clean_text)
 
-_FORMAT = 3
+_FORMAT = 4
 _MAX_ENTRY_BYTES = 16384
 
 
@@ -74,15 +77,17 @@ class VerdictCache:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     @staticmethod
-    def located_key(finding: Finding, digest: str, device: str, torch: str, code_hash: str, limits: tuple) -> str:
-        """The same verdict, found by where the finding is in which text of the file."""
+    def located_key(finding: Finding, digest: str, device: str, torch: str, code_hash: str, limits: tuple,
+                    tree: str = "") -> str:
+        """The same verdict, found by where the finding is in which text of the file (and,
+        for a rule that may import the project, which text of the whole project: `tree`)."""
         where = [finding.code, finding.row, finding.col, finding.end_row, finding.end_col]
         facts = sorted((k, v) for k, v in clean_facts(finding.probe_params))
         blob = json.dumps([__version__, code_hash, finding.path, digest, where, facts, device, torch, list(limits),
-                           _FORMAT, "at"])
+                           _FORMAT, "at", tree])
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def get(self, key: str) -> Optional[dict[str, Any]]:  # str values, and the sandbox layers
+    def get(self, key: str) -> Optional[Verdict]:
         if self.root is None or cache_subdir(self.root.parent, self.root.name) is None:
             return None
         try:
@@ -93,23 +98,20 @@ class VerdictCache:
             data = json.loads(raw.decode("utf-8"))
         except (ValueError, UnicodeDecodeError, RecursionError):
             return None
-        if type(data) is not dict or set(data) != {"key", "verdict", "evidence", "sandbox", "mac"} \
+        if type(data) is not dict or set(data) != {"key", "verdict", "mac"} or data["key"] != key \
                 or not integrity.unseal(data, self._untrusted()):
             return None  # not ours: a cache shipped with the tree, or written without a key
-        layers = data["sandbox"]
-        if type(layers) is not list or len(layers) > 32 or not all(type(x) is str and len(x) <= 200 for x in layers):
+        try:
+            verdict = Verdict.from_json(data["verdict"])
+        except RecordError:
             return None
-        if data["key"] != key or type(data["verdict"]) is not str or data["verdict"] not in VERDICTS \
-                or type(data["evidence"]) is not str or len(data["evidence"]) > 1000:
-            return None
-        return {"verdict": data["verdict"], "evidence": clean_text(data["evidence"]), "sandbox": layers}
+        return replace(verdict, evidence=clean_text(verdict.evidence))
 
-    def put(self, key: str, result: dict[str, str], skip_is_a_fact: bool = False) -> None:
-        if self.root is None or result["verdict"] == "skipped" and not skip_is_a_fact:
+    def put(self, key: str, result: Verdict, skip_is_a_fact: bool = False) -> None:
+        if self.root is None or result.verdict == "skipped" and not skip_is_a_fact:
             return  # a skip of this run (budget ran out, no sandbox) is not a fact about torch
         try:
-            entry = integrity.seal({"key": key, "verdict": result["verdict"], "evidence": result["evidence"],
-                                    "sandbox": list(result.get("sandbox") or [])}, self._untrusted())
+            entry = integrity.seal({"key": key, "verdict": result.to_json()}, self._untrusted())
             if entry is not None and cache_subdir(self.root.parent, self.root.name, create=True) is not None:
                 replace_atomically(str(self.root / f"{key}.json"), json.dumps(entry).encode("utf-8"))
         except OSError:
@@ -125,139 +127,188 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
                     memory_limit: int = DEFAULT_MEMORY, budget: float = DEFAULT_BUDGET, project: str = "",
                     unsandboxed: bool = False, _namespaces: bool = True,
                     _simulate_missing: tuple[str, ...] = ()) -> None:
-    """Attach a `verify` dict to every finding: {"runs": [{device, verdict, evidence, torch,
-    sandbox}], "verdict": ...}. `sources(path)` gives the current text of a finding's file.
-    Each file gets a fresh sandboxed process: what runs for one file cannot touch another's.
+    """Attach a Verification (records.py) to every finding: one Verdict per device.
+    `sources(path)` gives the current text of a finding's file. Each file gets a fresh
+    sandboxed process: what runs for one file cannot touch another's. `project` (the checked
+    tree's root) is granted to the worker read-only, so it can import the file's module.
     `unsandboxed` (the CLI's --verify-unsandboxed only) runs without the layers that cannot
     be established; the underscored arguments simulate other kernels in tests."""
-    torch = torch_version()
-    cache = VerdictCache(cache_dir)
-    code_hash = verdict_code_hash()
-    texts: dict[str, Optional[str]] = {}
-
-    def source_of(path: str) -> Optional[str]:
-        if path not in texts:
-            texts[path] = sources(path) if sources is not None else None
-        return texts[path]
-
-    digests: dict[str, Optional[str]] = {}
-
-    def digest_of(path: str) -> Optional[str]:
-        if path not in digests:
-            text = source_of(path)
-            digests[path] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() if text else None
-        return digests[path]
-
-    limits = (timeout, memory_limit)
-    worker: Optional[ProbeWorker] = None
-    worker_path: Optional[str] = None
-    refused: Optional[str] = None if unsandboxed or sys.platform.startswith("linux") else \
-        f"there is no OS sandbox for {sys.platform}"
-    cuda: Optional[bool] = None
-    memo: dict[str, dict[str, Any]] = {}
-    deadline = time.monotonic() + budget
+    tree = _project_tree(project, findings)
+    session = _Session(device, timeout, cache_dir, sources, memory_limit, budget, tree, unsandboxed,
+                       _namespaces, _simulate_missing)
     try:
-        def get_worker() -> ProbeWorker:
-            nonlocal worker, refused
-            if refused is not None:
-                raise SandboxRefused(refused)
-            if worker is None:
-                # CUDA initialisation reserves far more address space than any limit we
-                # could set, so the address-space backstop applies only when CUDA cannot
-                # be used; the RSS watchdog applies everywhere.
-                worker = ProbeWorker(timeout, limit_memory=(device == "cpu" or "+cpu" in torch),
-                                     memory_limit=memory_limit, project=project, unsandboxed=unsandboxed,
-                                     namespaces=_namespaces, simulate_missing=_simulate_missing)
-                try:
-                    worker.start()
-                except SandboxRefused as exc:
-                    refused, worker = str(exc), None
-                    raise
-            return worker
-
-        def cuda_available() -> bool:
-            nonlocal cuda
-            if cuda is None and "+cpu" in torch:
-                cuda = False  # a CPU build: no need to start a worker to ask
-            if cuda is None:
-                try:
-                    cuda = bool(get_worker().info.get("cuda"))
-                except RuntimeError:
-                    cuda = False
-            return cuda
-
-        devices = ["cpu"] if device == "cpu" else ["cuda"] if device == "cuda" else ["cpu", "cuda"]
         for finding in sorted(findings, key=lambda f: f.path):
-            if finding.path != worker_path and worker is not None:
-                worker.next_file()  # no state, no process, no file survives into the next file's process
-            worker_path = finding.path
-            runs: list[dict[str, Any]] = []
-            planned: Optional[tuple[Optional[ProbeRequest], Optional[str], bool]] = None
-            for dev in devices:
-                if dev == "cuda" and not cuda_available():
-                    if device == "cuda":
-                        runs.append({"device": "cuda", "verdict": "skipped", "torch": torch,
-                                     "evidence": "CUDA requested but torch.cuda.is_available() is False here"})
-                    continue
-                # A request is a function of the file's text, the finding and our code: a
-                # verdict stored under that is found again without slicing.
-                digest = digest_of(finding.path)
-                located = cache.located_key(finding, digest, dev, torch, code_hash, limits) if digest else None
-                known = (memo.get(located) or cache.get(located)) if located else None
-                if known is not None:
-                    memo[located] = known  # type: ignore[index]
-                    runs.append({"device": dev, "torch": _runtime_version(worker, torch), **known})
-                    continue
-                if planned is None:
-                    planned = _plan_safely(finding, source_of(finding.path))
-                request, reason, failed = planned
-                if request is None:
-                    if not runs:
-                        runs.append({"device": dev, "verdict": "error" if failed else "skipped", "evidence": reason,
-                                     "torch": torch})
-                    continue
-                key = cache.key(request, dev, torch, code_hash, limits, finding.path, digest)
-                result = memo.get(key) or cache.get(key)
-                if result is None:
-                    decided = False  # by the worker, from torch and the request alone (needs CUDA)
-                    left = deadline - time.monotonic()
-                    if left <= 1:
-                        result = {"verdict": "skipped", "evidence": f"the --verify time budget of {budget:g}s ran out"}
-                    else:
-                        try:
-                            # A slice gets a third of the time: a slow one still leaves the
-                            # fact probe time to answer.
-                            payload = dict(request.as_json(), device=dev, slice_seconds=min(timeout, left) / 3)
-                            active = get_worker()
-                            result = active.run(payload, timeout=left)
-                            decided = not result["evidence"].startswith("the --verify sandbox here")
-                            result = dict(result, sandbox=active.all_layers)
-                        except SandboxRefused as exc:
-                            refused = refused or str(exc)
-                            result = {"verdict": "skipped", "evidence": (
-                                f"not run: the --verify sandbox cannot be established here ({exc}), so no "
-                                "checked code ran; --verify-unsandboxed runs it anyway, for code you trust")}
-                        except RuntimeError as exc:  # the worker could not even start
-                            result = {"verdict": "error", "evidence": str(exc)}
-                        if result["verdict"] == "error" and "timed out" in result["evidence"] and left < timeout:
-                            result = {"verdict": "skipped",
-                                      "evidence": f"the --verify time budget of {budget:g}s ran out"}
-                        cache.put(key, result, decided)
-                        if located is not None:
-                            cache.put(located, result, decided)
-                elif located is not None:
-                    cache.put(located, result)
-                memo[key] = result
-                if located is not None:
-                    memo[located] = result
-                runs.append({"device": dev, "torch": _runtime_version(worker, torch), **result})
-            finding.verify = {"runs": runs, "verdict": summarize(runs)}
+            finding.verify = session.verify(finding)
     finally:
-        if worker is not None:
-            worker.finish()
+        session.close()
+        if tree is not None:
+            tree.close()
 
 
-def _plan_safely(finding: Finding, source: Optional[str]) -> tuple[Optional[ProbeRequest], str, bool]:
+def _project_tree(project: str, findings: list[Finding]) -> Optional[ProjectTree]:
+    """The snapshot of the project's Python sources, when some finding may import it."""
+    if not project or not any(f.code in USES_PROJECT for f in findings) or os.path.realpath(project) in (
+            "/", os.path.realpath(os.path.expanduser("~"))):
+        return None
+    try:
+        return ProjectTree(project)
+    except OSError:
+        return None  # no snapshot: those findings fall back to their probes
+
+
+Planned = tuple[Optional[ProbeRequest], str, bool]  # (request, why not, whether planning failed)
+
+
+class _Session:
+    """One --verify run: the worker (started on first need, one process per file), the
+    in-run memo, the verdict cache and the time budget."""
+
+    def __init__(self, device: str, timeout: float, cache_dir: Optional[Path],
+                 sources: Optional[Callable[[str], Optional[str]]], memory_limit: int, budget: float,
+                 project: Optional[ProjectTree], unsandboxed: bool, namespaces: bool,
+                 simulate_missing: tuple[str, ...]) -> None:
+        self.device, self.timeout, self.budget, self.project = device, timeout, budget, project
+        self.sources, self.memory_limit, self.unsandboxed = sources, memory_limit, unsandboxed
+        self.namespaces, self.simulate_missing = namespaces, simulate_missing
+        self.torch = torch_version()
+        self.cache = VerdictCache(cache_dir)
+        self.code_hash = verdict_code_hash()
+        self.limits = (timeout, memory_limit)
+        self.texts: dict[str, Optional[str]] = {}
+        self.digests: dict[str, Optional[str]] = {}
+        self.worker: Optional[ProbeWorker] = None
+        self.worker_path: Optional[str] = None
+        self.refused: Optional[str] = None if unsandboxed or sys.platform.startswith("linux") else \
+            f"there is no OS sandbox for {sys.platform}"
+        self.cuda: Optional[bool] = False if "+cpu" in self.torch else None  # a CPU build: no need to ask
+        self.memo: dict[str, Verdict] = {}
+        self.deadline = time.monotonic() + budget
+
+    def source_of(self, path: str) -> Optional[str]:
+        if path not in self.texts:
+            self.texts[path] = self.sources(path) if self.sources is not None else None
+        return self.texts[path]
+
+    def digest_of(self, path: str) -> Optional[str]:
+        if path not in self.digests:
+            text = self.source_of(path)
+            self.digests[path] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() if text else None
+        return self.digests[path]
+
+    def get_worker(self) -> ProbeWorker:
+        if self.refused is not None:
+            raise SandboxRefused(self.refused)
+        if self.worker is None:
+            # CUDA initialisation reserves far more address space than any limit we could
+            # set, so the address-space backstop applies only when CUDA cannot be used; the
+            # RSS watchdog applies everywhere.
+            worker = ProbeWorker(self.timeout, limit_memory=(self.device == "cpu" or "+cpu" in self.torch),
+                                 memory_limit=self.memory_limit, unsandboxed=self.unsandboxed,
+                                 project=self.project.grant if self.project is not None else "",
+                                 namespaces=self.namespaces, simulate_missing=self.simulate_missing)
+            try:
+                worker.start()
+            except SandboxRefused as exc:
+                self.refused = str(exc)
+                raise
+            self.worker = worker
+        return self.worker
+
+    def cuda_available(self) -> bool:
+        if self.cuda is None:
+            try:
+                self.cuda = bool(self.get_worker().info.get("cuda"))
+            except RuntimeError:
+                self.cuda = False
+        return self.cuda
+
+    def runtime_version(self) -> str:
+        info = self.worker.info if self.worker is not None else None
+        return str(info.get("torch", self.torch)) if info else self.torch
+
+    def verify(self, finding: Finding) -> Verification:
+        if finding.path != self.worker_path and self.worker is not None:
+            self.worker.next_file()  # no state, no process, no file survives into the next file's process
+        self.worker_path = finding.path
+        devices = ["cpu"] if self.device == "cpu" else ["cuda"] if self.device == "cuda" else ["cpu", "cuda"]
+        runs: list[Verdict] = []
+        planned: list[Planned] = []  # planned once, on the first device that needs it
+        for dev in devices:
+            if dev == "cuda" and not self.cuda_available():
+                if self.device == "cuda":
+                    runs.append(Verdict("skipped", "CUDA requested but torch.cuda.is_available() is False here",
+                                        device="cuda", torch=self.torch))
+                continue
+            run = self.run_on(finding, dev, planned, first=not runs)
+            if run is not None:
+                runs.append(run)
+        return Verification(tuple(runs))
+
+    def run_on(self, finding: Finding, dev: str, planned: list[Planned], first: bool) -> Optional[Verdict]:
+        """The verdict on one device: remembered (memo, cache) by where the finding is in
+        which text of the file, else planned and asked of the worker. None: nothing to add
+        (nothing can run, and an earlier device said why)."""
+        digest = self.digest_of(finding.path)
+        tree = self.project.digest if self.project is not None and finding.code in USES_PROJECT else ""
+        located = self.cache.located_key(finding, digest, dev, self.torch, self.code_hash, self.limits, tree) \
+            if digest else None
+        known = (self.memo.get(located) or self.cache.get(located)) if located else None
+        if known is not None:
+            self.memo[located] = known  # type: ignore[index]
+            return known.on(dev, self.runtime_version())
+        if not planned:
+            planned.append(_plan_safely(finding, self.source_of(finding.path), self.project))
+        request, reason, failed = planned[0]
+        if request is None:
+            return Verdict("error" if failed else "skipped", reason, device=dev, torch=self.torch) if first else None
+        key = self.cache.key(request, dev, self.torch, self.code_hash, self.limits, finding.path, digest)
+        result = self.memo.get(key) or self.cache.get(key)
+        if result is None:
+            result, decided = self.ask(request, dev)
+            result = replace(result, ran=request.ran if result.source == YOUR_CODE else ())
+            self.cache.put(key, result, decided)
+            if located is not None:
+                self.cache.put(located, result, decided)
+        elif located is not None:
+            self.cache.put(located, result)
+        self.memo[key] = result
+        if located is not None:
+            self.memo[located] = result
+        return result.on(dev, self.runtime_version())
+
+    def ask(self, request: ProbeRequest, dev: str) -> tuple[Verdict, bool]:
+        """The worker's verdict, and whether it is a fact about torch and the request alone
+        (so a `skipped` of it may be cached: needs CUDA), not about this run."""
+        left = self.deadline - time.monotonic()
+        out_of_time = Verdict("skipped", f"the --verify time budget of {self.budget:g}s ran out")
+        if left <= 1:
+            return out_of_time, False
+        try:
+            # A slice gets a third of the time: a slow one still leaves the fact probe time to answer.
+            payload = dict(request.as_json(), device=dev, slice_seconds=min(self.timeout, left) / 3)
+            if request.needs_project and self.project is not None:
+                payload["root"] = self.project.snapshot  # where the worker finds the snapshot
+            active = self.get_worker()
+            result = active.run(payload, timeout=left)
+            decided = not result.evidence.startswith("the --verify sandbox here")
+            result = replace(result, sandbox=tuple(active.all_layers))
+        except SandboxRefused as exc:
+            self.refused = self.refused or str(exc)
+            return Verdict("skipped", f"not run: the --verify sandbox cannot be established here ({exc}), so no "
+                           "checked code ran; --verify-unsandboxed runs it anyway, for code you trust"), False
+        except RuntimeError as exc:  # the worker could not even start
+            result, decided = Verdict("error", str(exc)), False
+        if result.verdict == "error" and "timed out" in result.evidence and left < self.timeout:
+            return out_of_time, False
+        return result, decided
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.finish()
+
+
+def _plan_safely(finding: Finding, source: Optional[str],
+                 project: Optional[ProjectTree] = None) -> tuple[Optional[ProbeRequest], str, bool]:
     """plan() on the finding's program: a notebook's code cells up to the finding's (as the
     kernel ran them), else the file. Never raises: a slicing bug is this finding's `error`
     verdict (the flag), and every other finding is still verified."""
@@ -266,6 +317,8 @@ def _plan_safely(finding: Finding, source: Optional[str]) -> tuple[Optional[Prob
             view = notebook_view(finding, source)
             finding, source = view if view is not None else (finding, None)
         request, reason = plan(finding, source)
+        if request is not None:
+            request = with_project(request, finding, source, project)
         return request, reason or "", False
     except Exception as exc:  # noqa: BLE001 - one finding's failure must not end the run
         return None, clean_text(f"torchlint could not prepare this verdict: {type(exc).__name__}: {exc}", 300), True
@@ -286,15 +339,3 @@ def describe_sandbox(unsandboxed: bool = False) -> tuple[bool, str]:
     finally:
         worker.stop()
     return True, "--verify sandbox layers:\n" + "\n".join(f"  {layer}" for layer in worker.all_layers)
-
-
-def _runtime_version(worker: Optional[ProbeWorker], fallback: str) -> str:
-    return str(worker.info.get("torch", fallback)) if worker is not None and worker.info else fallback
-
-
-def summarize(runs: list[dict[str, str]]) -> str:
-    verdicts = [r["verdict"] for r in runs]
-    for verdict in ("confirmed", "demonstrated", "error", "not-reproduced", "not-applicable", "skipped"):
-        if verdict in verdicts:
-            return verdict
-    return "skipped"

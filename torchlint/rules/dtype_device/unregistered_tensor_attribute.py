@@ -89,6 +89,27 @@ def judge_unregistered_tensor(facts: dict, runs: list) -> Optional[tuple[str, st
     return "not-reproduced", f"self.{attr} is registered ('{attr}' in state_dict(); {before} -> {after})"
 
 
+def observe_unregistered_tensor(build, facts: dict) -> tuple[str, str]:
+    """The --verify observer on the user's own module (its file imported from the project,
+    verify/project.py): build it, then look for the attribute in `state_dict()` and after
+    `.to("meta")`. Copied for the worker like a probe: torch only, imported here."""
+    import torch
+
+    name, built = facts.get("attribute") or "", facts.get("built") or "the module"
+    model = build()
+    value = getattr(model, name, None) if name else None
+    if not isinstance(value, torch.Tensor):
+        return "not-reproduced", f"after `{built}`, `self.{name}` is a {type(value).__qualname__}, not a tensor"
+    saved = name in model.state_dict()
+    model.to("meta")
+    after = getattr(model, name, None)
+    where = after.device if isinstance(after, torch.Tensor) else type(after).__qualname__
+    if not saved and isinstance(after, torch.Tensor) and after.device.type != "meta":
+        return "confirmed", (f"`{name}` is not in `{built}`.state_dict(), and after .to('meta') it is still on "
+                             f"{where}")
+    return "not-reproduced", f"`{name}` in state_dict(): {saved}; after .to('meta') it is on {where}"
+
+
 class UnregisteredTensorAttribute(Rule):
     """On the 2026-12 held-out corpus (54 projects, independent triage), 2 of 4 findings were true;
     off by default. Enable it with `--extend-select TL206`.
@@ -146,7 +167,8 @@ class UnregisteredTensorAttribute(Rule):
     tags = ("correctness", "device", "module")
     requires_text = ('__init__',)
     options = {"module-bases": MODULE_BASES_OPTION}
-    evidence = Evidence(probe=probe_unregistered_tensor, slice="construct-and-read-attribute", judge=judge_unregistered_tensor)
+    evidence = Evidence(probe=probe_unregistered_tensor, slice="construct-and-read-attribute", judge=judge_unregistered_tensor,
+                        observe=observe_unregistered_tensor)
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         fn = ctx.function

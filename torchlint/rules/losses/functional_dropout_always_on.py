@@ -111,6 +111,45 @@ def probe_functional_dropout(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"in eval() mode `{shown}` left all {x.numel()} activations unchanged: {why}"
 
 
+def observe_functional_dropout(build, facts: dict) -> tuple[str, str]:
+    """The --verify observer on the user's own module (its file imported from the project,
+    verify/project.py): in eval() mode, run forward twice on one input made from the first
+    layer's declared shape; a dropout that is still on changes the output. Copied for the
+    worker like a probe: torch only."""
+    import torch
+    from torch import nn
+
+    built = facts.get("built") or "the module"
+    model = build()
+    first = next((m for m in model.modules() if isinstance(m, (nn.Linear, nn.Conv1d, nn.Conv2d))), None)
+    if isinstance(first, nn.Linear):
+        x = torch.ones(8, first.in_features)
+    elif isinstance(first, nn.Conv2d):
+        x = torch.ones(2, first.in_channels, 32, 32)
+    elif isinstance(first, nn.Conv1d):
+        x = torch.ones(2, first.in_channels, 64)
+    else:
+        return "skipped", f"no first nn.Linear or nn.Conv layer of `{built}` declares the input's shape for forward()"
+    model.eval()
+    outs = []
+    try:
+        for seed in (0, 1):
+            torch.manual_seed(seed)
+            with torch.no_grad():
+                outs.append(model(x))
+    except Exception as exc:  # noqa: BLE001 - the made-up input did not fit: say so, judge nothing
+        return "skipped", (f"forward() of `{built}` on an input of shape {tuple(x.shape)} raised "
+                           f"{type(exc).__qualname__}: {str(exc).strip().splitlines()[0][:120]}")
+    a, b = outs
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return "skipped", f"forward() of `{built}` did not return a tensor"
+    if not torch.equal(a, b):
+        changed = float((a != b).float().mean())
+        return "confirmed", (f"in eval() mode two forward passes of `{built}` on the same {tuple(x.shape)} input "
+                             f"differ in {changed:.0%} of the outputs: the functional dropout is still on")
+    return "not-reproduced", f"in eval() mode `{built}` gave the same output twice on one input: no dropout is on"
+
+
 class FunctionalDropoutAlwaysOn(Rule):
     """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 1 findings were true;
     off by default. Enable it with `--extend-select TL402`.
@@ -162,7 +201,8 @@ class FunctionalDropoutAlwaysOn(Rule):
     tags = ("correctness", "module")
     requires_text = ('dropout',)
     options = {"module-bases": MODULE_BASES_OPTION}
-    evidence = Evidence(probe=probe_functional_dropout, runtime=run_verdict, monitor=FunctionalDropoutMonitor)
+    evidence = Evidence(probe=probe_functional_dropout, runtime=run_verdict, monitor=FunctionalDropoutMonitor,
+                        observe=observe_functional_dropout)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)

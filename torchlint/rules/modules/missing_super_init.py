@@ -47,6 +47,25 @@ def judge_missing_super(facts: dict, runs: list) -> Optional[tuple[str, str]]:
                         lambda rec: "the module was constructed: __init__ assigns no submodule, parameter or buffer")
 
 
+def observe_missing_super(build, facts: dict) -> tuple[str, str]:
+    """The --verify observer on the user's own module (its file imported from the project,
+    verify/project.py): build it and see whether nn.Module's own __init__ ran. Copied for
+    the worker like a probe: torch only."""
+    import torch
+
+    built = facts.get("built") or "the module"
+    try:
+        model = build()
+    except AttributeError as exc:
+        if "__init__() call" not in str(exc):
+            raise
+        return "confirmed", f"`{built}` raised AttributeError: {str(exc).splitlines()[0]}"
+    if isinstance(model, torch.nn.Module) and "_parameters" not in vars(model):
+        return "confirmed", (f"`{built}` was built, but nn.Module.__init__ never ran on it: it has no parameter "
+                             "table, so calling it, .to() or state_dict() fails")
+    return "not-reproduced", f"`{built}` was built and nn.Module.__init__ ran on it"
+
+
 class MissingSuperInit(Rule):
     """## What it does
     Flags an `nn.Module` subclass (direct, or through classes of the same file) whose `__init__`
@@ -97,7 +116,8 @@ class MissingSuperInit(Rule):
     options = {"module-bases": MODULE_BASES_OPTION}
     precision = "very-high"
     evidence = Evidence(probe=probe_missing_super, slice="construct", judge=judge_missing_super,
-                        crash=r"before Module\.__init__\(\) call")
+                        crash=r"before Module\.__init__\(\) call",
+                        observe=observe_missing_super)
 
     def visit_ClassDef(self, node: ast.ClassDef, ctx: FileContext) -> None:
         # A stub (.pyi) declares `__init__`'s signature; it has no body to call anything.

@@ -60,6 +60,33 @@ def judge_plain_container(facts: dict, runs: list) -> Optional[tuple[str, str]]:
     return "not-reproduced", f"self.{attr} holds no unregistered parameters ({type(value).__name__})"
 
 
+def observe_plain_container(build, facts: dict) -> tuple[str, str]:
+    """The --verify observer on the user's own module (its file imported from the project,
+    verify/project.py): are the modules held in the plain container part of the module's
+    parameters and submodules? Copied for the worker like a probe: torch only."""
+    import torch
+
+    name, built = facts.get("attribute") or "", facts.get("built") or "the module"
+    model = build()
+    held = getattr(model, name, None) if name else None
+    items = list(held.values()) if isinstance(held, dict) else list(held) if isinstance(held, (list, tuple)) else []
+    modules = [m for m in items if isinstance(m, torch.nn.Module)]
+    if not modules:
+        return "not-reproduced", f"after `{built}`, `self.{name}` holds no nn.Module"
+    registered = {id(p) for p in model.parameters()}
+    theirs = [p for m in modules for p in m.parameters()]
+    missing = [p for p in theirs if id(p) not in registered]
+    if missing:
+        return "confirmed", (f"{len(missing)} of the {len(theirs)} parameters of the {len(modules)} modules in "
+                             f"`self.{name}` are not in `{built}`.parameters()")
+    known = {id(m) for m in model.modules()}
+    lost = [m for m in modules if id(m) not in known]
+    if lost:
+        return "confirmed", (f"{len(lost)} of the {len(modules)} modules in `self.{name}` are not among "
+                             f"`{built}`.modules(): .train()/.eval() and .to() skip them")
+    return "not-reproduced", f"the {len(modules)} modules in `self.{name}` are registered through another attribute"
+
+
 class ModuleInPlainContainer(Rule):
     """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 1 findings were true;
     off by default. Enable it with `--extend-select TL701`.
@@ -112,7 +139,8 @@ class ModuleInPlainContainer(Rule):
     # `class ` too: a class may be a Module through a base class in another file.
     requires_text = ('Module', 'nn.', 'torch.nn', 'PreTrainedModel', 'ModelMixin', 'class ')
     options = {"module-bases": MODULE_BASES_OPTION}
-    evidence = Evidence(probe=probe_plain_container, slice="construct-and-read-attribute", judge=judge_plain_container)
+    evidence = Evidence(probe=probe_plain_container, slice="construct-and-read-attribute", judge=judge_plain_container,
+                        observe=observe_plain_container)
 
     def _container(self, value: ast.AST, ctx: FileContext) -> Optional[str]:
         elements: list[ast.AST] = []

@@ -1,0 +1,105 @@
+"""Worker side of the project import (stdlib only; the worker cannot import torchlint): in a
+file's own sandboxed process, import the module that holds the finding the way the user's
+program would (its package, `sys.path` from the project root, `__name__` the module's name,
+so `if __name__ == "__main__":` blocks do not run), build the user's class, and hand a
+builder to the rule's observer, which looks at the real object.
+
+Whatever the user's code raises, `SystemExit` included, is this finding's `error`."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import io
+import os
+import sys
+from typing import Any, Callable
+
+Observer = Callable[[Callable[[], Any], dict], "tuple[str, str]"]
+
+
+class ImportFailed(Exception):
+    """The user's module or class could not be loaded; the message says how."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
+
+
+def _import(spec: dict, root: str) -> Any:
+    """The module by its dotted name; a file whose name is no identifier (`4.1_model.py`, a
+    script) is loaded from its path, under a name that is not `__main__` either."""
+    name = spec["module"]
+    if all(part.isidentifier() for part in name.split(".")):
+        return importlib.import_module(name)
+    found = importlib.util.spec_from_file_location("torchlint_checked_module", os.path.join(root, spec["file"]))
+    if found is None or found.loader is None:
+        raise ImportError(f"no loader for {spec['file']}")
+    module = importlib.util.module_from_spec(found)
+    sys.modules[found.name] = module
+    found.loader.exec_module(module)
+    return module
+
+
+def load(spec: dict, root: str) -> Any:
+    """The user's class, from its module imported out of the snapshot at `root`."""
+    for entry in reversed(spec["path"]):
+        path = os.path.join(root, entry) if entry else root
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    sys.dont_write_bytecode = True  # the snapshot is read-only anyway
+    stdin, argv = sys.stdin, sys.argv
+    # The module's top level runs as under `python train.py` with no arguments, reading no
+    # requests meant for this process.
+    sys.stdin, sys.argv = io.StringIO(""), [os.path.join(root, *spec["module"].split(".")) + ".py"]
+    try:
+        module = _import(spec, root)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit from argparse, the user's own errors
+        raise ImportFailed(f"importing `{spec['module']}` failed: {_first_line(exc)}") from None
+    finally:
+        sys.stdin, sys.argv = stdin, argv
+    cls = getattr(module, spec["class"], None)
+    if cls is None:
+        raise ImportFailed(f"`{spec['module']}` has no `{spec['class']}` once imported")
+    return cls
+
+
+def observe(code: str, spec: dict, root: str, facts: dict, observers: dict) -> tuple[str, str]:
+    """(verdict, evidence) of the rule's observer on the user's object."""
+    try:
+        cls = load(spec, root)
+    except ImportFailed as exc:
+        return "error", str(exc)
+    args, kwargs = spec.get("args") or [], spec.get("kwargs") or {}
+    shown = f"{spec['module']}.{spec['class']}(" + ", ".join(
+        [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]) + ")"
+
+    def build() -> Any:
+        return cls(*args, **kwargs)
+
+    try:
+        verdict, evidence = observers[code](build, dict(facts, attribute=spec.get("attribute") or "", built=shown))
+    except BaseException as exc:  # noqa: BLE001 - the user's constructor failed: this finding's error
+        return "error", f"building `{shown}` raised {_first_line(exc)}"
+    return verdict, f"imported {spec['module']}: {evidence}"
+
+
+def shaped(shape: str) -> Any:
+    """A checkpoint of one of verify/checkpoints.py's shapes, as a training script saves it."""
+    import argparse
+
+    import torch
+
+    weights = {"weight": torch.ones(2, 2), "bias": torch.zeros(2)}
+    if shape == "module":
+        return torch.nn.Linear(2, 2)
+    if shape == "namespace":
+        return {"model": weights, "epoch": 3, "args": argparse.Namespace(lr=0.1, batch_size=32)}
+    return {"model": weights, "epoch": 3, "args": {"lr": 0.1}}
+
+
+def observe_shape(code: str, spec: dict, facts: dict, observers: dict) -> tuple[str, str]:
+    if code not in observers:
+        return "skipped", "this rule has no observer for checkpoints"
+    return observers[code](lambda: shaped(spec["shape"]), dict(facts, saved=spec["shape"], saved_at=spec["saved_at"]))
