@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CANDIDATES = ROOT / "scripts" / "deprecation_candidates.toml"
 TABLE = ROOT / "torchlint" / "data" / "deprecated_api.toml"
 _DEPRECATION = re.compile(r"deprecat|renamed|will be removed|in an upcoming release", re.IGNORECASE)
-_FIELDS = ("name", "kind", "unless_keyword", "deprecated", "removed", "on_current", "use", "fix", "why", "source")
-_OPTIONAL = {"kind": "call", "unless_keyword": ""}
+_FIELDS = ("name", "kind", "unless_keyword", "deprecated", "removed", "on_current", "use", "fix", "why", "source", "off")
+_OPTIONAL = {"kind": "call", "unless_keyword": "", "off": ""}
 
 
 def _namespace() -> dict[str, Any]:
@@ -117,7 +117,7 @@ def render(table: list[dict[str, str]], torch_version: str) -> str:
 #   fix         "rename" (`use` is a drop-in: same arguments, same result), "" otherwise
 #   why         what differs when there is no drop-in
 #   source      where the versions come from
-#   kind, unless_keyword: see the candidates file
+#   kind, unless_keyword, off: see the candidates file
 """]
     for row in table:
         out.append("[[symbol]]")

@@ -40,6 +40,24 @@ def test_torch_version_decides_what_is_deprecated():
     assert _codes_at(ckpt, "TL903", "2.1") and not _codes_at(ckpt, "TL903", "2.0")
 
 
+def test_rows_off_by_default_are_reported_with_all_deprecations(tmp_path, run_cli):
+    fixture = FIXTURES / "TL901" / "derived.py"
+    rows = [n for n, line in enumerate(fixture.read_text().splitlines(), 1) if "# all-deprecations: TL901" in line]
+    [six] = [n for n, line in enumerate(fixture.read_text().splitlines(), 1) if "# expect: TL901" in line]
+    assert len(rows) == 8
+    assert _codes_at(fixture, "TL901", "2.4") == [six]
+    task = FileTask(path=str(fixture), display=str(fixture), codes=frozenset({"TL901"}),
+                    options=(("TL901", (("torch-version", "2.4"), ("all-deprecations", True))),))
+    assert [f.row for f in lint_task(task).findings] == sorted([six, *rows])
+    # From the config, as a user sets it; a wrong type is a config error (exit 2).
+    write(tmp_path, "a.py", "import torch\ngx, gy = torch.meshgrid(a, b)\n")
+    assert run_cli("check", "--no-cache", "--select", "TL901", "a.py")[0] == 0
+    write(tmp_path, "pyproject.toml", '[tool.torchlint.options.TL901]\nall-deprecations = true\n')
+    assert run_cli("check", "--no-cache", "--select", "TL901", "a.py")[0] == 1
+    write(tmp_path, "pyproject.toml", '[tool.torchlint.options.TL901]\nall-deprecations = "yes"\n')
+    assert run_cli("check", "--no-cache", "--select", "TL901", "a.py")[0] == 2
+
+
 def test_torch_version_from_config_and_cli(tmp_path, run_cli):
     write(tmp_path, "a.py", "import torch\nw = torch.nn.utils.weight_norm(layer)\n")
     rc, out, _ = run_cli("check", "--no-cache", "--select", "TL901", "--output-format", "json", "a.py")

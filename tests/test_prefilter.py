@@ -133,7 +133,9 @@ def test_the_verify_cases_still_pass_the_prefilter():
             elif request is not None and "not allowed to run" in request.not_self_contained:
                 refused.append((path.name, finding.row, request.not_self_contained))
     assert not refused
-    assert sliced >= 48  # as many as before the closure was added
+    # As many as before the closure was added, less TL102 write_before_forward.py, which TL102
+    # no longer reports (a write before the first forward; its verify case places the finding).
+    assert sliced >= 47
 
 
 # -- the data file -------------------------------------------------------------------------

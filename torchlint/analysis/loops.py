@@ -44,7 +44,7 @@ def is_optimizer_step(call: ast.Call) -> bool:
 
 def is_zero_grad(node: ast.AST) -> bool:
     """`x.zero_grad()`, `p.grad = None`, `p.grad.zero_()` (also `p.grad.data.zero_()`),
-    `p.grad.detach_()`."""
+    `p.grad.fill_(0)`, `p.grad.detach_()`."""
     if isinstance(node, ast.Call):
         name = method_name(node)
         if name == "zero_grad":
@@ -53,6 +53,9 @@ def is_zero_grad(node: ast.AST) -> bool:
         if isinstance(receiver, ast.Attribute) and receiver.attr == "data":  # `p.grad.data.zero_()`
             receiver = receiver.value
         if name in ("zero_", "detach_") and isinstance(receiver, ast.Attribute) and receiver.attr == "grad":
+            return True
+        if name == "fill_" and isinstance(receiver, ast.Attribute) and receiver.attr == "grad" and node.args \
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value == 0:
             return True
     if isinstance(node, ast.Assign):
         return any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in node.targets)

@@ -44,6 +44,7 @@ class DeprecatedApi:
     source: str
     kind: str = "call"  # "module": imported, not called (`torch._six`)
     unless_keyword: str = ""  # a call passing this keyword is not deprecated (`meshgrid(indexing=)`)
+    off: str = ""  # why TL901 does not report it by default (measured noisy); its option `all-deprecations` does
 
     @property
     def short(self) -> str:

@@ -260,34 +260,14 @@ class Validator:
         nodes = [n for n, _ in iter_with_depth(tree)]
         for node in nodes:
             if isinstance(node, ast.Import):
-                for alias in node.names:
-                    self._module(alias.name)
-                    self._import_names(alias.name.split(".")[1:])
-                    if alias.asname:
-                        self.aliases[alias.asname] = alias.name
-                    else:
-                        root = alias.name.split(".")[0]
-                        self.aliases[root] = root
+                self._import(node)
             elif isinstance(node, ast.ImportFrom):
-                if node.level or not node.module:
-                    raise Unsafe("relative imports are not allowed in a slice")
-                for alias in node.names:
-                    if alias.name == "*":
-                        raise Unsafe("`import *` is not allowed in a slice")
-                    full = f"{node.module}.{alias.name}"
-                    self._module(full)
-                    self._import_names(full.split(".")[1:])
-                    self.aliases[alias.asname or alias.name] = full
+                self._import_from(node)
         bindings: dict[str, int] = {}
         for node in nodes:
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 bindings[node.id] = bindings.get(node.id, 0) + 1
-        for node in nodes:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                    and bindings.get(node.targets[0].id) == 1:
-                value = fold(node.value)
-                if value is not None:
-                    self.consts[node.targets[0].id] = value
+        self._fold_constants(nodes, bindings)
         super_inits = {id(n.func) for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                        and n.func.attr == "__init__" and isinstance(n.func.value, ast.Call)
                        and isinstance(n.func.value.func, ast.Name) and n.func.value.func.id == "super"}
@@ -295,17 +275,50 @@ class Validator:
         self.assigned = {name for name, count in bindings.items() if count}
         for node in nodes:
             self._node(node, super_inits)
-            if isinstance(node, (ast.FunctionDef, ast.Lambda)):
-                args = node.args
-                for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
-                    if arg is not None and arg.annotation is not None:
-                        self._annotation(arg.annotation)
-                if isinstance(node, ast.FunctionDef) and node.returns is not None:
-                    self._annotation(node.returns)
-            elif isinstance(node, ast.AnnAssign):
-                self._annotation(node.annotation)
-            elif isinstance(node, ast.ClassDef) and node.keywords:
-                raise Unsafe("class keywords (`metaclass=`) are not allowed in a slice")
+            self._annotations_of(node)
+
+    def _import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._module(alias.name)
+            self._import_names(alias.name.split(".")[1:])
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+            else:
+                root = alias.name.split(".")[0]
+                self.aliases[root] = root
+
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        if node.level or not node.module:
+            raise Unsafe("relative imports are not allowed in a slice")
+        for alias in node.names:
+            if alias.name == "*":
+                raise Unsafe("`import *` is not allowed in a slice")
+            full = f"{node.module}.{alias.name}"
+            self._module(full)
+            self._import_names(full.split(".")[1:])
+            self.aliases[alias.asname or alias.name] = full
+
+    def _fold_constants(self, nodes: list[ast.AST], bindings: dict[str, int]) -> None:
+        """Names bound once, to a value that folds to a constant (sizes the checks below read)."""
+        for node in nodes:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and bindings.get(node.targets[0].id) == 1:
+                value = fold(node.value)
+                if value is not None:
+                    self.consts[node.targets[0].id] = value
+
+    def _annotations_of(self, node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            args = node.args
+            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+                if arg is not None and arg.annotation is not None:
+                    self._annotation(arg.annotation)
+            if isinstance(node, ast.FunctionDef) and node.returns is not None:
+                self._annotation(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            self._annotation(node.annotation)
+        elif isinstance(node, ast.ClassDef) and node.keywords:
+            raise Unsafe("class keywords (`metaclass=`) are not allowed in a slice")
 
     def _import_names(self, parts: list[str]) -> None:
         for part in parts:
@@ -348,32 +361,39 @@ class Validator:
         elif isinstance(node, ast.arg):
             self._name(node.arg, definition=True)
         elif isinstance(node, ast.Attribute):
-            if node.attr.startswith("__") and id(node) not in super_inits:
-                raise Unsafe(f"accesses the dunder attribute `{node.attr}`")
-            # `self.x` is mostly the user's own state (`self.cache`), but a method can be
-            # called with a module as `self`: names of modules and the fixed list still apply.
-            on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
-            if node.attr.startswith("_tl_") or (
-                    not node.attr.startswith("_") and (node.attr in DENIED_ATTRIBUTES
-                                                       or node.attr in reachable_module_names())
-                    if on_self else refused_attribute(node.attr) and id(node) not in super_inits):
-                raise Unsafe(f"calls or reads `.{node.attr}`")
-            name = self.qualname(node)
-            if name is not None:
-                self._module(name)
-                if not isinstance(node.ctx, ast.Load):
-                    raise Unsafe(f"assigns to `{name}`, an attribute of an imported module")
+            self._attribute(node, super_inits)
         elif isinstance(node, ast.Call):
             self._call(node)
         elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
-            if len(node.value) > MAX_SEQUENCE:
-                raise Unsafe("a string literal is too long")
-            text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
-            if "__" in text and text != "__main__":
-                raise Unsafe("a string literal names a dunder")
+            self._string(node.value)
         elif isinstance(node, ast.BinOp):
             if fold(node) is None and isinstance(node.op, ast.Mult):
                 self._repetition(node)
+
+    def _attribute(self, node: ast.Attribute, super_inits: set[int]) -> None:
+        if node.attr.startswith("__") and id(node) not in super_inits:
+            raise Unsafe(f"accesses the dunder attribute `{node.attr}`")
+        # `self.x` is mostly the user's own state (`self.cache`), but a method can be
+        # called with a module as `self`: names of modules and the fixed list still apply.
+        on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
+        if node.attr.startswith("_tl_") or (
+                not node.attr.startswith("_") and (node.attr in DENIED_ATTRIBUTES
+                                                   or node.attr in reachable_module_names())
+                if on_self else refused_attribute(node.attr) and id(node) not in super_inits):
+            raise Unsafe(f"calls or reads `.{node.attr}`")
+        name = self.qualname(node)
+        if name is not None:
+            self._module(name)
+            if not isinstance(node.ctx, ast.Load):
+                raise Unsafe(f"assigns to `{name}`, an attribute of an imported module")
+
+    @staticmethod
+    def _string(value: "str | bytes") -> None:
+        if len(value) > MAX_SEQUENCE:
+            raise Unsafe("a string literal is too long")
+        text = value if isinstance(value, str) else value.decode("latin-1")
+        if "__" in text and text != "__main__":
+            raise Unsafe("a string literal names a dunder")
 
     def _name(self, name: str, definition: bool = False, store: bool = False) -> None:
         if store and name == "self":
