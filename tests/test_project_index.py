@@ -193,12 +193,13 @@ def test_notebook_flows_across_cells_and_into_project_files(tmp_path, monkeypatc
 
 
 def test_language_server_documents_use_the_index(tmp_path, monkeypatch):
-    from torchlint.api import lint_document
+    from torchlint.api import document_resolver, lint_document
 
     root = _copy("modules_across_files", tmp_path)
+    (root / "torchlint.toml").write_text('extend-select = ["TL206"]\n')  # off by default since the triage
     monkeypatch.chdir(root)
     path = root / "models" / "net.py"
-    findings = lint_document(path, path.read_bytes())
+    findings = lint_document(path, path.read_bytes(), document_resolver(root))
     assert ("TL206", 12) in {(f.code, f.row) for f in findings}
 
 

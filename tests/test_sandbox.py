@@ -824,15 +824,19 @@ def test_without_namespaces_probes_keep_their_verdict_or_say_why_not():
     """No network namespace: no loopback TCP for the gloo probe; no minimal root: no AF_UNIX
     or /dev/shm for DataLoader workers. Such probes are skipped with the reason, never a
     wrong verdict; the others keep theirs."""
-    from test_verify import DEMONSTRATE_FACTS
-
     from torchlint.verify.plan import PROBED
+
+    def demonstrating_facts(code: str) -> dict:
+        """The facts of the rule's probe.json case that the probe demonstrates (tests/fixtures)."""
+        spec = Path(__file__).parent / "fixtures" / code / "verify" / "probe.json"
+        cases = json.loads(spec.read_text(encoding="utf-8")) if spec.exists() else []
+        return next((c["facts"] for c in cases if c["verdict"] in ("demonstrated", "confirmed")), {})
 
     worker = ProbeWorker(timeout=120, limit_memory=True, namespaces=False)
     results = {}
     try:
         for code in sorted(PROBED):
-            results[code] = worker.run({"code": code, "facts": DEMONSTRATE_FACTS.get(code, {}), "device": "cpu"})
+            results[code] = worker.run({"code": code, "facts": demonstrating_facts(code), "device": "cpu"})
     finally:
         worker.stop()
     for code, result in results.items():
@@ -949,7 +953,7 @@ def test_one_server_answers_every_file():
         worker.start()
         server = worker.proc.pid
         for name in ("a", "b", "c"):
-            out = worker.run({"code": "TL205", "facts": {"constructor": "torch.FloatTensor"}, "device": "cpu",
+            out = worker.run({"code": "TL205", "facts": {"constructor": "torch.FloatTensor", "arguments": "sizes", "sizes": "3"}, "device": "cpu",
                               "slice": None})
             assert out["verdict"] == "demonstrated", out
             worker.next_file()
