@@ -188,6 +188,7 @@ class ProbeWorker:
         assert self._tmp is not None
         tmp = self._tmp.name
         start, polls = os.statvfs(tmp), 0
+        baseline = self._own_resident(page)
         while not done.wait(0.01):
             polls += 1
             if polls % _DISK_EVERY == 0:
@@ -202,14 +203,20 @@ class ProbeWorker:
                 self._killed_for_tasks = tasks
                 kill_sandbox(proc.pid, self.uid)
                 return
-            try:  # the limit covers torchlint too, so the whole tree stays under it
-                own = resident("self", page)
-            except (OSError, ValueError, IndexError):
-                own = 0
-            if used + own + _WATCH_MARGIN > self.memory_limit:
-                self._killed_for_memory = used + own
+            # What torchlint grew by since the launch counts too (frames the worker sent),
+            # but not what it held before: that is the caller's, and varies with it.
+            grown = max(0, self._own_resident(page) - baseline)
+            if used + grown + _WATCH_MARGIN > self.memory_limit:
+                self._killed_for_memory = used + grown
                 kill_sandbox(proc.pid, self.uid)
                 return
+
+    @staticmethod
+    def _own_resident(page: int) -> int:
+        try:
+            return resident("self", page)
+        except (OSError, ValueError, IndexError):
+            return 0
 
     def _read_frame(self, timeout: float) -> Optional[dict[str, Any]]:
         """The next frame as a dict, or None (timeout, end of stream, or anything malformed:
@@ -251,7 +258,7 @@ class ProbeWorker:
             except subprocess.TimeoutExpired:
                 pass
         if self._killed_for_memory:
-            return (f"{what} was stopped: with torchlint itself its processes held "
+            return (f"{what} was stopped: its processes held "
                     f"{self._killed_for_memory / 2**20:.0f} MiB, at the --verify-memory limit of "
                     f"{self.memory_limit / 2**20:.0f} MiB")
         if self._malformed:
