@@ -1,6 +1,8 @@
 """Generate every file derived from the catalog (ruff's `generate-all`):
 
-- `rules_docs/*.md`: each rule's or runtime check's docstring under a header of its metadata;
+- `rules_docs/*.md`: each rule's or runtime check's docstring under a header of its metadata
+  (`{rule:<name>}` in it becomes a link to that rule's page), and `peer-parity.md`, from
+  scripts/peer_checks.toml and the rules' `peer_checks` (scripts/generate_peer_parity.py);
 - the README's two rule tables;
 - `torchlint/verify/evidence_<family>.py` and `evidence_index.py`: the worker's copy of each
   rule's probe and slice judge (its `evidence`), for the --verify worker, which cannot import
@@ -57,8 +59,8 @@ def doc_page(entry: catalog.Entry) -> str:
     if not doc:
         raise SystemExit(f"{entry.code}: {entry.__name__} has no docstring (its doc page)")
     default = "on" if entry.default_enabled else "off"
-    return (f"# {entry.code} {entry.name}\n\n**Default:** {default} · **Severity:** {entry.severity}\n\n"
-            f"{with_options(inspect.cleandoc(doc), entry)}\n")
+    body = _peers().render_refs(with_options(inspect.cleandoc(doc), entry))
+    return f"# {entry.code} {entry.name}\n\n**Default:** {default} · **Severity:** {entry.severity}\n\n{body}\n"
 
 
 def with_options(doc: str, entry: catalog.Entry) -> str:
@@ -280,13 +282,28 @@ def evidence_files() -> dict[Path, str]:
     return files
 
 
+def _sibling(name: str):
+    """scripts/<name>.py, loaded by path (once): scripts/ is no package."""
+    if name not in _SIBLINGS:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _SIBLINGS[name] = module
+    return _SIBLINGS[name]
+
+
+_SIBLINGS: dict = {}
+
+
 def _settings_generator():
-    """scripts/generate_settings.py (the option table's files), loaded by path: scripts/ is no package."""
-    spec = importlib.util.spec_from_file_location("generate_settings", Path(__file__).with_name("generate_settings.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """scripts/generate_settings.py: the option table's files."""
+    return _sibling("generate_settings")
+
+
+def _peers():
+    """scripts/generate_peer_parity.py: the peer-parity page and `{rule:<name>}` links."""
+    return _sibling("generate_peer_parity")
 
 
 def _monitors() -> list[tuple[str, type]]:
@@ -371,6 +388,7 @@ def expected_files() -> dict[Path, str]:
     """Every generated file and the text it must have: the catalog's, and the option table's
     (the README holds both the rule tables and the configuration example)."""
     files = {DOCS / page_name(e): doc_page(e) for e in catalog.entries()}
+    files[DOCS / "peer-parity.md"] = _peers().page(_peers().load())
     generator = _settings_generator()
     settings = generator.outputs(README.read_text(encoding="utf-8"))
     files[README] = readme_text(settings.pop(generator.README))
@@ -386,7 +404,7 @@ def stale() -> list[Path]:
     out = [p for p, text in expected.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
     # TL002/TL003 are torchlint's own codes, not rules: their pages are written by hand.
     own = {DOCS / page_name(t) for t in TOOL_CODES}  # type: ignore[arg-type]
-    # Only rule pages (TL*.md) are generated; other pages there (peer-parity.md) are written by hand.
+    # Pages of rules that are gone (TL*.md); the rest of rules_docs/ is the expected peer page.
     leftover = [*DOCS.glob("TL*.md"), *EVIDENCE_DIR.glob("evidence_*.py"),  # a family module no rule needs
                 *RUNTIME_DIR.glob("monitors_*.py")]  # or a family whose monitors are gone
     return out + sorted(p for p in leftover if p not in expected and p not in own)

@@ -41,7 +41,7 @@ def test_a_page_is_the_docstring_under_the_metadata_header():
         default = "on" if entry.default_enabled else "off"
         header = f"# {entry.code} {entry.name}\n\n**Default:** {default} · **Severity:** {entry.severity}\n\n"
         assert page.startswith(header), entry.code
-        doc_lines = [line.strip() for line in entry.__doc__.strip().splitlines()]
+        doc_lines = [line.strip() for line in gen._peers().render_refs(entry.__doc__).strip().splitlines()]
         body = page[len(header):]
         options = getattr(entry, "options", {})
         if options:  # the generated Options section, from the rule's typed options

@@ -8,6 +8,7 @@ from typing import Optional
 from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword
+from torchlint.rules.base import PeerCheck
 
 
 def probe_sigmoid_bce(params: dict, device: str) -> tuple[str, str]:
@@ -72,8 +73,8 @@ class SigmoidIntoBce(Rule):
       only such a layer's output.
 
     Reshapes that keep the values are followed (`netD(x).view(-1)`, `.squeeze(1)`, `.float()`).
-    A sigmoid feeding `BCEWithLogitsLoss` is TL401's. Model outputs whose last operation is not
-    visible (another file, a library model, a variable) are not flagged.
+    A sigmoid feeding `BCEWithLogitsLoss` is {rule:softmax-before-cross-entropy}'s. Model outputs
+    whose last operation is not visible (another file, a library model, a variable) are not flagged.
 
     ## Why is this bad?
     `BCELoss` takes probabilities and clamps its log terms at -100. After a separate `sigmoid`,
@@ -110,6 +111,7 @@ class SigmoidIntoBce(Rule):
     default_enabled = False
     name = "sigmoid-into-bce"
     summary = "sigmoid followed by BCELoss (use BCEWithLogitsLoss), or raw logits fed to BCELoss"
+    peer_checks = (PeerCheck("TG006", "covered: sigmoid outputs or raw logits into `BCELoss`"),)  # rules_docs/peer-parity.md
     severity = "warning"
     tags = ("correctness", "numerics", "loss")
     requires_text = ("BCELoss", "binary_cross_entropy")
