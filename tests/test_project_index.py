@@ -1,7 +1,10 @@
 """The project index: names a file imports from other files of the project, resolved there
 (base classes, helpers, factories, module-level loaders), and the cache entries that depend
-on those files. Fixture projects live in tests/fixtures/projects/<name>/ with `# expect:`
-comments, checked as a whole tree."""
+on those files.
+
+Each rule's cross-file cases are its project fixtures, tests/fixtures/<code>/projects/<case>/
+(files and notebooks with `# expect:` comments), checked here as a whole tree with that rule
+selected. The index machinery tests below borrow one rule's project and name the rule by name."""
 
 from __future__ import annotations
 
@@ -12,58 +15,86 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, expected_findings
-from torchlint import __version__, linter
+from conftest import EXPECT_RE, FIXTURES, CODE_RE, expected_findings
+from torchlint import __version__, catalog, linter
 from torchlint.analysis.project_index import ProjectIndex, module_name_of, relative_base
 from torchlint.api import CheckRequest, check
 from torchlint.config import CliOverrides
 from torchlint.linter import FileTask, lint_task
 
-PROJECTS = FIXTURES / "projects"
-CASES = sorted(p.name for p in PROJECTS.iterdir() if p.is_dir())
+RULE_PROJECTS = sorted(FIXTURES.glob("TL*/projects/*/"))
+# The machinery tests' vehicle: a rule that asks the index whether a class is an nn.Module.
+ATTRIBUTE = catalog.by_name()["unregistered-tensor-attribute"].code
+MODULES = FIXTURES / ATTRIBUTE / "projects" / "modules_across_files"
+
+Expected = set[tuple[str, "int | None", int, str]]  # (path, notebook cell or None, row, code)
 
 
-def _expected(root: Path) -> set[tuple[str, int, str]]:
-    return {(p.relative_to(root).as_posix(), row, code)
-            for p in sorted(root.rglob("*.py")) for row, code in expected_findings(p)}
+def _notebook_expectations(path: Path) -> set[tuple["int | None", int, str]]:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    out: set[tuple["int | None", int, str]] = set()
+    for number, cell in enumerate(cells, 1):
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        for row, line in enumerate(source.splitlines(), 1):
+            match = EXPECT_RE.search(line)
+            out |= {(number, row, code) for code, _ in CODE_RE.findall(match.group(1))} if match else set()
+    return out
+
+
+def _expected(root: Path) -> Expected:
+    out: Expected = set()
+    for path in sorted(root.rglob("*")):
+        name = path.relative_to(root).as_posix()
+        if path.suffix == ".py":
+            out |= {(name, None, row, code) for row, code in expected_findings(path)}
+        elif path.suffix == ".ipynb":
+            out |= {(name, cell, row, code) for cell, row, code in _notebook_expectations(path)}
+    return out
 
 
 def _run(root: Path, codes: set[str], paths: list[str] | None = None, jobs: int = 1, no_cache: bool = True,
-         monkeypatch: pytest.MonkeyPatch | None = None) -> list[tuple[str, int, str, str]]:
+         monkeypatch: pytest.MonkeyPatch | None = None) -> list[tuple[str, "int | None", int, str, str]]:
     if monkeypatch is not None:
         monkeypatch.chdir(root)
     report = check(CheckRequest(paths or ["."], overrides=CliOverrides(select=sorted(codes)), jobs=jobs,
                                 no_cache=no_cache, cwd=root, warn_empty_directories=False))
     assert report.internal_errors == 0
-    return [(f.path, f.row, f.code, f.message) for f in report.findings]
+    return [(f.path, f.cell, f.row, f.code, f.message) for f in report.findings]
 
 
-def _copy(name: str, tmp_path: Path) -> Path:
-    root = tmp_path / name
-    shutil.copytree(PROJECTS / name, root)
+def _copy(project: Path, tmp_path: Path) -> Path:
+    root = tmp_path / project.name
+    shutil.copytree(project, root)
     return root
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_project_fixture(name, tmp_path, monkeypatch):
-    root = _copy(name, tmp_path)
+def _found(found: list[tuple[str, "int | None", int, str, str]]) -> set[tuple[str, int, str]]:
+    return {(path, row, code) for path, _, row, code, _ in found}
+
+
+def _case(project: Path) -> str:
+    return f"{project.parent.parent.name}/{project.name}"
+
+
+@pytest.mark.parametrize("project", RULE_PROJECTS, ids=_case)
+def test_rule_project_fixture(project, tmp_path, monkeypatch):
+    """The rule of the fixture, selected alone, reports the `# expect:` lines of the whole tree
+    (files and notebook cells), and nothing in its near misses."""
+    code = project.parent.parent.name
+    root = _copy(project, tmp_path)
     expected = _expected(root)
-    assert expected, f"{name}: no `# expect:` comments"
-    found = {(path, row, code) for path, row, code, _ in _run(root, {c for _, _, c in expected},
-                                                             monkeypatch=monkeypatch)}
-    assert found == expected, f"missed: {sorted(expected - found)}; false positives: {sorted(found - expected)}"
+    assert expected, f"{_case(project)}: no `# expect:` comments"
+    assert {c for *_, c in expected} == {code}, f"{_case(project)}: expects only {code}"
+    assert any("must stay silent" in p.read_text() for p in root.rglob("*") if p.is_file()), \
+        f"{_case(project)}: needs a near-miss section"
+    found = {(path, cell, row, c) for path, cell, row, c, _ in _run(root, {code}, monkeypatch=monkeypatch)}
+    assert found == expected, f"missed: {sorted(expected - found, key=str)}; false positives: {sorted(found - expected, key=str)}"
 
 
-def test_every_fixture_project_has_near_misses():
-    for name in CASES:
-        text = "\n".join(p.read_text() for p in (PROJECTS / name).rglob("*.py"))
-        assert "must stay silent" in text, name
-
-
-@pytest.mark.parametrize("name", CASES)
-def test_findings_are_identical_with_any_jobs_cold_and_warm(name, tmp_path, monkeypatch):
-    root = _copy(name, tmp_path)
-    codes = {c for _, _, c in _expected(root)}
+@pytest.mark.parametrize("project", RULE_PROJECTS, ids=_case)
+def test_findings_are_identical_with_any_jobs_cold_and_warm(project, tmp_path, monkeypatch):
+    root = _copy(project, tmp_path)
+    codes = {project.parent.parent.name}
     monkeypatch.setattr(linter, "MIN_FILES_PER_WORKER", 1)  # a small tree still gets workers
     plain = _run(root, codes, jobs=1, monkeypatch=monkeypatch)
     assert _run(root, codes, jobs=3, monkeypatch=monkeypatch) == plain
@@ -79,17 +110,17 @@ def _entries(root: Path) -> dict:
 
 
 def test_a_changed_dependency_invalidates_the_cached_findings(tmp_path, monkeypatch):
-    root = _copy("modules_across_files", tmp_path)
-    codes = {"TL206"}
+    root = _copy(MODULES, tmp_path)
+    codes = {ATTRIBUTE}
     first = _run(root, codes, no_cache=False, monkeypatch=monkeypatch)
-    assert ("models/net.py", 12, "TL206") in {(p, r, c) for p, r, c, _ in first}
+    assert ("models/net.py", 12, ATTRIBUTE) in _found(first)
     assert "models/base.py" in _entries(root)["models/net.py"]["deps"]
     base = root / "models" / "base.py"
     base.write_text("class Base:\n    pass\n")  # no longer a LightningModule: Net is no Module
-    second = {(p, r, c) for p, r, c, _ in _run(root, codes, no_cache=False, monkeypatch=monkeypatch)}
-    assert ("models/net.py", 12, "TL206") not in second
-    assert ("models/deep.py", 9, "TL206") in second  # its chain does not go through base.py
-    shutil.copy(PROJECTS / "modules_across_files" / "models" / "base.py", base)
+    second = _found(_run(root, codes, no_cache=False, monkeypatch=monkeypatch))
+    assert ("models/net.py", 12, ATTRIBUTE) not in second
+    assert ("models/deep.py", 9, ATTRIBUTE) in second  # its chain does not go through base.py
+    shutil.copy(MODULES / "models" / "base.py", base)
     third = _run(root, codes, no_cache=False, monkeypatch=monkeypatch)
     assert third == first
 
@@ -98,32 +129,32 @@ def test_a_module_that_appears_invalidates_what_was_concluded_without_it(tmp_pat
     (tmp_path / "net.py").write_text("import torch\nfrom layers import Base\n\n\nclass Net(Base):\n"
                                      "    def __init__(self):\n        super().__init__()\n"
                                      "        self.mask = torch.ones(3)\n")
-    assert _run(tmp_path, {"TL206"}, no_cache=False, monkeypatch=monkeypatch) == []
+    assert _run(tmp_path, {ATTRIBUTE}, no_cache=False, monkeypatch=monkeypatch) == []
     (tmp_path / "layers.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
-    found = _run(tmp_path, {"TL206"}, paths=["net.py"], no_cache=False, monkeypatch=monkeypatch)
-    assert [(p, r, c) for p, r, c, _ in found] == [("net.py", 8, "TL206")]
+    found = _run(tmp_path, {ATTRIBUTE}, paths=["net.py"], no_cache=False, monkeypatch=monkeypatch)
+    assert sorted(_found(found)) == [("net.py", 8, ATTRIBUTE)]
     (tmp_path / "layers.py").unlink()
-    assert _run(tmp_path, {"TL206"}, paths=["net.py"], no_cache=False, monkeypatch=monkeypatch) == []
+    assert _run(tmp_path, {ATTRIBUTE}, paths=["net.py"], no_cache=False, monkeypatch=monkeypatch) == []
 
 
 def test_a_single_file_run_sees_the_modules_it_imports(tmp_path, monkeypatch, run_cli):
-    root = _copy("modules_across_files", tmp_path)
-    code, out, _ = run_cli("check", "--no-cache", "--select", "TL206", "--output-format", "concise",
+    root = _copy(MODULES, tmp_path)
+    code, out, _ = run_cli("check", "--no-cache", "--select", ATTRIBUTE, "--output-format", "concise",
                            "models/net.py", cwd=root)
-    assert code == 1 and "models/net.py:12:9: TL206" in out
+    assert code == 1 and f"models/net.py:12:9: {ATTRIBUTE}" in out
     # An editor's buffer on stdin, named after its file, is judged the same way.
     source = (root / "models" / "net.py").read_text()
-    code, out, _ = run_cli("check", "--no-cache", "--select", "TL206", "--output-format", "concise",
+    code, out, _ = run_cli("check", "--no-cache", "--select", ATTRIBUTE, "--output-format", "concise",
                            "--stdin-filename", "models/net.py", "-", cwd=root, input=source)
-    assert code == 1 and "models/net.py:12:9: TL206" in out
+    assert code == 1 and f"models/net.py:12:9: {ATTRIBUTE}" in out
 
 
 def test_without_roots_a_file_is_judged_alone(tmp_path):
-    root = _copy("modules_across_files", tmp_path)
+    root = _copy(MODULES, tmp_path)
     path = root / "models" / "net.py"
-    alone = lint_task(FileTask(path=str(path), display="net.py", codes=frozenset({"TL206"})))
+    alone = lint_task(FileTask(path=str(path), display="net.py", codes=frozenset({ATTRIBUTE})))
     assert alone.findings == [] and alone.deps == {}
-    indexed = lint_task(FileTask(path=str(path), display="net.py", codes=frozenset({"TL206"}),
+    indexed = lint_task(FileTask(path=str(path), display="net.py", codes=frozenset({ATTRIBUTE}),
                                  index_roots=(str(root),)))
     assert [f.row for f in indexed.findings] == [12]
     assert str(root / "models" / "base.py") in indexed.deps
@@ -141,7 +172,7 @@ def test_the_index_reads_nothing_outside_its_roots(tmp_path, monkeypatch):
                                  "        self.mask = torch.ones(3)\n")
     index = ProjectIndex(str(root / "net.py"), (str(root),))
     assert index.module("layers") is None  # the link leads out of the project
-    assert _run(root, {"TL206"}, paths=["net.py"], monkeypatch=monkeypatch) == []
+    assert _run(root, {ATTRIBUTE}, paths=["net.py"], monkeypatch=monkeypatch) == []
 
 
 def test_module_names_and_relative_imports(tmp_path):
@@ -170,37 +201,15 @@ def test_re_exports_and_cycles_are_followed_safely(tmp_path):
     assert index.definition("os.path.join") is None and not any("os" in p for p in index.deps)
 
 
-def _notebook(cells: list[str]) -> str:
-    return json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-                                  "source": c} for c in cells],
-                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
-
-
-def test_notebook_flows_across_cells_and_into_project_files(tmp_path, monkeypatch):
-    shutil.copy(PROJECTS / "training_across_files" / "models.py", tmp_path / "models.py")
-    cells = [
-        "import torch\nimport torch.nn as nn\nfrom models import Classifier\n",
-        "model = Classifier()\n",
-        "model = model.to('cuda')\nmodel = model.train()\n",
-        "criterion = nn.CrossEntropyLoss()\nfor x, y in loader:\n    out = model(x)\n    loss = criterion(out, y)\n",
-        "from models import Logits\nplain = Logits().to('cuda')\nloss = criterion(plain(x), y)\n",
-    ]
-    (tmp_path / "train.ipynb").write_text(_notebook(cells))
-    monkeypatch.chdir(tmp_path)
-    report = check(CheckRequest(["train.ipynb"], overrides=CliOverrides(select=["TL401"]), no_cache=True,
-                                cwd=tmp_path))
-    assert [(f.cell, f.row, f.code) for f in report.findings] == [(4, 4, "TL401")]
-
-
 def test_language_server_documents_use_the_index(tmp_path, monkeypatch):
     from torchlint.api import document_resolver, lint_document
 
-    root = _copy("modules_across_files", tmp_path)
-    (root / "torchlint.toml").write_text('extend-select = ["TL206"]\n')  # off by default since the triage
+    root = _copy(MODULES, tmp_path)
+    (root / "torchlint.toml").write_text(f'extend-select = ["{ATTRIBUTE}"]\n')  # off by default since the triage
     monkeypatch.chdir(root)
     path = root / "models" / "net.py"
     findings = lint_document(path, path.read_bytes(), document_resolver(root))
-    assert ("TL206", 12) in {(f.code, f.row) for f in findings}
+    assert (ATTRIBUTE, 12) in {(f.code, f.row) for f in findings}
 
 
 def test_special_and_oversized_modules_are_not_read(tmp_path):
