@@ -27,10 +27,11 @@ class DeviceMismatchMonitor:
 
 # TL221, from torchlint.rules.dtype_device.label_unusable_by_loss
 class TargetMonitor:
-    """What a loss's targets held: how many elements it counts (`counted`, which TL501 compares
-    across ranks), the range of class-index labels (`label_range`), of probability targets
-    (`prob_range`, with the first `row_sums`, which TL201 reads). Reading values costs a device
-    sync, so only within the per-site label budget."""
+    """What a loss's targets held: how many elements it counts (`counted`, which
+    mean-reduction-under-ddp's judge compares across ranks), the range of class-index labels
+    (`label_range`), of probability targets (`prob_range`, with the first `row_sums`, which
+    label-float-cast's judge reads). Reading values costs a device sync, so only within the
+    per-site label budget."""
 
     def loss(self, m: Any, name: str, inp: Any, target: Any, event: dict, budget: bool) -> None:
         if name not in ("cross_entropy", "nll_loss"):

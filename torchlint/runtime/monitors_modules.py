@@ -16,7 +16,8 @@ class EvalBackwardMonitor:
     """Backwards that ran through an eval-mode root forward of a module with Dropout/BatchNorm
     layers (a hook on its outputs fired), reported as `eval_backward` when an optimizer then
     steps over that module's parameters; a zero_grad in between drops them. Also where the
-    program last called `.eval()` on each module (`eval@` counts, which TL704 reads)."""
+    program last called `.eval()` on each module (`eval@` counts, which
+    train-mode-not-restored's judge reads)."""
 
     # Layers whose behaviour depends on train()/eval().
     MODE_DEPENDENT = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",

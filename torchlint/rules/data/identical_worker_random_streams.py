@@ -154,7 +154,7 @@ class IdenticalWorkerRandomStreams(RuntimeCheck):
     data is N-fold less diverse than intended, and nothing fails. torch re-seeds the global
     generators per worker, so this mostly comes from a `worker_init_fn` that seeds every worker
     with the same constant (`np.random.seed(0)`), or from an RNG object created in
-    `Dataset.__init__` in a way TL301 cannot see statically.
+    `Dataset.__init__` in a way {rule:worker-rng-duplication} cannot see statically.
 
     ## Example
     ```python

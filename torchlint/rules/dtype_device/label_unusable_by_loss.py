@@ -12,10 +12,11 @@ from torchlint.runtime.checks import RuntimeCheck
 
 
 class TargetMonitor:
-    """What a loss's targets held: how many elements it counts (`counted`, which TL501 compares
-    across ranks), the range of class-index labels (`label_range`), of probability targets
-    (`prob_range`, with the first `row_sums`, which TL201 reads). Reading values costs a device
-    sync, so only within the per-site label budget."""
+    """What a loss's targets held: how many elements it counts (`counted`, which
+    mean-reduction-under-ddp's judge compares across ranks), the range of class-index labels
+    (`label_range`), of probability targets (`prob_range`, with the first `row_sums`, which
+    label-float-cast's judge reads). Reading values costs a device sync, so only within the
+    per-site label budget."""
 
     def loss(self, m: Any, name: str, inp: Any, target: Any, event: dict, budget: bool) -> None:
         if name not in ("cross_entropy", "nll_loss"):
@@ -61,7 +62,7 @@ class LabelUnusableByLoss(RuntimeCheck):
     are the usual causes. BCE targets outside [0, 1] raise no error at all: the loss is simply
     wrong, and can go negative.
 
-    A float cast of the labels where the code shows it is reported by TL201 instead.
+    A float cast of the labels where the code shows it is reported by {rule:label-float-cast} instead.
 
     ## Example
     ```python

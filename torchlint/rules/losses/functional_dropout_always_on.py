@@ -165,7 +165,7 @@ class FunctionalDropoutAlwaysOn(Rule):
     self.training else 0.0`, a local bound from such an expression, a call under
     `if self.training:`, or a parameter that every same-class caller passes gated
     (`self.attend(..., dropout_p=self.p if self.training else 0.0)`). Framework modules count
-    as Modules (see TL206).
+    as Modules (see {rule:unregistered-tensor-attribute}).
 
     ## Why is this bad?
     The functional form does not know about `model.eval()`: its `training` argument defaults to

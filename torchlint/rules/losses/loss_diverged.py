@@ -46,7 +46,7 @@ class LossDiverged(RuntimeCheck):
     Follows the scalar loss given to each `backward()` call site and reports, once per site, the
     first loss that is finite but at least 10⁴ times the median magnitude of that site's first three
     losses (floored at 0.01, so a loss that converged near zero and wobbles is not reported): the
-    value, the step and the first values. NaN and Inf are TL121's.
+    value, the step and the first values. NaN and Inf are {rule:non-finite-value}'s.
 
     ## Why is this bad?
     A diverging run need not produce NaN: with a learning rate far too high, a missing

@@ -23,10 +23,11 @@ class ProgramCrashed(RuntimeCheck):
     forked or spawned trainer): the exception and its message, the innermost frame of your code it
     was raised through (the finding's location, with the function), the rank, and how many
     optimizer steps that process had done. When the exception is the documented failure of a
-    static finding on a line of that traceback (for example TL101's `element 0 of tensors does not
-    require grad`, TL201's `expected target dtype to be Long`, TL601's `UnpicklingError` of a
-    weights-only `torch.load`), that finding is reported `confirmed` with the exception as its
-    evidence, and TL020 names it; without one, TL020 names the rule whose failure it matches.
+    static finding on a line of that traceback (for example {rule:backward-under-no-grad}'s
+    `element 0 of tensors does not require grad`, {rule:label-float-cast}'s `expected target dtype
+    to be Long`, {rule:unsafe-torch-load}'s `UnpicklingError` of a weights-only `torch.load`),
+    that finding is reported `confirmed` with the exception as its evidence, and TL020 names it;
+    without one, TL020 names the rule whose failure it matches.
 
     ## Why is this bad?
     A crashed run judged nothing after the crash, and a report that reads "All checks passed!"

@@ -17,7 +17,8 @@ class EvalBackwardMonitor:
     """Backwards that ran through an eval-mode root forward of a module with Dropout/BatchNorm
     layers (a hook on its outputs fired), reported as `eval_backward` when an optimizer then
     steps over that module's parameters; a zero_grad in between drops them. Also where the
-    program last called `.eval()` on each module (`eval@` counts, which TL704 reads)."""
+    program last called `.eval()` on each module (`eval@` counts, which
+    train-mode-not-restored's judge reads)."""
 
     # Layers whose behaviour depends on train()/eval().
     MODE_DEPENDENT = ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
@@ -128,7 +129,7 @@ class EvalModeDuringBackward(RuntimeCheck):
     In eval mode dropout is off and batch norm uses its running statistics instead of the batch's
     and stops updating them. Training in that state trains a different network than intended,
     usually without any error. It typically follows a validation loop that called `model.eval()`
-    without a matching `model.train()` before the next epoch (see TL704 for the static side).
+    without a matching `model.train()` before the next epoch (see {rule:train-mode-not-restored} for the static side).
 
     ## Example
     ```python

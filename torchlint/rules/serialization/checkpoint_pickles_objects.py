@@ -108,7 +108,7 @@ class CheckpointPicklesObjects(Rule):
     default `torch.load`, the message names its line; when it has none, the finding is about
     any later default load of the file (another script, a user). `vars(args)` (a dict of
     primitives), `state_dict()`s, tensors, numbers, strings, lists, tuples and dicts of them are
-    not flagged. A whole module saved directly (`torch.save(model, path)`) is TL602's.
+    not flagged. A whole module saved directly (`torch.save(model, path)`) is {rule:save-whole-module}'s.
 
     ## Why is this bad?
     Since torch 2.6 `torch.load` defaults to `weights_only=True`, whose unpickler accepts

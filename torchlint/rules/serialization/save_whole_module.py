@@ -22,7 +22,7 @@ class SaveWholeModule(Rule):
     ## Why is this bad?
     Saving the module pickles the object graph: classes are stored by import path, so renaming
     or moving a class, or refactoring `__init__`, breaks loading old checkpoints; and loading
-    requires `weights_only=False`, which executes arbitrary code (see TL601).
+    requires `weights_only=False`, which executes arbitrary code (see {rule:unsafe-torch-load}).
 
     `--verify` reports this rule as `skipped`: whether the file loads is decided later, by the program that loads it (its torch.load arguments, the classes it allow-lists, whether the class can still be imported); since torch 2.6 a default torch.load refuses every pickled module whose class is not allow-listed, whatever the code's values, so a run here cannot come out either way.
 
