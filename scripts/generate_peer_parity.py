@@ -1,6 +1,6 @@
 """rules_docs/peer-parity.md, generated (scripts/generate_all.py loads this module by path):
 the peers' checks come from scripts/peer_checks.toml, and which rule covers which check, with
-what status, from each rule's `peer_checks` (torchlint.rules.base.PeerCheck).
+what status, from each rule's `peer_checks` (`Rule.peer_checks`: the peer's code -> the status).
 
 Also the `{rule:<name>}` references of hand-written text (rule docstrings, the data file),
 rendered as a link to that rule's page, so that no hand-kept text spells another rule's code."""
@@ -47,12 +47,17 @@ def load(path: Path = DATA) -> dict[str, Any]:
         return tomllib.load(fh)
 
 
-def coverage() -> dict[str, list[tuple[catalog.Entry, Any]]]:
-    """Peer check -> (entry, its PeerCheck) of every rule and runtime check covering it, in code order."""
-    out: dict[str, list[tuple[catalog.Entry, Any]]] = {}
+Covering = list[tuple[catalog.Entry, str]]  # (rule or runtime check, its status for the check)
+
+
+def coverage() -> dict[str, Covering]:
+    """Peer check -> (entry, its status) of every rule and runtime check covering it, in code order."""
+    out: dict[str, Covering] = {}
     for entry in catalog.entries():
-        for peer_check in entry.peer_checks:
-            out.setdefault(peer_check.check, []).append((entry, peer_check))
+        for check, status in entry.peer_checks.items():
+            if not status.startswith(("covered", "partly")):
+                raise SystemExit(f"{entry.code}: peer_checks[{check!r}] must start with 'covered' or 'partly'")
+            out.setdefault(check, []).append((entry, status))
     return out
 
 
@@ -61,22 +66,21 @@ def _tool_cell(entry: catalog.Entry) -> str:
     return link(entry) + "".join(f" ({m})" for m in marks)
 
 
-def _status(check: dict[str, Any], covering: list[tuple[catalog.Entry, Any]]) -> str:
+def _status(check: dict[str, Any], covering: Covering) -> str:
     """The status cell: the one rule's status, or the covering rules' statuses joined, each
     followed by its code ("covered: a (TL401), b (TL404)" when all share the word before ':')."""
     if len(covering) == 1:
-        status = covering[0][1].status
+        status = covering[0][1]
     else:
-        kinds = {p.status.partition(":")[0] for _, p in covering}
-        if len(kinds) == 1 and all(":" in p.status for _, p in covering):
-            status = f"{kinds.pop()}: " + ", ".join(f"{p.status.partition(':')[2].strip()} ({e.code})"
-                                                    for e, p in covering)
+        kinds = {s.partition(":")[0] for _, s in covering}
+        if len(kinds) == 1 and all(":" in s for _, s in covering):
+            status = f"{kinds.pop()}: " + ", ".join(f"{s.partition(':')[2].strip()} ({e.code})" for e, s in covering)
         else:
-            status = "; ".join(f"{p.status} ({e.code})" for e, p in covering)
+            status = "; ".join(f"{s} ({e.code})" for e, s in covering)
     return status + (f"; {check['note']}" if check.get("note") else "")
 
 
-def _row(check: dict[str, Any], covering: list[tuple[catalog.Entry, Any]]) -> str:
+def _row(check: dict[str, Any], covering: Covering) -> str:
     name = check["check"] + (f" {check['title']}" if check.get("title") else "")
     if covering and "status" in check:
         codes = ", ".join(e.code for e, _ in covering)

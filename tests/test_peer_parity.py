@@ -13,7 +13,6 @@ import pytest
 
 from torchlint import catalog
 from torchlint.diagnostics import TOOL_CODES
-from torchlint.rules.base import PeerCheck
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "rules_docs" / "peer-parity.md"
@@ -78,9 +77,9 @@ def test_a_rule_reference_becomes_a_link_and_an_unknown_name_stops_the_generator
 def test_the_statuses_of_several_covering_rules_are_joined_with_their_codes():
     gen = _generator()
     first, second = catalog.static_rules()[1:3]
-    same = [(first, PeerCheck("X1", "partly: a")), (second, PeerCheck("X1", "partly: b"))]
+    same = [(first, "partly: a"), (second, "partly: b")]
     assert gen._status({"check": "X1"}, same) == f"partly: a ({first.code}), b ({second.code})"
-    mixed = [(first, PeerCheck("X1")), (second, PeerCheck("X1", "partly: b"))]
+    mixed = [(first, "covered"), (second, "partly: b")]
     assert gen._status({"check": "X1", "note": "c"}, mixed) == f"covered ({first.code}); partly: b ({second.code}); c"
 
 
@@ -92,22 +91,25 @@ def test_every_check_is_covered_or_has_a_reason_and_rules_name_only_known_checks
         for check in peer["checks"]:  # the page is generated; the generator refuses both and neither
             assert (check["check"] in covered) != ("status" in check), check["check"]
     rule = catalog.static_rules()[1]
-    monkeypatch.setattr(rule, "peer_checks", (PeerCheck("TG999"),))
+    monkeypatch.setattr(rule, "peer_checks", {"TG999": "covered"})
     with pytest.raises(SystemExit, match=f"{rule.code}: peer_checks names \\['TG999'\\]"):
         gen.page(data)
-    monkeypatch.setattr(rule, "peer_checks", (PeerCheck("TA105"),))  # a check the data file gives a reason for
+    monkeypatch.setattr(rule, "peer_checks", {"TA105": "covered"})  # a check the data file gives a reason for
     with pytest.raises(SystemExit, match=f"TA105 has a status, but {rule.code} covers it"):
         gen.page(data)
-    monkeypatch.setattr(rule, "peer_checks", ())
+    monkeypatch.setattr(rule, "peer_checks", {})
     lost, [(only, _)] = next((c, v) for c, v in covered.items() if len(v) == 1)  # a check one rule covers
-    monkeypatch.setattr(only, "peer_checks", tuple(p for p in only.peer_checks if p.check != lost))
+    monkeypatch.setattr(only, "peer_checks", {c: s for c, s in only.peer_checks.items() if c != lost})
     with pytest.raises(SystemExit, match=f"no rule covers {lost}, and it has no status"):
         gen.page(data)
 
 
-def test_a_status_says_covered_or_partly():
-    with pytest.raises(ValueError, match="covered"):
-        PeerCheck("TG005", "maybe")
+def test_a_status_says_covered_or_partly(monkeypatch):
+    gen = _generator()
+    rule = catalog.static_rules()[1]
+    monkeypatch.setattr(rule, "peer_checks", {"TG005": "maybe"})
+    with pytest.raises(SystemExit, match=f"{rule.code}: peer_checks\\['TG005'\\] must start with 'covered' or 'partly'"):
+        gen.coverage()
 
 
 def test_the_readme_links_the_table():

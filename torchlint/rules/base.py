@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from torchlint.checker import FileContext
     from torchlint.noqa import Suppression
 
-__all__ = ["Evidence", "Option", "PeerCheck", "Rule", "SEVERITIES", "arg_or_keyword", "dotted", "has_star_kwargs", "keyword", "literal"]
+__all__ = ["Evidence", "Option", "Rule", "SEVERITIES", "arg_or_keyword", "dotted", "has_star_kwargs", "keyword", "literal"]
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -70,23 +70,6 @@ class Evidence:
             raise TypeError("Evidence: probe and judge are functions of the rule's module, not names")
 
 
-@dataclass(frozen=True)
-class PeerCheck:
-    """A check of a peer linter that this rule covers, for rules_docs/peer-parity.md (generated:
-    the peers' checks and the reasons for those no rule covers are in scripts/peer_checks.toml).
-
-    `status` is the page's last column: "covered", or "partly: <the shapes it reports>", or a
-    longer sentence; it starts with "covered" or "partly". When several rules cover one check,
-    the page joins their statuses, so each then says only its part ("covered: <what>")."""
-
-    check: str  # the peer's code as scripts/peer_checks.toml spells it: "TG005", "TOR102", "W5516"
-    status: str = "covered"
-
-    def __post_init__(self) -> None:
-        if not self.status.startswith(("covered", "partly")):
-            raise ValueError(f"PeerCheck({self.check!r}): the status starts with 'covered' or 'partly'")
-
-
 # Every rule that reads the `torch-version` setting declares this option; config.py fills it
 # from the top-level `torch-version` key (or `--torch-version`).
 TORCH_VERSION_OPTION = Option(str, "2.4", "The oldest torch the code must run on (MAJOR.MINOR); set it with "
@@ -111,8 +94,10 @@ class Rule:
     options: ClassVar[dict[str, Option]] = {}
     # What `--verify` and `torchlint run` can do for this rule (see Evidence).
     evidence: ClassVar[Evidence]
-    # The peer linters' checks this rule covers (rules_docs/peer-parity.md).
-    peer_checks: ClassVar[tuple[PeerCheck, ...]] = ()
+    # The peer linters' checks this rule covers, for the generated rules_docs/peer-parity.md:
+    # the peer's code (as scripts/peer_checks.toml spells it) -> the page's status, "covered" or
+    # "partly: <the shapes it reports>" (a check several rules cover joins their statuses).
+    peer_checks: ClassVar[dict[str, str]] = {}
 
     # The rule can only fire in a file whose text contains one of these strings (checked
     # before the walk, so a rule costs nothing in files it cannot apply to). Empty: always run.

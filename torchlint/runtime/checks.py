@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, ClassVar, Optional
 
 if TYPE_CHECKING:
     from torchlint.diagnostics import Finding
-    from torchlint.rules.base import PeerCheck
     from torchlint.runtime.judging import Observation, RuntimeProblem
 
 
@@ -36,8 +35,8 @@ class RuntimeCheck:
     monitor: ClassVar[Optional[type]] = None
     # One finding per (check, line): a line that runs every step reports once.
     one_per_site: ClassVar[bool] = True
-    # The peer linters' checks it covers (rules_docs/peer-parity.md).
-    peer_checks: ClassVar[tuple["PeerCheck", ...]] = ()
+    # The peer linters' checks it covers, as `Rule.peer_checks`.
+    peer_checks: ClassVar[dict[str, str]] = {}
 
     @classmethod
     def problems(cls, obs: "Observation", static: "list[Finding]", cwd: Path) -> "list[RuntimeProblem]":

@@ -11,7 +11,6 @@ from torchlint.analysis.loops import is_backward
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, dotted
-from torchlint.rules.base import PeerCheck
 import torchlint.runtime.judging as run
 
 _DETACHING = frozenset({"item", "detach", "tolist", "cpu", "numpy"})
@@ -195,7 +194,7 @@ class LossAccumulatedWithGraph(Rule):
     code = "TL107"
     name = "loss-accumulated-with-graph"
     summary = "Loss summed into an accumulator without .item()/.detach() keeps every graph alive"
-    peer_checks = (PeerCheck("TG001"),)  # rules_docs/peer-parity.md
+    peer_checks = {"TG001": "covered"}  # rules_docs/peer-parity.md
     severity = "warning"
     default_enabled = False
     tags = ("performance", "memory", "training-loop")

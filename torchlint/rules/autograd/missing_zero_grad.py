@@ -12,7 +12,6 @@ from torchlint.analysis.loops import is_backward, is_manual_update, is_optimizer
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule
-from torchlint.rules.base import PeerCheck
 import torchlint.runtime.judging as run
 
 
@@ -147,7 +146,7 @@ class MissingZeroGrad(Rule):
     code = "TL103"
     name = "missing-zero-grad"
     summary = "Loop calls backward() and step() but never resets gradients"
-    peer_checks = (PeerCheck("TG003"), PeerCheck("W5517"))  # rules_docs/peer-parity.md
+    peer_checks = {"TG003": "covered", "W5517": "covered"}  # rules_docs/peer-parity.md
     severity = "warning"
     tags = ("correctness", "training-loop")
     requires_text = ('backward',)

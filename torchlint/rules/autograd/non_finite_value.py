@@ -10,7 +10,6 @@ import weakref
 from torchlint.diagnostics import Finding
 import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
-from torchlint.rules.base import PeerCheck
 
 
 class NonFiniteMonitor:
@@ -136,7 +135,7 @@ class NonFiniteValue(RuntimeCheck):
     code = "TL121"
     name = "non-finite-value"
     summary = "NaN or Inf first appeared in an activation, the loss or a gradient"
-    peer_checks = (PeerCheck("TA100", "covered at run time: the first activation, loss or gradient that turns non-finite"),)  # rules_docs/peer-parity.md
+    peer_checks = {"TA100": "covered at run time: the first activation, loss or gradient that turns non-finite"}  # rules_docs/peer-parity.md
     seen = "where NaN/Inf first appeared: which layer, the loss or a gradient"
     monitor = NonFiniteMonitor
 

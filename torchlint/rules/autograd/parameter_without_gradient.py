@@ -9,7 +9,6 @@ from typing import Any, Optional
 from torchlint.diagnostics import Finding
 import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
-from torchlint.rules.base import PeerCheck
 
 
 class GradientlessParameterMonitor:
@@ -88,7 +87,7 @@ class ParameterWithoutGradient(RuntimeCheck):
     code = "TL120"
     name = "parameter-without-gradient"
     summary = "Parameters the optimizer updates received no gradient in any observed step"
-    peer_checks = (PeerCheck("TA104"), PeerCheck("TA500", "partly: TL120 reports the unused layer's parameters when an optimizer updates them"))  # rules_docs/peer-parity.md
+    peer_checks = {"TA104": "covered", "TA500": "partly: TL120 reports the unused layer's parameters when an optimizer updates them"}  # rules_docs/peer-parity.md
     seen = "parameters the optimizer updates never received a gradient"
     monitor = GradientlessParameterMonitor
     severity = "warning"

@@ -8,7 +8,6 @@ from typing import Optional
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, edit, end_of, make_fix, start_of
 from torchlint.rules.base import Evidence, Rule, dotted
-from torchlint.rules.base import PeerCheck
 
 _TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "requiresgrad", "requires_gradient"})
 
@@ -85,7 +84,7 @@ class RequiresGradTypo(Rule):
     code = "TL109"
     name = "requires-grad-typo"
     summary = "`require_grad` typo: the flag is never set"
-    peer_checks = (PeerCheck("TOR002"),)  # rules_docs/peer-parity.md
+    peer_checks = {"TOR002": "covered"}  # rules_docs/peer-parity.md
     severity = "error"
     tags = ("correctness", "autograd")
     requires_text = ('require_grad', 'requires_grads', 'requiresgrad', 'requires_gradient')

@@ -9,7 +9,6 @@ from torchlint.analysis.loops import is_backward, is_optimizer_step, is_zero_gra
 from torchlint.analysis.training_step import loss_of_backward
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, dotted, keyword
-from torchlint.rules.base import PeerCheck
 
 
 def probe_unscaled_accumulation(params: dict, device: str) -> tuple[str, str]:
@@ -153,7 +152,7 @@ class UnscaledGradientAccumulation(Rule):
     code = "TL112"
     name = "unscaled-gradient-accumulation"
     summary = "Gradient accumulation whose loss is not divided by the accumulation count"
-    peer_checks = (PeerCheck("TG014", "covered in the strict shape (torch-preflight's loose version was 0 of 10 true on GAN critic schedules)"),)  # rules_docs/peer-parity.md
+    peer_checks = {"TG014": "covered in the strict shape (torch-preflight's loose version was 0 of 10 true on GAN critic schedules)"}  # rules_docs/peer-parity.md
     severity = "warning"
     tags = ("correctness", "training-loop")
     requires_text = ("%",)

@@ -15,7 +15,6 @@ from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, keyword, literal
 from torchlint.rules.data.identical_worker_random_streams import drawn, identical, worker_groups
-from torchlint.rules.base import PeerCheck
 import torchlint.runtime.judging as run
 
 
@@ -236,7 +235,7 @@ class WorkerRngDuplication(Rule):
     code = "TL301"
     name = "worker-rng-duplication"
     summary = "Dataset RNG object duplicated across DataLoader workers"
-    peer_checks = (PeerCheck("W5512", "partly, and the rest is obsolete: since torch 1.9 workers re-seed `random`, `torch` and NumPy's global RNG; the hazard left is an RNG object built in the dataset, which TL301 reports"),)  # rules_docs/peer-parity.md
+    peer_checks = {"W5512": "partly, and the rest is obsolete: since torch 1.9 workers re-seed `random`, `torch` and NumPy's global RNG; the hazard left is an RNG object built in the dataset, which TL301 reports"}  # rules_docs/peer-parity.md
     severity = "warning"
     tags = ("correctness", "data-loading", "reproducibility")
     requires_text = ('DataLoader',)

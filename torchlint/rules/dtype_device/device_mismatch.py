@@ -8,7 +8,6 @@ from typing import Any, Optional
 from torchlint.diagnostics import Finding
 import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
-from torchlint.rules.base import PeerCheck
 
 
 class DeviceMismatchMonitor:
@@ -67,7 +66,7 @@ class DeviceMismatch(RuntimeCheck):
     code = "TL220"
     name = "device-mismatch"
     summary = "The model's parameters and its input are on different devices"
-    peer_checks = (PeerCheck("TA202", "partly: TL220 reports parameters and input on different devices; a model deliberately on the CPU is not a defect"), PeerCheck("TA300"))  # rules_docs/peer-parity.md
+    peer_checks = {"TA202": "partly: TL220 reports parameters and input on different devices; a model deliberately on the CPU is not a defect", "TA300": "covered"}  # rules_docs/peer-parity.md
     seen = "the model's parameters and its input on different devices"
     monitor = DeviceMismatchMonitor
 

@@ -9,7 +9,6 @@ from torchlint.analysis.training_step import own_level
 from torchlint.checker import FileContext
 from torchlint.edits import SAFE, Fix, has_comment, make_fix, replace, text_of
 from torchlint.rules.base import Evidence, Rule
-from torchlint.rules.base import PeerCheck
 
 
 def probe_log_of_softmax(params: dict, device: str) -> tuple[str, str]:
@@ -112,7 +111,7 @@ class LogOfSoftmax(Rule):
     code = "TL405"
     name = "log-of-softmax"
     summary = "torch.log of a softmax output in a loss: -inf and NaN gradients on underflow; use log_softmax"
-    peer_checks = (PeerCheck("W5514", "partly: `log(softmax(x))`"),)  # rules_docs/peer-parity.md
+    peer_checks = {"W5514": "partly: `log(softmax(x))`"}  # rules_docs/peer-parity.md
     severity = "warning"
     tags = ("correctness", "numerics", "loss")
     requires_text = ("softmax",)

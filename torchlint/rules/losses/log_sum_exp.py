@@ -9,7 +9,6 @@ from torchlint.checker import FileContext
 from torchlint.edits import has_comment, make_fix, module_alias, replace, text_of
 from torchlint.records import Fix
 from torchlint.rules.base import Evidence, Rule
-from torchlint.rules.base import PeerCheck
 
 
 def probe_log_sum_exp(params: dict, device: str) -> tuple[str, str]:
@@ -97,7 +96,7 @@ class LogSumExp(Rule):
     code = "TL406"
     name = "log-sum-exp"
     summary = "`log(sum(exp(x)))` overflows to inf/-inf; use `torch.logsumexp`"
-    peer_checks = (PeerCheck("W5514", "partly: `log(sum(exp(x)))`"),)  # rules_docs/peer-parity.md
+    peer_checks = {"W5514": "partly: `log(sum(exp(x)))`"}  # rules_docs/peer-parity.md
     severity = "warning"
     tags = ("numerics", "losses")
     precision = "high"

@@ -9,7 +9,6 @@ from typing import Any, Optional
 from torchlint.diagnostics import Finding
 import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
-from torchlint.rules.base import PeerCheck
 
 
 class DivergenceMonitor:
@@ -79,7 +78,7 @@ class LossDiverged(RuntimeCheck):
     code = "TL421"
     name = "loss-diverged"
     summary = "The loss grew by orders of magnitude over its first values while staying finite"
-    peer_checks = (PeerCheck("TA102", "partly: TL421 watches the loss growing by orders of magnitude; a threshold on the gradient norm alone is noise (it depends on the model and the loss scale)"),)  # rules_docs/peer-parity.md
+    peer_checks = {"TA102": "partly: TL421 watches the loss growing by orders of magnitude; a threshold on the gradient norm alone is noise (it depends on the model and the loss scale)"}  # rules_docs/peer-parity.md
     seen = "a finite loss 10⁴ times its first values: the training diverged"
     monitor = DivergenceMonitor
 

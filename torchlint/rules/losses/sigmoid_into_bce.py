@@ -8,7 +8,6 @@ from typing import Optional
 from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword
-from torchlint.rules.base import PeerCheck
 
 
 def probe_sigmoid_bce(params: dict, device: str) -> tuple[str, str]:
@@ -111,7 +110,7 @@ class SigmoidIntoBce(Rule):
     default_enabled = False
     name = "sigmoid-into-bce"
     summary = "sigmoid followed by BCELoss (use BCEWithLogitsLoss), or raw logits fed to BCELoss"
-    peer_checks = (PeerCheck("TG006", "covered: sigmoid outputs or raw logits into `BCELoss`"),)  # rules_docs/peer-parity.md
+    peer_checks = {"TG006": "covered: sigmoid outputs or raw logits into `BCELoss`"}  # rules_docs/peer-parity.md
     severity = "warning"
     tags = ("correctness", "numerics", "loss")
     requires_text = ("BCELoss", "binary_cross_entropy")

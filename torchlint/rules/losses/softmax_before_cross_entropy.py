@@ -10,7 +10,6 @@ from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword
-from torchlint.rules.base import PeerCheck
 import torchlint.runtime.judging as run
 
 
@@ -354,7 +353,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
     code = "TL401"
     name = "softmax-before-cross-entropy"
     summary = "softmax/sigmoid applied before a loss that already applies it"
-    peer_checks = (PeerCheck("TG005"), PeerCheck("TG006", "covered: sigmoid before `BCEWithLogitsLoss`"))  # rules_docs/peer-parity.md
+    peer_checks = {"TG005": "covered", "TG006": "covered: sigmoid before `BCEWithLogitsLoss`"}  # rules_docs/peer-parity.md
     severity = "error"
     tags = ("correctness", "loss")
     # The loss is called in the file; the activation may be in another one (a model's head).

@@ -8,7 +8,6 @@ from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
 from torchlint.edits import UNSAFE, add_keyword, make_fix
 from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, has_star_kwargs, keyword
-from torchlint.rules.base import PeerCheck
 
 _CHECKPOINTS = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential")
 
@@ -52,7 +51,7 @@ class CheckpointWithoutUseReentrant(Rule):
     code = "TL903"
     name = "checkpoint-without-use-reentrant"
     summary = "torch.utils.checkpoint called without an explicit `use_reentrant=`"
-    peer_checks = (PeerCheck("TOR003"),)  # rules_docs/peer-parity.md
+    peer_checks = {"TOR003": "covered"}  # rules_docs/peer-parity.md
     severity = "warning"
     default_enabled = False
     tags = ("migration", "deprecation", "autograd")

@@ -10,7 +10,6 @@ from torchlint.analysis.torch_versions import DeprecatedApi, at_least, deprecate
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, add_keyword, make_fix, module_alias, replace
 from torchlint.rules.base import Evidence, Option, Rule, TORCH_VERSION_OPTION
-from torchlint.rules.base import PeerCheck
 
 _LAST_NAMES = frozenset(api.short for api in deprecated_apis().values())
 _UPSAMPLE_MODES = {"upsample-nearest": 'mode="nearest"', "upsample-bilinear": 'mode="bilinear", align_corners=True'}
@@ -94,7 +93,7 @@ class DeprecatedTorchApi(Rule):
     code = "TL901"
     name = "deprecated-torch-api"
     summary = "Deprecated or removed torch API (for the configured torch-version)"
-    peer_checks = (PeerCheck("TOR001", "covered: the same linear-algebra, `torch.range`, upsampling, `assert_allclose`, `weight_norm`, `sdp_kernel`, pytree and `functorch.*` symbols, with the torch release that removed each and what torch 2.13 does when it is called"), PeerCheck("TOR004", "partly: TL901 reports the call, where the code breaks, not the import line"), PeerCheck("TOR101", "covered, for the configured `torch-version` (an API deprecated after the oldest supported torch is not reported: its replacement may not exist there)"), PeerCheck("TOR103", "partly: reported at the call, as TOR004"))  # rules_docs/peer-parity.md
+    peer_checks = {"TOR001": "covered: the same linear-algebra, `torch.range`, upsampling, `assert_allclose`, `weight_norm`, `sdp_kernel`, pytree and `functorch.*` symbols, with the torch release that removed each and what torch 2.13 does when it is called", "TOR004": "partly: TL901 reports the call, where the code breaks, not the import line", "TOR101": "covered, for the configured `torch-version` (an API deprecated after the oldest supported torch is not reported: its replacement may not exist there)", "TOR103": "partly: reported at the call, as TOR004"}  # rules_docs/peer-parity.md
     severity = "warning"
     tags = ("migration", "deprecation")
     precision = "very-high"

@@ -8,7 +8,6 @@ from typing import Optional
 from torchlint.checker import FileContext
 from torchlint.edits import make_fix, replace, text_of
 from torchlint.rules.base import Evidence, Rule
-from torchlint.rules.base import PeerCheck
 
 
 def _is_one(node: ast.AST) -> bool:
@@ -67,7 +66,7 @@ class Log1pExpm1(Rule):
     code = "TL905"
     name = "log1p-expm1"
     summary = "`torch.log(1 + x)` / `torch.exp(x) - 1` lose precision; use log1p / expm1"
-    peer_checks = (PeerCheck("TOR106", "covered; off by default: 0 of 4 findings mattered on the training corpus (integer durations)"), PeerCheck("TOR107", "covered, as TOR106"))  # rules_docs/peer-parity.md
+    peer_checks = {"TOR106": "covered; off by default: 0 of 4 findings mattered on the training corpus (integer durations)", "TOR107": "covered, as TOR106"}  # rules_docs/peer-parity.md
     severity = "info"
     # Off by default: on the training corpus all 4 findings were integer durations whose
     # result is rounded afterwards (fairseq TTS), where the lost precision cannot matter.

@@ -8,7 +8,6 @@ from typing import Optional
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, has_comment, make_fix, module_alias, replace, text_of
 from torchlint.rules.base import Evidence, Rule
-from torchlint.rules.base import PeerCheck
 
 _PRIVATE_MODULE = "torch.utils.data._utils.collate"
 _PUBLIC = {f"{_PRIVATE_MODULE}.{n}": f"torch.utils.data.{n}" for n in ("default_collate", "default_convert")}
@@ -46,7 +45,7 @@ class NonPublicCollateImport(Rule):
     code = "TL904"
     name = "non-public-collate-import"
     summary = "`default_collate`/`default_convert` used from the private `torch.utils.data._utils`"
-    peer_checks = (PeerCheck("TOR104", "covered for `default_collate`/`default_convert`, the two TorchFix lists"), PeerCheck("TOR105"))  # rules_docs/peer-parity.md
+    peer_checks = {"TOR104": "covered for `default_collate`/`default_convert`, the two TorchFix lists", "TOR105": "covered"}  # rules_docs/peer-parity.md
     severity = "info"
     tags = ("migration",)
     precision = "very-high"

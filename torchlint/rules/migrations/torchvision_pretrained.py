@@ -8,7 +8,6 @@ from typing import Optional
 from torchlint.checker import FileContext
 from torchlint.edits import SAFE, UNSAFE, Fix, make_fix, replace
 from torchlint.rules.base import Evidence, Rule, literal
-from torchlint.rules.base import PeerCheck
 
 _RENAMES = {"pretrained": "weights", "pretrained_backbone": "weights_backbone"}
 
@@ -49,7 +48,7 @@ class TorchvisionPretrained(Rule):
     code = "TL902"
     name = "torchvision-pretrained"
     summary = "torchvision model built with the deprecated `pretrained=` instead of `weights=`"
-    peer_checks = (PeerCheck("TOR201"),)  # rules_docs/peer-parity.md
+    peer_checks = {"TOR201": "covered"}  # rules_docs/peer-parity.md
     severity = "warning"
     tags = ("migration", "deprecation")
     precision = "very-high"

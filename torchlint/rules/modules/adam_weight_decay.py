@@ -6,7 +6,6 @@ import ast
 
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, literal
-from torchlint.rules.base import PeerCheck
 
 _ADAM = frozenset({"torch.optim.Adam", "torch.optim.adam.Adam"})
 
@@ -77,7 +76,7 @@ class AdamWeightDecay(Rule):
     code = "TL707"
     name = "adam-weight-decay"
     summary = "`Adam(..., weight_decay>0)` couples L2 to the adaptive step; `AdamW` is usually meant"
-    peer_checks = (PeerCheck("TA401", "covered statically; off by default, since Adam with L2 is sometimes meant"),)  # rules_docs/peer-parity.md
+    peer_checks = {"TA401": "covered statically; off by default, since Adam with L2 is sometimes meant"}  # rules_docs/peer-parity.md
     severity = "info"
     default_enabled = False
     tags = ("optimization",)

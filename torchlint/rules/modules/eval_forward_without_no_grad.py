@@ -13,7 +13,6 @@ from torchlint.analysis.scopes import grad_mode_of
 from torchlint.analysis.training_step import trains
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, dotted
-from torchlint.rules.base import PeerCheck
 
 
 def probe_eval_no_grad(params: dict, device: str) -> tuple[str, str]:
@@ -114,7 +113,7 @@ class EvalForwardWithoutNoGrad(Rule):
     code = "TL706"
     name = "eval-forward-without-no-grad"
     summary = "Evaluation loop forwards the model with gradient tracking on (activations kept for no backward)"
-    peer_checks = (PeerCheck("TG002", "covered, without the shape smoke tests that made most of torch-preflight's findings"),)  # rules_docs/peer-parity.md
+    peer_checks = {"TG002": "covered, without the shape smoke tests that made most of torch-preflight's findings"}  # rules_docs/peer-parity.md
     severity = "info"
     tags = ("performance", "memory", "evaluation")
     requires_text = ("loader", "_dl", "dataset", "DataLoader")

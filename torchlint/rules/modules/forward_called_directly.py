@@ -8,7 +8,6 @@ from typing import Optional
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, dotted
-from torchlint.rules.base import PeerCheck
 
 
 # -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
@@ -81,7 +80,7 @@ class ForwardCalledDirectly(Rule):
     code = "TL703"
     name = "forward-called-directly"
     summary = "module.forward(x) called directly skips hooks"
-    peer_checks = (PeerCheck("W5516"),)  # rules_docs/peer-parity.md
+    peer_checks = {"W5516": "covered"}  # rules_docs/peer-parity.md
     severity = "warning"
     default_enabled = False
     tags = ("correctness", "module")

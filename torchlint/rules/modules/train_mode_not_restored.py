@@ -13,7 +13,6 @@ from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, dotted, literal
-from torchlint.rules.base import PeerCheck
 import torchlint.runtime.judging as run
 
 
@@ -125,7 +124,7 @@ class TrainModeNotRestored(Rule):
     code = "TL704"
     name = "train-mode-not-restored"
     summary = "Loop calls model.eval() but never model.train(): later epochs train in eval mode"
-    peer_checks = (PeerCheck("TG011"), PeerCheck("W9998"))  # rules_docs/peer-parity.md
+    peer_checks = {"TG011": "covered", "W9998": "covered"}  # rules_docs/peer-parity.md
     severity = "warning"
     default_enabled = False
     tags = ("correctness", "training-loop")

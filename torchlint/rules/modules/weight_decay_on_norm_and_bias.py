@@ -8,7 +8,6 @@ from typing import Optional
 from torchlint.analysis.dominance import reaches_here
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, dotted, has_star_kwargs, keyword, literal
-from torchlint.rules.base import PeerCheck
 
 _NORMS = frozenset({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LayerNorm", "GroupNorm",
                     "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm"})
@@ -82,7 +81,7 @@ class WeightDecayOnNormAndBias(Rule):
     code = "TL708"
     name = "weight-decay-on-norm-and-bias"
     summary = "weight decay applied to norm and bias parameters through a single `model.parameters()` group"
-    peer_checks = (PeerCheck("TA402", "covered statically for one `model.parameters()` group on a same-file model with norm layers; off by default (decaying everything is the classic SGD recipe)"),)  # rules_docs/peer-parity.md
+    peer_checks = {"TA402": "covered statically for one `model.parameters()` group on a same-file model with norm layers; off by default (decaying everything is the classic SGD recipe)"}  # rules_docs/peer-parity.md
     severity = "info"
     default_enabled = False
     tags = ("optimization",)

@@ -9,7 +9,6 @@ from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
 from torchlint.edits import UNSAFE, SAFE, add_keyword, edit, end_of, has_comment, make_fix, text_of
 from torchlint.rules.base import Evidence, Rule, literal
-from torchlint.rules.base import PeerCheck
 
 _FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
@@ -90,7 +89,7 @@ class CreateThenMove(Rule):
     code = "TL801"
     name = "create-then-move"
     summary = "Tensor created on CPU then moved; create it on the device"
-    peer_checks = (PeerCheck("TG013", "partly: TL801 reports tensors created on the CPU and then moved; hoisting an invariant transfer out of the loop is not reported"),)  # rules_docs/peer-parity.md
+    peer_checks = {"TG013": "partly: TL801 reports tensors created on the CPU and then moved; hoisting an invariant transfer out of the loop is not reported"}  # rules_docs/peer-parity.md
     severity = "info"
     default_enabled = False
     tags = ("performance", "device")

@@ -8,7 +8,6 @@ from torchlint.analysis import inference
 from torchlint.analysis.loops import is_backward
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, dotted
-from torchlint.rules.base import PeerCheck
 
 _SYNCING = frozenset({"item", "cpu", "numpy", "tolist"})
 _SYNCHRONIZE = frozenset({"torch.cuda.synchronize"})
@@ -58,7 +57,7 @@ class SyncInTrainingLoop(Rule):
     code = "TL802"
     name = "sync-in-training-loop"
     summary = ".item()/.cpu()/.numpy()/print(tensor)/cuda.synchronize() every training step forces a device sync"
-    peer_checks = (PeerCheck("TG007", "covered: TL802 reports syncs (and `torch.cuda.synchronize()`) on every step; off by default, as a profiling aid"),)  # rules_docs/peer-parity.md
+    peer_checks = {"TG007": "covered: TL802 reports syncs (and `torch.cuda.synchronize()`) on every step; off by default, as a profiling aid"}  # rules_docs/peer-parity.md
     severity = "info"
     default_enabled = False
     tags = ("performance", "training-loop")

@@ -13,7 +13,6 @@ from torchlint.checker import FileContext
 from torchlint.edits import UNSAFE, add_keyword, make_fix
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, has_star_kwargs, keyword, literal
-from torchlint.rules.base import PeerCheck
 import torchlint.runtime.judging as run
 
 
@@ -190,7 +189,7 @@ class UnsafeTorchLoad(Rule):
     code = "TL601"
     name = "unsafe-torch-load"
     summary = "torch.load with weights_only=False (or unset) can execute arbitrary code"
-    peer_checks = (PeerCheck("TOR102", "covered (TL601 also knows the torch ≥ 2.6 default)"),)  # rules_docs/peer-parity.md
+    peer_checks = {"TOR102": "covered (TL601 also knows the torch ≥ 2.6 default)"}  # rules_docs/peer-parity.md
     severity = "warning"
     default_enabled = False
     tags = ("security", "serialization")
