@@ -68,7 +68,7 @@ def _tool_cell(entry: catalog.Entry) -> str:
 
 def _status(check: dict[str, Any], covering: Covering) -> str:
     """The status cell: the one rule's status, or the covering rules' statuses joined, each
-    followed by its code ("covered: a (TL401), b (TL404)" when all share the word before ':')."""
+    followed by its code ("covered: a (TLa), b (TLb)" when all share the word before ':')."""
     if len(covering) == 1:
         status = covering[0][1]
     else:
