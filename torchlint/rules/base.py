@@ -13,13 +13,15 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional
 
 # Re-exported: rules import their AST helpers from here.
 from torchlint.analysis.astutil import arg_or_keyword, dotted, has_star_kwargs, keyword, literal
+from torchlint.records import Fix
 from torchlint.rules.rule_options import Option
+from torchlint.rules.violation import Violation
 
 if TYPE_CHECKING:
     from torchlint.checker import FileContext
     from torchlint.noqa import Suppression
 
-__all__ = ["Evidence", "Option", "Rule", "SEVERITIES", "arg_or_keyword", "dotted", "has_star_kwargs", "keyword", "literal"]
+__all__ = ["Evidence", "Option", "Rule", "SEVERITIES", "Violation", "arg_or_keyword", "dotted", "has_star_kwargs", "keyword", "literal"]
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -146,12 +148,28 @@ class Rule:
         """Called after the suppression pass, for rules that judge the `# noqa` directives
         themselves (TL001): `suppression` knows which ones suppressed something."""
 
-    def report(self, node: ast.AST, message: str, **kwargs: Any) -> None:
-        self.ctx.report(self, node, message, **kwargs)
+    def report(self, node: ast.AST, violation: Violation | str, *, end_node: Optional[ast.AST] = None,
+               params: Optional[dict] = None, severity: Optional[str] = None, fix: Optional[Fix] = None,
+               **legacy: Any) -> None:
+        """Report `violation` on `node` (to the end of `end_node`); `params` are the facts its
+        probe needs. A second report of the same rule on the same node is dropped."""
+        message, help = _text(violation, legacy)
+        self.ctx.report(self, node, message, end_node=end_node, params=params, severity=severity, help=help, fix=fix)
 
-    def report_range(self, start: tuple[int, int], end: tuple[int, int], message: str, **kwargs: Any) -> None:
+    def report_range(self, start: tuple[int, int], end: tuple[int, int], violation: Violation | str, *,
+                     params: Optional[dict] = None, severity: Optional[str] = None, fix: Optional[Fix] = None,
+                     **legacy: Any) -> None:
         """Report on a text range: 1-based (row, code-point column), the end exclusive."""
-        self.ctx.report_range(self, start, end, message, **kwargs)
+        message, help = _text(violation, legacy)
+        self.ctx.report_range(self, start, end, message, params=params, severity=severity, help=help, fix=fix)
+
+
+def _text(violation: Violation | str, legacy: dict[str, Any]) -> tuple[str, Optional[str]]:
+    if isinstance(violation, str):  # the old string form, while families are converted
+        return violation, legacy.get("help")
+    if legacy:
+        raise TypeError(f"report({type(violation).__name__}): unexpected {sorted(legacy)}")
+    return violation.message(), violation.help_text()
 
 
 def _handler_table(cls: type, prefix: str) -> tuple[tuple[type, str], ...]:
