@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from torchlint.analysis.scopes import grad_mode_of, iter_scope
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword, dotted, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, dotted, keyword, literal
 import torchlint.runtime.judging as run
 
 
@@ -66,6 +67,28 @@ def judge_backward_under_no_grad(facts: dict, runs: list) -> Optional[tuple[str,
         fn = getattr(getattr(rec.get("func"), "__self__", None), "grad_fn", None)
         return f"the call ran: the differentiated tensor has grad_fn {type(fn).__name__ if fn else None}"
     return expect_raise(runs, says("does not require grad"), "the call", fine)
+
+
+@dataclass(frozen=True)
+class BackwardOfNoGradResult(Violation):
+    call: str  # `loss.backward()`, `torch.autograd.grad(...)`
+    mode: str  # `no_grad`, `inference_mode`, ...
+    help = "Compute the loss outside the grad-disabled block, or wrap it in `torch.enable_grad()`"
+
+    def message(self) -> str:
+        return f"`{self.call}` raises: its input, computed under `{self.mode}`, has no grad_fn"
+
+
+@dataclass(frozen=True)
+class HelperBackwardUnderNoGrad(Violation):
+    helper: str
+    loss: str
+    mode: str
+    help = "Call it outside the grad-disabled block (or wrap its body in `torch.enable_grad()`)"
+
+    def message(self) -> str:
+        return (f"`{self.helper}()` calls `{self.loss}.backward()` under `{self.mode}`: "
+                f"the loss it computes has no grad_fn, so it raises")
 
 
 class BackwardUnderNoGrad(Rule):
@@ -156,9 +179,7 @@ class BackwardUnderNoGrad(Rule):
         if target is None or not self._computed_in_region(target, region.node, node.lineno, ctx):
             return
         mode = region.kind.rsplit(".", 1)[1]
-        self.report(node, f"`{what}` raises: its input, computed under `{mode}`, has no grad_fn",
-                    help="Compute the loss outside the grad-disabled block, or wrap it in `torch.enable_grad()`",
-                    params={"mode": region.kind, "call": call})
+        self.report(node, BackwardOfNoGradResult(call=what, mode=mode), params={"mode": region.kind, "call": call})
 
     def _check_helper(self, call: ast.Call, kind: str, ctx: FileContext) -> None:
         """`train_step(batch)` under no_grad, where `train_step` (of this file) computes a
@@ -173,9 +194,7 @@ class BackwardUnderNoGrad(Rule):
         if not isinstance(backward, str):
             return
         mode = kind.rsplit(".", 1)[1]
-        self.report(call, f"`{dotted(call.func)}()` calls `{backward}.backward()` under `{mode}`: "
-                          f"the loss it computes has no grad_fn, so it raises",
-                    help="Call it outside the grad-disabled block (or wrap its body in `torch.enable_grad()`)",
+        self.report(call, HelperBackwardUnderNoGrad(helper=dotted(call.func), loss=backward, mode=mode),
                     params={"mode": kind, "call": "backward"})
 
     def _computed_in_region(self, target: ast.AST, region: ast.AST, lineno: int, ctx: FileContext) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 import sys
 from typing import Any, Optional
@@ -16,7 +17,7 @@ from torchlint.analysis.training_step import in_forward_backward_window
 from torchlint.checker import FileContext
 from torchlint.edits import UNSAFE, edit, end_of, has_comment, make_fix, module_alias, start_of, text_of
 from torchlint.records import RuntimeResult
-from torchlint.rules.base import Evidence, Option, Rule, dotted
+from torchlint.rules.base import Evidence, Option, Rule, Violation, dotted
 import torchlint.runtime.judging as run
 
 
@@ -204,6 +205,29 @@ def judge_data_attribute_mutation(facts: dict, runs: list) -> Optional[tuple[str
     return None
 
 
+_NO_GRAD_HELP = "Write under `with torch.no_grad():` so autograd can detect a conflicting backward"
+
+
+@dataclass(frozen=True)
+class DataSwap(Violation):
+    data: str  # `p.data`
+    where: str  # `in forward()` / `before backward()`
+    help = _NO_GRAD_HELP
+
+    def message(self) -> str:  # `p.data = value` swaps the data, not a write into it
+        return f"`{self.data} = ...` {self.where} swaps saved data unseen by autograd"
+
+
+@dataclass(frozen=True)
+class DataWrite(Violation):
+    data: str
+    where: str
+    help = _NO_GRAD_HELP
+
+    def message(self) -> str:
+        return f"Write through `{self.data}` {self.where} is unseen by autograd's version check"
+
+
 class DataAttributeMutation(Rule):
     """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 4 findings were true;
     off by default. Enable it with `--extend-select TL102`. The figure was measured with the
@@ -329,14 +353,11 @@ class DataAttributeMutation(Rule):
                 return True
         return False
 
-    help = "Write under `with torch.no_grad():` so autograd can detect a conflicting backward"
-
-    def _message(self, data: ast.Attribute, target: Optional[ast.AST] = None) -> str:
+    def _violation(self, data: ast.Attribute, target: Optional[ast.AST] = None) -> Violation:
         where = "in forward()" if getattr(self.ctx.function, "name", "") == "forward" \
             else "before backward()"
-        if isinstance(target, ast.Attribute):  # `p.data = value` swaps the data, not a write into it
-            return f"`{dotted(data)} = ...` {where} swaps saved data unseen by autograd"
-        return f"Write through `{dotted(data)}` {where} is unseen by autograd's version check"
+        kind = DataSwap if isinstance(target, ast.Attribute) else DataWrite
+        return kind(data=dotted(data), where=where)
 
     def _known_tensor(self, receiver: ast.AST, ctx: FileContext) -> bool:
         """Only tensors whose `.data` is Tensor.data: not `p.grad` (never saved for
@@ -361,16 +382,16 @@ class DataAttributeMutation(Rule):
         return data.lineno not in self._lines and self._known_tensor(data.value, ctx) \
             and not self._in_initializer(ctx) and in_forward_backward_window(ctx, data.lineno)
 
-    def _report(self, data: ast.Attribute, message: str, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def _report(self, data: ast.Attribute, violation: Violation, **kwargs) -> None:  # type: ignore[no-untyped-def]
         self._lines.add(data.lineno)
-        self.report(data, message, **kwargs)
+        self.report(data, violation, **kwargs)
 
     def _check_store(self, target: ast.AST, ctx: FileContext, op: str, value: Optional[ast.AST] = None) -> None:
         data = _data_receiver(target)
         if data is None or (value is not None and _same_tensor_converted(data, value)):
             return
         if self._at_risk(data, ctx):
-            self._report(data, self._message(data, target if op == "=" else None), params={"op": op})
+            self._report(data, self._violation(data, target if op == "=" else None), params={"op": op})
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         for target in node.targets:
@@ -390,7 +411,7 @@ class DataAttributeMutation(Rule):
         data = _data_receiver(func.value)
         if data is None or not self._at_risk(data, ctx):
             return
-        self._report(data, self._message(data), params={"op": method}, fix=_no_grad_fix(node, data, ctx))
+        self._report(data, self._violation(data), params={"op": method}, fix=_no_grad_fix(node, data, ctx))
 
 
 def _is_grad(node: ast.AST) -> bool:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 import re
 from typing import Optional
 
 from torchlint.analysis.loops import is_optimizer_step, receiver_name
 from torchlint.analysis.training_step import current_body, own_level
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, dotted, keyword
+from torchlint.rules.base import Evidence, Rule, Violation, dotted, keyword
 
 
 def probe_gan_detach(params: dict, device: str) -> tuple[str, str]:
@@ -66,6 +67,16 @@ def _step_role(call: ast.Call) -> Optional[str]:
         name = arg.id if isinstance(arg, ast.Name) else arg.attr if isinstance(arg, ast.Attribute) else ""
         return role(name) if name else None
     return role(receiver_name(call))
+
+
+@dataclass(frozen=True)
+class FakeNotDetached(Violation):
+    fake: str  # the generator's output as written, when it is short
+    help = "Give the discriminator `fake.detach()` for its own step"
+
+    def message(self) -> str:
+        shown = f"`{self.fake}`" if len(self.fake) <= 24 else "the generator's output"
+        return f"The discriminator loss gets {shown} without `.detach()`: its backward runs into the generator"
 
 
 class GanDiscriminatorWithoutDetach(Rule):
@@ -146,12 +157,7 @@ class GanDiscriminatorWithoutDetach(Rule):
         fake = self._undetached_fake(func.value.id, node, nodes, ctx)
         if fake is None:
             return
-        text = dotted(fake)
-        shown = f"`{text}`" if len(text) <= 24 else "the generator's output"
-        self.report(node, f"The discriminator loss gets {shown} without `.detach()`: its backward runs into "
-                          "the generator",
-                    help="Give the discriminator `fake.detach()` for its own step",
-                    params={"detached": False})
+        self.report(node, FakeNotDetached(fake=dotted(fake)), params={"detached": False})
 
     def _toggles_grad(self, body: ast.AST) -> bool:
         """`p.requires_grad = False`, `requires_grad_(False)`, `set_requires_grad(netG, False)`

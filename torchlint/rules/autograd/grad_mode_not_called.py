@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import end_of, insert_at, make_fix
-from torchlint.rules.base import Evidence, Rule
+from torchlint.rules.base import Evidence, Rule, Violation
 
 _MODES = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled")
 
@@ -33,6 +34,17 @@ def judge_grad_mode_not_called(facts: dict, runs: list) -> Optional[tuple[str, s
 
     return expect_raise(runs, lambda exc: isinstance(exc, (TypeError, AttributeError)), "entering the with-statement",
                         lambda rec: "the object worked as a context manager")
+
+
+@dataclass(frozen=True)
+class GradModeClassAsContext(Violation):
+    mode: str  # the expression as written, e.g. `torch.no_grad`
+
+    def message(self) -> str:
+        return f"`with {self.mode}:` raises: the class is not a context manager"
+
+    def help_text(self) -> str:
+        return f"Call it: `with {self.mode}():`"
 
 
 class GradModeNotCalled(Rule):
@@ -86,8 +98,7 @@ class GradModeNotCalled(Rule):
                 name = ctx.qualname(expr)
                 if name in _MODES:
                     short = name.rsplit(".", 1)[1]
-                    self.report(expr, f"`with {ast.unparse(expr)[:40]}:` raises: the class is not a context manager",
-                                help=f"Call it: `with {ast.unparse(expr)[:40]}():`", params={"mode": short},
+                    self.report(expr, GradModeClassAsContext(mode=ast.unparse(expr)[:40]), params={"mode": short},
                                 fix=make_fix("Call it: add `()`", [insert_at(end_of(ctx.source, expr), "()")]))
 
     visit_With = _check

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, literal
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, has_star_kwargs, literal
 
 _CHECKS = {
     "torch.autograd.gradcheck": "gradcheck", "torch.autograd.gradgradcheck": "gradgradcheck",
@@ -38,6 +39,15 @@ def probe_gradcheck_dtype(params: dict, device: str) -> tuple[str, str]:
     if passed:
         return "not-reproduced", f"gradcheck(torch.sigmoid) passes with {dtype} inputs"
     return "confirmed", f"gradcheck(torch.sigmoid, <randn(5, dtype={dtype})>) fails: sigmoid's own gradient is correct"
+
+
+@dataclass(frozen=True)
+class Float32Gradcheck(Violation):
+    check: str  # `gradcheck` / `gradgradcheck` as called
+    help = "Make the inputs float64 (`dtype=torch.float64` or `.double()`)"
+
+    def message(self) -> str:
+        return f"`{self.check}` on a float32 input fails on correct gradients (finite differences need float64)"
 
 
 class GradcheckFloat32(Rule):
@@ -100,9 +110,7 @@ class GradcheckFloat32(Rule):
         items = inputs.elts if isinstance(inputs, (ast.Tuple, ast.List)) else [inputs]
         for item in items:
             if self._float32(item, ctx, node.lineno) and _requires_grad(item, ctx, node.lineno):
-                self.report(node, f"`{check}` on a float32 input fails on correct gradients (finite differences need float64)",
-                            help="Make the inputs float64 (`dtype=torch.float64` or `.double()`)",
-                            params={"dtype": "float32"})
+                self.report(node, Float32Gradcheck(check=check), params={"dtype": "float32"})
                 return
 
     def _default_is_float32(self, ctx: FileContext) -> bool:

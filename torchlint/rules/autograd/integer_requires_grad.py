@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_api import is_int_dtype
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, keyword, literal
 
 _INT_DEFAULT_FACTORIES = frozenset({"torch.randint", "torch.randperm"})
 
@@ -37,6 +38,15 @@ def judge_integer_requires_grad(facts: dict, runs: list) -> Optional[tuple[str, 
 
     return expect_raise(runs, says("floating point"), "the call",
                         lambda rec: f"the call created {describe(rec.get('value'))}")
+
+
+@dataclass(frozen=True)
+class IntegerTensorRequiresGrad(Violation):
+    why: str  # what makes the tensor an integer one
+    help = "Use a float dtype (`dtype=torch.float32`, or float literals)"
+
+    def message(self) -> str:
+        return f"`requires_grad=True` on an integer tensor raises: {self.why}"
 
 
 class IntegerRequiresGrad(Rule):
@@ -96,8 +106,7 @@ class IntegerRequiresGrad(Rule):
         dtype_kw = keyword(node, "dtype")
         why = self._integer_reason(name, node, dtype_kw, ctx)
         if why:
-            self.report(node, f"`requires_grad=True` on an integer tensor raises: {why}",
-                        help="Use a float dtype (`dtype=torch.float32`, or float literals)")
+            self.report(node, IntegerTensorRequiresGrad(why=why))
 
     def _integer_reason(self, name: str, node: ast.Call, dtype_kw: Optional[ast.keyword],
                         ctx: FileContext) -> Optional[str]:

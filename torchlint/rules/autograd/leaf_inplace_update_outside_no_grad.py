@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis import inference
@@ -10,7 +11,7 @@ from torchlint.analysis.frozen import frozen_before, parameters_of
 from torchlint.analysis.grad_callers import called_only_without_grad
 from torchlint.analysis.scopes import Binding
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, dotted, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, dotted, keyword, literal
 
 # In-place methods that do not modify the tensor's values.
 _NOT_VALUE_WRITES = frozenset({"requires_grad_", "retain_grad", "share_memory_", "detach_", "record_stream"})
@@ -32,6 +33,16 @@ def judge_leaf_inplace(facts: dict, runs: list) -> Optional[tuple[str, str]]:
     from _evidence import expect_raise, says
 
     return expect_raise(runs, says("leaf Variable"), "the in-place update", lambda rec: "the in-place update ran")
+
+
+@dataclass(frozen=True)
+class InplaceLeafUpdate(Violation):
+    leaf: str
+    update: str  # `w -= ...`, `w.add_(...)`
+    help = "Wrap the update in `with torch.no_grad():`"
+
+    def message(self) -> str:
+        return f"`{self.update}` raises: in-place update of leaf `{self.leaf}`, which requires grad"
 
 
 class LeafInplaceUpdateOutsideNoGrad(Rule):
@@ -125,15 +136,10 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
         return isinstance(value.func, ast.Attribute) and value.func.attr == "requires_grad_" \
             and not value.args and inference.kind_of(value.func.value, ctx) == inference.TENSOR
 
-    help = "Wrap the update in `with torch.no_grad():`"
-
-    def _message(self, name: str, how: str) -> str:
-        return f"`{how}` raises: in-place update of leaf `{name}`, which requires grad"
-
     def visit_AugAssign(self, node: ast.AugAssign, ctx: FileContext) -> None:
         if not _grad_disabled(ctx) and self._requires_grad_leaf(node.target, ctx):
             name = dotted(node.target)
-            self.report(node, self._message(name, f"{name} {_op(node.op)}= ..."))
+            self.report(node, InplaceLeafUpdate(leaf=name, update=f"{name} {_op(node.op)}= ..."))
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func
@@ -143,7 +149,7 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
             return
         if self._requires_grad_leaf(func.value, ctx):
             name = func.value.id  # type: ignore[attr-defined]
-            self.report(node, self._message(name, f"{name}.{func.attr}(...)"))
+            self.report(node, InplaceLeafUpdate(leaf=name, update=f"{name}.{func.attr}(...)"))
 
 
 def _grad_disabled(ctx: FileContext) -> bool:

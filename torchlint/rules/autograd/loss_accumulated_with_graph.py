@@ -10,7 +10,7 @@ from typing import Any, Optional
 from torchlint.analysis.loops import is_backward
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
-from torchlint.rules.base import Evidence, Rule, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, dotted
 import torchlint.runtime.judging as run
 
 _DETACHING = frozenset({"item", "detach", "tolist", "cpu", "numpy"})
@@ -146,6 +146,30 @@ def judge_loss_accumulated(facts: dict, runs: list) -> Optional[tuple[str, str]]
     return "not-reproduced", f"the accumulated value is {describe(value)} without a graph"
 
 
+@dataclass(frozen=True)
+class LossAppendedWithGraph(Violation):
+    accumulator: str
+    loss: str
+
+    def message(self) -> str:
+        return f"`{self.accumulator}` keeps every `{self.loss}` with its graph: memory grows every step"
+
+    def help_text(self) -> str:
+        return f"Append `{self.loss}.item()` (or `{self.loss}.detach()`)"
+
+
+@dataclass(frozen=True)
+class LossSummedWithGraph(Violation):
+    accumulator: str
+    loss: str
+
+    def message(self) -> str:
+        return f"`{self.accumulator}` accumulates `{self.loss}` with its graph: memory grows every step"
+
+    def help_text(self) -> str:
+        return f"Accumulate `{self.loss}.item()` (or `{self.loss}.detach()`)"
+
+
 class LossAccumulatedWithGraph(Rule):
     """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 8 findings were true;
     off by default. Enable it with `--extend-select TL107`.
@@ -200,7 +224,6 @@ class LossAccumulatedWithGraph(Rule):
     tags = ("performance", "memory", "training-loop")
     requires_text = ('backward',)
 
-    help = "Accumulate `loss.item()` (or `loss.detach()`)"
     evidence = Evidence(probe=probe_loss_accumulated, slice="statement-value", judge=judge_loss_accumulated,
                         runtime=run_verdict, monitor=GraphKeptMonitor)
 
@@ -264,11 +287,9 @@ class LossAccumulatedWithGraph(Rule):
             if acc in facts.reassigned:
                 continue  # reset in the loop (after each step): the graph lives one step
             if isinstance(node, ast.Call):
-                self.report(node, f"`{acc}` keeps every `{loss}` with its graph: memory grows every step",
-                            help=f"Append `{loss}.item()` (or `{loss}.detach()`)")
+                self.report(node, LossAppendedWithGraph(accumulator=acc, loss=loss))
                 continue
-            self.report(node, f"`{acc}` accumulates `{loss}` with its graph: memory grows every step",
-                        help=f"Accumulate `{loss}.item()` (or `{loss}.detach()`)")
+            self.report(node, LossSummedWithGraph(accumulator=acc, loss=loss))
 
     visit_For = _enter
     visit_AsyncFor = _enter

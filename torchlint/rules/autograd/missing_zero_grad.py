@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -11,7 +12,7 @@ from typing import Any, Optional
 from torchlint.analysis.loops import is_backward, is_manual_update, is_optimizer_step, is_zero_grad
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
-from torchlint.rules.base import Evidence, Rule
+from torchlint.rules.base import Evidence, Rule, Violation
 import torchlint.runtime.judging as run
 
 
@@ -98,6 +99,14 @@ def judge_missing_zero_grad(facts: dict, runs: list) -> Optional[tuple[str, str]
     return "not-reproduced", "the gradients were reset before the second backward()"
 
 
+@dataclass(frozen=True)
+class GradientsNeverReset(Violation):
+    help = "Call `optimizer.zero_grad()` every iteration (next to `step()` when accumulating)"
+
+    def message(self) -> str:
+        return "Gradients are never reset in this loop: each step applies the sum of all past ones"
+
+
 class MissingZeroGrad(Rule):
     """## What it does
     Flags a loop whose body calls `.backward()` (or `torch.autograd.backward`, `accelerator.backward`)
@@ -169,8 +178,7 @@ class MissingZeroGrad(Rule):
             return  # reset here, or in a same-file helper it calls (`reset_grad()`)
         if _per_context_gradients(node, backward, ctx):
             return
-        self.report(backward, "Gradients are never reset in this loop: each step applies the sum of all past ones",
-                    help="Call `optimizer.zero_grad()` every iteration (next to `step()` when accumulating)")
+        self.report(backward, GradientsNeverReset())
 
     visit_For = _check
     visit_AsyncFor = _check

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, edit, end_of, make_fix, start_of
-from torchlint.rules.base import Evidence, Rule, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, dotted
 
 _TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "requiresgrad", "requires_gradient"})
 
@@ -47,6 +48,25 @@ def judge_requires_grad_typo(facts: dict, runs: list) -> Optional[tuple[str, str
     if owners:
         return "not-reproduced", f"the object is a {type(owner).__name__}, not a tensor"
     return None
+
+
+@dataclass(frozen=True)
+class RequiresGradAttributeTypo(Violation):
+    attribute: str  # `w.requires_grads`
+    help = "Write `.requires_grad`"
+
+    def message(self) -> str:
+        return f"`{self.attribute}` is a typo: `requires_grad` stays unchanged"
+
+
+@dataclass(frozen=True)
+class RequiresGradKeywordTypo(Violation):
+    call: str
+    keyword: str
+    help = "Write `requires_grad=`"
+
+    def message(self) -> str:
+        return f"`{self.call}` raises on `{self.keyword}=`: no such parameter"
 
 
 class RequiresGradTypo(Rule):
@@ -94,8 +114,7 @@ class RequiresGradTypo(Rule):
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:
         for target in node.targets:
             if isinstance(target, ast.Attribute) and target.attr in _TYPOS:
-                self.report(target, f"`{dotted(target)}` is a typo: `requires_grad` stays unchanged",
-                            help="Write `.requires_grad`",
+                self.report(target, RequiresGradAttributeTypo(attribute=dotted(target)),
                             fix=_rename(ctx, end_of(ctx.source, target), target.attr, from_end=True))
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
@@ -103,8 +122,7 @@ class RequiresGradTypo(Rule):
             if kw.arg in _TYPOS:
                 name = ctx.call_name(node)
                 if name is not None and name.startswith("torch."):
-                    self.report(kw, f"`{name}` raises on `{kw.arg}=`: no such parameter",
-                                help="Write `requires_grad=`", fix=_rename(ctx, start_of(ctx.source, kw), kw.arg))
+                    self.report(kw, RequiresGradKeywordTypo(call=name, keyword=kw.arg), fix=_rename(ctx, start_of(ctx.source, kw), kw.arg))
 
 
 def _rename(ctx: FileContext, anchor: tuple[int, int], typo: str, from_end: bool = False) -> Fix:

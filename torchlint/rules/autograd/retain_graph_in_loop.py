@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchlint.analysis import inference
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name
 from torchlint.analysis.training_step import loss_of_backward
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, keyword, literal
 
 
 def probe_retain_graph(params: dict, device: str) -> tuple[str, str]:
@@ -59,6 +60,14 @@ def _another_backward(call: ast.Call, node: ast.Call, ctx: FileContext) -> bool:
         return False
     return is_backward(call, ctx) or method_name(call) == "manual_backward" \
         or ctx.call_name(call) == "torch.autograd.grad"
+
+
+@dataclass(frozen=True)
+class RetainGraphWithoutSecondBackward(Violation):
+    help = "Detach what is carried across iterations and drop `retain_graph=True`"
+
+    def message(self) -> str:
+        return "`retain_graph=True`, no second backward in the iteration: wasted memory, or a missing `.detach()`"
 
 
 class RetainGraphInLoop(Rule):
@@ -132,10 +141,7 @@ class RetainGraphInLoop(Rule):
             return
         if not _loss_built_in(loop, node, ctx) or _reads_outside_graph(loop, ctx):
             return
-        self.report(node, "`retain_graph=True`, no second backward in the iteration: wasted memory, or a missing "
-                          "`.detach()`",
-                    help="Detach what is carried across iterations and drop `retain_graph=True`",
-                    params={"second_backward": False})
+        self.report(node, RetainGraphWithoutSecondBackward(), params={"second_backward": False})
 
 
 def _loss_built_in(loop: ast.AST, node: ast.Call, ctx: FileContext) -> bool:

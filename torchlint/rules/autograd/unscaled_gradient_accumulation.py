@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, is_zero_grad, receiver_name
 from torchlint.analysis.training_step import loss_of_backward
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, dotted, keyword
+from torchlint.rules.base import Evidence, Rule, Violation, dotted, keyword
 
 
 def probe_unscaled_accumulation(params: dict, device: str) -> tuple[str, str]:
@@ -82,6 +83,20 @@ def _scales(node: ast.AST) -> bool:
 
 def _identifier(node: ast.AST) -> str:
     return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+
+
+@dataclass(frozen=True)
+class LossNotDividedByAccumulation(Violation):
+    count: str  # the accumulation count as written (`accum_steps`)
+
+    def _shown(self) -> str:
+        return f"`{self.count}`" if len(self.count) <= 30 else "the accumulation count"
+
+    def message(self) -> str:
+        return f"Accumulated gradients are summed, and the loss is never divided by {self._shown()}"
+
+    def help_text(self) -> str:
+        return f"Divide the loss by {self._shown()} before `backward()`"
 
 
 class UnscaledGradientAccumulation(Rule):
@@ -184,10 +199,8 @@ class UnscaledGradientAccumulation(Rule):
             return
         if not self._scale_matters(steps[0], ctx):
             return
-        accum = dotted(_modulus(gate.test))  # type: ignore[arg-type]
-        count = f"`{accum}`" if len(accum) <= 30 else "the accumulation count"
-        self.report(backward, f"Accumulated gradients are summed, and the loss is never divided by {count}",
-                    help=f"Divide the loss by {count} before `backward()`",
+        count = dotted(_modulus(gate.test))  # type: ignore[arg-type]
+        self.report(backward, LossNotDividedByAccumulation(count=count),
                     params={"optimizer": self._optimizer_class(steps[0], ctx) or "SGD",
                             "clipped": any(ctx.call_name(c) in _CLIPS for c in calls)})
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
-from torchlint.rules.base import Evidence, Rule, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, dotted
 import torchlint.runtime.judging as run
 
 
@@ -78,6 +79,15 @@ def judge_zero_grad_between(facts: dict, runs: list) -> Optional[tuple[str, str]
     return "not-reproduced", "the gradients survived zero_grad()"
 
 
+@dataclass(frozen=True)
+class ZeroGradBeforeStep(Violation):
+    zero_grad: str  # the call as written, `optimizer.zero_grad`
+    help = "Call `zero_grad()` before the forward pass or after `step()`"
+
+    def message(self) -> str:
+        return f"`{self.zero_grad}()` between `backward()` and `step()`: the step sees no gradients"
+
+
 class ZeroGradBetweenBackwardAndStep(Rule):
     """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 3 findings were true;
     off by default. Enable it with `--extend-select TL104`.
@@ -136,9 +146,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
             elif state == 1 and method_name(call) == "zero_grad":
                 state, zero_grad = 2, call
             elif state == 2 and is_optimizer_step(call) and zero_grad is not None:
-                self.report(zero_grad, f"`{dotted(zero_grad.func)}()` between `backward()` and `step()`: "
-                                       "the step sees no gradients",
-                            help="Call `zero_grad()` before the forward pass or after `step()`")
+                self.report(zero_grad, ZeroGradBeforeStep(zero_grad=dotted(zero_grad.func)))
                 state, zero_grad = 0, None
 
     def _visit_block(self, node: ast.AST, ctx: FileContext) -> None:
