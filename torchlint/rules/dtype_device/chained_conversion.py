@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from torchlint.analysis import inference
 from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
 from torchlint.edits import edit, end_of, has_comment, make_fix, module_alias, text_of
-from torchlint.rules.base import Evidence, Rule, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, dotted
 
 _DTYPE_METHODS = frozenset({"float", "half", "double", "bfloat16", "long", "int"})
 _DEVICE_METHODS = frozenset({"cuda", "cpu"})
@@ -92,6 +93,17 @@ def judge_chained_conversion(facts: dict, runs: list) -> Optional[tuple[str, str
                               "one of its steps was a no-op on this device or dtype")
 
 
+@dataclass(frozen=True)
+class TwoStepConversion(Violation):
+    call: str  # the chain as written, `x.cuda().float()`
+    inner: str  # the first conversion's kind: "device" / "dtype"
+    outer: str
+    help = "Convert once with `.to(device, dtype)`"
+
+    def message(self) -> str:
+        return f"`{self.call}` converts {self.inner} and {self.outer} in two steps (up to two copies)"
+
+
 class ChainedConversion(Rule):
     """Off by default since 0.2: on training code (the triage in issue 9's corpus) fewer than half
     of the findings were sure to copy twice. Whether a conversion copies depends on the tensor's
@@ -158,8 +170,7 @@ class ChainedConversion(Rule):
             return  # `(ckpt.get("ema") or ckpt["model"]).to(d).float()`: often a module, moved in place
         if _already_float32(inner_call, ctx) or _already_float32(node, ctx):
             return  # `.float()` on a float32 tensor returns it unchanged: one copy, not two
-        self.report(node, f"`{dotted(node)}` converts {inner} and {outer} in two steps (up to two copies)",
-                    help="Convert once with `.to(device, dtype)`", fix=_fix(node, inner_call, receiver, inner, ctx))
+        self.report(node, TwoStepConversion(call=dotted(node), inner=inner, outer=outer), fix=_fix(node, inner_call, receiver, inner, ctx))
 
 
 def _target_text(call: ast.Call, kind: str, ctx: FileContext) -> Optional[str]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.analysis.cells import is_displayed_cell_result
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, dotted
 
 _CONVERSIONS = frozenset({"long", "int", "contiguous", "detach", "clone", "pin_memory",
                           "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type"})
@@ -57,6 +58,18 @@ def judge_discarded_conversion(facts: dict, runs: list) -> Optional[tuple[str, s
         return "not-reproduced", "the call returned the tensor itself: it was already in the requested form"
     return ("confirmed", f"the call returned a new tensor, {describe(value)} on {getattr(value, 'device', '?')}; the original "
                          f"is still {describe(receiver)} on {receiver.device}")
+
+
+@dataclass(frozen=True)
+class ConversionResultDiscarded(Violation):
+    call: str  # `x.to(device)`
+    target: str  # what it converts, `x`
+
+    def message(self) -> str:
+        return f"`{self.call}` result is discarded: tensor conversions are not in place"
+
+    def help_text(self) -> str:
+        return f"Assign it: `{self.target} = {self.call}`"
 
 
 class DiscardedConversion(Rule):
@@ -143,6 +156,4 @@ class DiscardedConversion(Rule):
             return  # x.type() returns the type string; not a conversion
         if is_displayed_cell_result(ctx.tree, ctx.cell_starts, node):
             return  # a notebook cell's last expression: IPython displays it
-        target = dotted(receiver)
-        self.report(node, f"`{dotted(call)}` result is discarded: tensor conversions are not in place",
-                    help=f"Assign it: `{target} = {dotted(call)}`", params={"method": method})
+        self.report(node, ConversionResultDiscarded(call=dotted(call), target=dotted(receiver)), params={"method": method})

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_api import dtype_name
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, keyword, literal
 
 _ALWAYS_FLOAT64 = frozenset({
     "numpy.random.rand", "numpy.random.randn", "numpy.random.random", "numpy.random.uniform",
@@ -64,6 +65,16 @@ def judge_float64_from_numpy(facts: dict, runs: list) -> Optional[tuple[str, str
     if isinstance(value, torch.Tensor) and value.dtype == torch.float64:
         return "confirmed", f"the call returned {describe(value)}"
     return "not-reproduced", f"the call returned {describe(value)}"
+
+
+@dataclass(frozen=True)
+class Float64TensorFromNumpy(Violation):
+    converter: str  # `torch.from_numpy`
+    source: str  # the array's maker, `np.random.rand`
+    help = "Pass `dtype=torch.float32` or add `.float()`"
+
+    def message(self) -> str:
+        return f"`{self.converter}` of a float64 `{self.source}` array gives a float64 tensor"
 
 
 class Float64FromNumpy(Rule):
@@ -141,6 +152,5 @@ class Float64FromNumpy(Rule):
                     dtype_name(a, ctx) not in (None, "torch.float64") for a in [*grand.args, *(k.value for k in grand.keywords)]):
                 return
         short = source.replace("numpy.", "np.")
-        self.report(node, f"`{name}` of a float64 `{short}` array gives a float64 tensor",
-                    help="Pass `dtype=torch.float32` or add `.float()`",
+        self.report(node, Float64TensorFromNumpy(converter=name, source=short),
                     params={"source": short, "converter": name})

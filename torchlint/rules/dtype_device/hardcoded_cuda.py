@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule
+from torchlint.rules.base import Evidence, Rule, Violation
 
 
 def _is_cuda_literal(node: ast.AST) -> bool:
@@ -22,6 +23,14 @@ def _is_guard(node: ast.AST) -> bool:
             if name in ("is_available", "device_count") or "cuda" in name or "gpu" in name:
                 return True
     return False
+
+
+@dataclass(frozen=True)
+class HardcodedCudaDevice(Violation):
+    help = "Pick the device once (`'cuda' if torch.cuda.is_available() else 'cpu'`)"
+
+    def message(self) -> str:
+        return "Hard-coded CUDA device fails on machines without a GPU"
 
 
 class HardcodedCuda(Rule):
@@ -86,5 +95,4 @@ class HardcodedCuda(Rule):
             if ctx.call_name(node) == "torch.device" and node.args and _is_cuda_literal(node.args[0]):
                 hit = node
         if hit is not None and not self._guarded(ctx):
-            self.report(hit, "Hard-coded CUDA device fails on machines without a GPU",
-                        help="Pick the device once (`'cuda' if torch.cuda.is_available() else 'cpu'`)")
+            self.report(hit, HardcodedCudaDevice())

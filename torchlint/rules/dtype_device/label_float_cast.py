@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from torchlint.analysis.torch_api import (CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_
                                           float_cast, receiver_chain)
 from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword
 from torchlint.records import RuntimeResult
 import torchlint.runtime.judging as run
 
@@ -93,6 +94,16 @@ def judge_label_float_cast(facts: dict, runs: list) -> Optional[tuple[str, str]]
     return "not-reproduced", f"the loss ran with {shapes} (loss {loss}): the float target is valid here"
 
 
+@dataclass(frozen=True)
+class FloatCastClassTarget(Violation):
+    loss: str  # `F.cross_entropy`
+    dtype: str
+    help = "Pass the labels as `.long()`"
+
+    def message(self) -> str:
+        return f"Target of `{self.loss}` is cast to {self.dtype}; class indices must stay int64"
+
+
 class LabelFloatCast(Rule):
     """## What it does
     Flags a float cast (`.float()`, `.double()`, `.half()`, `.bfloat16()`, `.to(<float dtype>)`,
@@ -163,8 +174,7 @@ class LabelFloatCast(Rule):
     def _report(self, qualified_loss: str, found: tuple[ast.Call, str]) -> None:
         cast, dtype = found
         loss = qualified_loss.replace("torch.nn.functional.", "F.").replace("torch.nn.", "nn.")
-        self.report(cast, f"Target of `{loss}` is cast to {dtype}; class indices must stay int64",
-                    help="Pass the labels as `.long()`", params={"dtype": dtype, "loss": loss})
+        self.report(cast, FloatCastClassTarget(loss=loss, dtype=dtype), params={"dtype": dtype, "loss": loss})
 
     def _float_cast_of(self, target: ast.AST, lineno: int, ctx: FileContext) -> Optional[tuple[ast.Call, str]]:
         if isinstance(target, ast.Name):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
 from torchlint.checker import FileContext
 from torchlint.edits import make_fix, module_alias, replace, text_of
-from torchlint.rules.base import Evidence, Rule
+from torchlint.rules.base import Evidence, Rule, Violation
 
 _DTYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
            "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16",
@@ -98,6 +99,28 @@ def judge_legacy_constructor(facts: dict, runs: list) -> Optional[tuple[str, str
     return "not-reproduced", f"the call built {describe(value)} from the given values"
 
 
+_LEGACY_HELP = "Use `torch.tensor(data)` for values, `torch.zeros(size)` for shapes"
+
+
+@dataclass(frozen=True)
+class LegacyConstructorOfSize(Violation):
+    constructor: str  # `FloatTensor`
+    size: int
+    help = _LEGACY_HELP
+
+    def message(self) -> str:
+        return f"`{self.constructor}({self.size})` is an uninitialised tensor of size {self.size}, not the value"
+
+
+@dataclass(frozen=True)
+class LegacyConstructor(Violation):
+    constructor: str
+    help = _LEGACY_HELP
+
+    def message(self) -> str:
+        return f"Legacy constructor `{self.constructor}`: an int means a size, a sequence means data"
+
+
 class LegacyTensorConstructor(Rule):
     """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 100 findings were true;
     off by default. Enable it with `--extend-select TL205`.
@@ -155,8 +178,7 @@ class LegacyTensorConstructor(Rule):
         # One int: a size where a value may have been meant. Several are plainly a shape.
         if len(node.args) == 1 and isinstance(first, ast.Constant) and isinstance(first.value, int) \
                 and not isinstance(first.value, bool):
-            message = f"`{short}({first.value})` is an uninitialised tensor of size {first.value}, not the value"
+            violation: Violation = LegacyConstructorOfSize(constructor=short, size=first.value)
         else:
-            message = f"Legacy constructor `{short}`: an int means a size, a sequence means data"
-        self.report(node, message, help="Use `torch.tensor(data)` for values, `torch.zeros(size)` for shapes",
-                    params={"constructor": name, **_argument_facts(node)}, fix=_fix(node, name, ctx))
+            violation = LegacyConstructor(constructor=short)
+        self.report(node, violation, params={"constructor": name, **_argument_facts(node)}, fix=_fix(node, name, ctx))

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule
+from torchlint.rules.base import Evidence, Rule, Violation
 
 _PACKERS = frozenset(f"torch.nn.utils.rnn.{n}" for n in ("pack_padded_sequence", "pack_sequence"))
+
+
+@dataclass(frozen=True)
+class PackedSequenceUnpacked(Violation):
+    packer: str  # `pack_padded_sequence`
+    names: int
+    help = "Assign it to one name; `pad_packed_sequence` returns `(padded, lengths)`"
+
+    def message(self) -> str:
+        return (f"`{self.packer}` returns a PackedSequence of 4 fields: unpacking it into "
+                f"{self.names} names raises ValueError")
 
 
 class PackedSequenceUnpacking(Rule):
@@ -67,6 +79,4 @@ class PackedSequenceUnpacking(Rule):
             if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) != 4 \
                     and not any(isinstance(e, ast.Starred) for e in target.elts):
                 short = name.rsplit(".", 1)[1]
-                self.report(target, f"`{short}` returns a PackedSequence of 4 fields: unpacking it into "
-                                    f"{len(target.elts)} names raises ValueError",
-                            help="Assign it to one name; `pad_packed_sequence` returns `(padded, lengths)`")
+                self.report(target, PackedSequenceUnpacked(packer=short, names=len(target.elts)))

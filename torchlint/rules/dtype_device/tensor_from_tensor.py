@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchlint.analysis.dominance import reaches_here
 from torchlint.analysis.inference import TENSOR_FACTORIES, kind_of_annotation
 from torchlint.checker import FileContext
 from torchlint.edits import has_comment, make_fix, replace, text_of
-from torchlint.rules.base import Evidence, Rule, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, dotted
 
 # torch.* functions that always return one tensor (`torch.max(x, 1)` is a tuple, `torch.numel` an int).
 _TENSOR_FUNCTIONS = TENSOR_FACTORIES | {
@@ -66,6 +67,16 @@ def known_tensor(expr: ast.AST, ctx: FileContext, lineno: int, depth: int = 0) -
         if isinstance(binding.node, ast.Assign) and binding.value is not None:
             return known_tensor(binding.value, ctx, binding.lineno, depth + 1)
     return False
+
+
+@dataclass(frozen=True)
+class TensorOfTensor(Violation):
+    source: str  # the tensor as written, shown when short
+    help = "Use `x.detach().clone()` for a copy (`torch.as_tensor(x)` or `x` when none is needed)"
+
+    def message(self) -> str:
+        shown = self.source if len(self.source) <= 30 else "x"
+        return f"`torch.tensor({shown})` copies a tensor and detaches it from the graph"
 
 
 class TensorFromTensor(Rule):
@@ -126,7 +137,5 @@ class TensorFromTensor(Rule):
             text = text_of(ctx.source, arg)
             text = text if isinstance(arg, _ATOMS) else f"({text})"
             fix = make_fix("Use `.detach().clone()`", [replace(ctx.source, node, f"{text}.detach().clone()")])
-        shown = dotted(arg)
-        self.report(node, f"`torch.tensor({shown if len(shown) <= 30 else 'x'})` copies a tensor and detaches it from the graph",
-                    help="Use `x.detach().clone()` for a copy (`torch.as_tensor(x)` or `x` when none is needed)",
+        self.report(node, TensorOfTensor(source=dotted(arg)),
                     params={"source": "tensor"}, fix=fix)

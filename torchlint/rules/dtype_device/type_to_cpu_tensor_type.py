@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
 from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
 from torchlint.edits import make_fix, replace, text_of
-from torchlint.rules.base import Evidence, Rule, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, dotted
 
 # The CPU tensor type classes and the dtype method that converts in place of each.
 _CPU_TYPES = {
@@ -96,6 +97,20 @@ def _names_accelerator(device: ast.AST, ctx: FileContext) -> bool:
     return True  # a variable: the hazard is there whenever it names a GPU
 
 
+@dataclass(frozen=True)
+class TypeMovesToCpu(Violation):
+    type: str  # `FloatTensor`
+    tensor: str  # the receiver as written, shown when short
+    method: str  # what keeps the device, `float`
+
+    def message(self) -> str:
+        shown = self.tensor if len(self.tensor) <= 30 else "x"
+        return f"`.type(torch.{self.type})` returns a CPU tensor: it moves `{shown}` off the GPU"
+
+    def help_text(self) -> str:
+        return f"Use `.{self.method}()` or `.to(dtype)`, which keep the device"
+
+
 class TypeToCpuTensorType(Rule):
     """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 1 findings were true (a deliberate CPU copy compared with `.item()`);
     off by default. Enable it with `--extend-select TL209`.
@@ -161,7 +176,5 @@ class TypeToCpuTensorType(Rule):
         method = _CPU_TYPES[short]
         fix = make_fix(f"Use `.{method}()`", [replace(ctx.source, node, f"{text_of(ctx.source, func.value)}.{method}()")],
                        applicability="unsafe")
-        shown = dotted(func.value)
-        self.report(node, f"`.type(torch.{short})` returns a CPU tensor: it moves `{shown if len(shown) <= 30 else 'x'}` off the GPU",
-                    help=f"Use `.{method}()` or `.to(dtype)`, which keep the device",
+        self.report(node, TypeMovesToCpu(type=short, tensor=dotted(func.value), method=method),
                     params={"type": f"torch.{short}"}, fix=fix)

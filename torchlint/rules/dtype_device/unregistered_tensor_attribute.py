@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.inference import TENSOR_FACTORIES
 from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule
+from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule, Violation
 
 
 def _attribute_uses(cls: ast.ClassDef) -> dict[str, tuple[bool, int, int]]:
@@ -110,6 +111,17 @@ def observe_unregistered_tensor(build, facts: dict) -> tuple[str, str]:
     return "not-reproduced", f"`{name}` in state_dict(): {saved}; after .to('meta') it is on {where}"
 
 
+@dataclass(frozen=True)
+class PlainTensorAttribute(Violation):
+    attribute: str
+
+    def message(self) -> str:
+        return f"Plain tensor `self.{self.attribute}` is not moved by `.to()` nor saved"
+
+    def help_text(self) -> str:
+        return f"Use `self.register_buffer('{self.attribute}', ...)` or `nn.Parameter(...)`"
+
+
 class UnregisteredTensorAttribute(Rule):
     """On the 2026-12 held-out corpus (54 projects, independent triage), 2 of 4 findings were true;
     off by default. Enable it with `--extend-select TL206`.
@@ -193,5 +205,4 @@ class UnregisteredTensorAttribute(Rule):
         for target in node.targets:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self" \
                     and not _handled_elsewhere(uses, target.attr):  # type: ignore[arg-type]
-                self.report(target, f"Plain tensor `self.{target.attr}` is not moved by `.to()` nor saved",
-                            help=f"Use `self.register_buffer('{target.attr}', ...)` or `nn.Parameter(...)`")
+                self.report(target, PlainTensorAttribute(attribute=target.attr))
