@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, literal
 
 
 # -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
@@ -32,6 +33,23 @@ def judge_conflicting_sampler(facts: dict, runs: list) -> Optional[tuple[str, st
 
     return expect_raise(runs, says("sampler", "mutually exclusive"), "the DataLoader call",
                         lambda rec: "the DataLoader accepted these options")
+
+
+@dataclass(frozen=True)
+class BatchSamplerConflict(Violation):
+    conflicts: tuple[str, ...]  # the options that conflict with `batch_sampler`, `shuffle=True`
+    help = "Configure batching in the batch sampler only"
+
+    def message(self) -> str:
+        return f"`DataLoader` raises: `batch_sampler` with {', '.join(f'`{c}`' for c in self.conflicts)}"
+
+
+@dataclass(frozen=True)
+class ShuffleWithSampler(Violation):
+    help = "Shuffle in the sampler and drop `shuffle`"
+
+    def message(self) -> str:
+        return "`DataLoader` raises: `shuffle=True` together with `sampler=`"
 
 
 class ConflictingSamplerOptions(Rule):
@@ -95,9 +113,7 @@ class ConflictingSamplerOptions(Rule):
             if drop_last is not None and literal(drop_last) is True:
                 conflicts.append("drop_last=True")
             if conflicts:
-                self.report(node, f"`DataLoader` raises: `batch_sampler` with {', '.join(f'`{c}`' for c in conflicts)}",
-                            help="Configure batching in the batch sampler only", params={"conflict": "batch_sampler"})
+                self.report(node, BatchSamplerConflict(conflicts=tuple(conflicts)), params={"conflict": "batch_sampler"})
                 return
         if given(sampler) and shuffle is not None and literal(shuffle) is True:
-            self.report(node, "`DataLoader` raises: `shuffle=True` together with `sampler=`",
-                        help="Shuffle in the sampler and drop `shuffle`", params={"conflict": "sampler"})
+            self.report(node, ShuffleWithSampler(), params={"conflict": "sampler"})

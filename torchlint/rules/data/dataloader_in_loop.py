@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from torchlint.analysis.scopes import assigned_names, iter_scope
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.analysis.dataloader import nonzero_workers
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, keyword, literal
 
 
 # -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
@@ -57,6 +58,17 @@ def probe_dataloader_in_loop(params: dict, device: str) -> tuple[str, str]:
                              f"one persistent loader built before the loop started {once}")
     return ("not-reproduced", f"{runs} with {shown} started {in_loop} worker processes, no more than one loader "
                               f"built before the loop ({once}): a loop that runs once restarts nothing")
+
+
+@dataclass(frozen=True)
+class DataloaderBuiltEveryIteration(Violation):
+    num_workers: object  # the literal, or the expression's text
+    persistent: bool  # `persistent_workers=True`, defeated
+    help = "Build it once before the loop"
+
+    def message(self) -> str:
+        extra = " (defeating persistent_workers)" if self.persistent else ""
+        return f"`DataLoader(num_workers={self.num_workers})` in a loop restarts its workers every iteration{extra}"
 
 
 class DataloaderInLoop(Rule):
@@ -124,9 +136,8 @@ class DataloaderInLoop(Rule):
         if ctx.branches_since(loop):
             return  # rebuilt on a schedule (`if epoch % k == 0:`), not every iteration
         persistent = keyword(node, "persistent_workers")
-        extra = " (defeating persistent_workers)" if persistent is not None and literal(persistent.value) is True else ""
-        self.report(node, f"`DataLoader(num_workers={workers})` in a loop restarts its workers every iteration{extra}",
-                    help="Build it once before the loop",
+        persistent_on = persistent is not None and literal(persistent.value) is True
+        self.report(node, DataloaderBuiltEveryIteration(num_workers=workers, persistent=persistent_on),
                     params={"num_workers": workers if type(workers) is int else None,
                             "iterations": _literal_iterations(ctx.loops)})
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Mapping
+from dataclasses import dataclass
+from typing import Mapping, Optional
 
 from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.analysis.dataloader import iterated, nonzero_workers
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, keyword, literal
 
 _START_METHODS = ("fork", "spawn", "forkserver")
 _SET_START_METHOD = ("multiprocessing.set_start_method", "torch.multiprocessing.set_start_method")
@@ -63,6 +64,16 @@ def probe_main_guard(params: dict, device: str) -> tuple[str, str]:
         return "not-reproduced", f"an unguarded module-level loop over a multi-worker DataLoader ran (exit 0) " \
                                  f"with {how}: forked workers do not re-import the main module"
     raise RuntimeError(f"the unguarded script exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
+
+
+@dataclass(frozen=True)
+class WorkersStartedAtImport(Violation):
+    helper: Optional[str] = None  # the module-level call of a function that starts them, if any
+    help = 'Move it under `if __name__ == "__main__":`'
+
+    def message(self) -> str:
+        what = f"calls `{self.helper}()`, which starts DataLoader workers" if self.helper else "starts DataLoader workers"
+        return f"Module-level code {what}: fails under the spawn start method"
 
 
 class DataloaderWithoutMainGuard(Rule):
@@ -134,7 +145,7 @@ class DataloaderWithoutMainGuard(Rule):
                     # A comprehension's `for` clause has no position of its own: point at its iterable.
                     call = self._loader_calls.get(it.id) if isinstance(it, ast.Name) else it
                     self._report(it if isinstance(node, ast.comprehension) else node,
-                                 "starts DataLoader workers", self._context(call, ctx), call)
+                                 WorkersStartedAtImport(), self._context(call, ctx), call)
                     reported.add(id(stmt))
                     break
         spawning = self._spawning_functions(functions, loaders, ctx)
@@ -143,16 +154,14 @@ class DataloaderWithoutMainGuard(Rule):
                 continue
             for node in iter_scope([stmt]):
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in spawning:
-                    self._report(node, f"calls `{node.func.id}()`, which starts DataLoader workers")
+                    self._report(node, WorkersStartedAtImport(helper=node.func.id))
                     break
 
-    help = 'Move it under `if __name__ == "__main__":`'
-
-    def _report(self, node: ast.AST, what: str, context: object = None, call: object = None) -> None:
+    def _report(self, node: ast.AST, violation: WorkersStartedAtImport, context: object = None, call: object = None) -> None:
         # Facts for --verify: the start method the loader or the module pins, and the loader's
         # num_workers, when a literal says so.
         workers = nonzero_workers(call) if isinstance(call, ast.Call) else None
-        self.report(node, f"Module-level code {what}: fails under the spawn start method",
+        self.report(node, violation,
                     params={"context": context, "start_method": self._start_method,
                             "num_workers": workers if type(workers) is int else None})
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, has_star_kwargs, keyword, literal
 
 
 def probe_iterable_sharding(params: dict, device: str) -> tuple[str, str]:
@@ -57,6 +58,16 @@ def _identifiers(node: ast.AST) -> set[str]:
         elif isinstance(n, ast.arg):
             found.add(n.arg)
     return found
+
+
+@dataclass(frozen=True)
+class UnshardedIterableDataset(Violation):
+    dataset: str  # the class
+    workers: str  # their count, or "the" (one per CPU)
+    help = "Split the stream in `__iter__` by `get_worker_info()` (id, num_workers)"
+
+    def message(self) -> str:
+        return f"`{self.dataset}` ignores `get_worker_info()`: {self.workers} workers each yield every sample"
 
 
 class IterableDatasetWithoutWorkerSharding(Rule):
@@ -136,8 +147,7 @@ class IterableDatasetWithoutWorkerSharding(Rule):
         if cls is None or not self._ignores_workers(cls, ctx):
             return
         count = "the" if cpu_count else str(workers)
-        self.report(dataset, f"`{cls.name}` ignores `get_worker_info()`: {count} workers each yield every sample",
-                    help="Split the stream in `__iter__` by `get_worker_info()` (id, num_workers)",
+        self.report(dataset, UnshardedIterableDataset(dataset=cls.name, workers=count),
                     params={"num_workers": workers})
 
     def _workers(self, node: Optional[ast.AST], lineno: int, ctx: FileContext) -> Optional[int]:

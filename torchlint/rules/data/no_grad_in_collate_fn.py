@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchlint.analysis.scopes import grad_mode_of
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, keyword
+from torchlint.rules.base import Evidence, Rule, Violation, keyword
+
+
+@dataclass(frozen=True)
+class NoGradInCollate(Violation):
+    collate_fn: str
+    help = "Remove it"
+
+    def message(self) -> str:
+        return f"`torch.no_grad()` in collate_fn `{self.collate_fn}` has no effect"
 
 
 class NoGradInCollateFn(Rule):
@@ -51,7 +61,6 @@ class NoGradInCollateFn(Rule):
     requires_text = ('collate_fn',)
     evidence = Evidence(reason='the pattern has no effect to observe; it is flagged as noise, not a wrong result')
 
-    help = "Remove it"
 
     # The walk records grad-disabling sites per module-level function and the names passed
     # as `collate_fn=`; end_file matches the two (a collate_fn is often defined after use).
@@ -84,7 +93,7 @@ class NoGradInCollateFn(Rule):
     def end_file(self, ctx: FileContext) -> None:
         for name, site in self.sites:
             if name in self.collate_names:
-                self.report(site, f"`torch.no_grad()` in collate_fn `{name}` has no effect")
+                self.report(site, NoGradInCollate(collate_fn=name))
 
 
 def _disables_grad(expr: ast.AST, ctx: FileContext) -> bool:

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, has_star_kwargs, keyword, literal
 
 
 def probe_worker_options(params: dict, device: str) -> tuple[str, str]:
@@ -29,6 +30,16 @@ def _keyword_literal(call: ast.Call, name: str) -> object:
     """The literal value of keyword `name`; None when absent, `...` when not a literal."""
     kw = keyword(call, name)
     return None if kw is None else literal(kw.value)
+
+
+@dataclass(frozen=True)
+class WorkerOptionsNeedWorkers(Violation):
+    options: tuple[str, ...]  # `persistent_workers`, `prefetch_factor`, as given
+    help = "Use workers, or leave these options out when `num_workers` is 0"
+
+    def message(self) -> str:
+        what = " and ".join(f"`{g}`" for g in self.options)
+        return f"`DataLoader` raises: {what} {'needs' if len(self.options) == 1 else 'need'} `num_workers > 0`"
 
 
 class WorkerOptionsWithoutWorkers(Rule):
@@ -91,7 +102,5 @@ class WorkerOptionsWithoutWorkers(Rule):
         if _keyword_literal(node, "prefetch_factor") not in (..., None):
             given.append("prefetch_factor")
         if given:
-            what = " and ".join(f"`{g}`" for g in given)
-            self.report(node, f"`DataLoader` raises: {what} {'needs' if len(given) == 1 else 'need'} `num_workers > 0`",
-                        help="Use workers, or leave these options out when `num_workers` is 0",
+            self.report(node, WorkerOptionsNeedWorkers(options=tuple(given)),
                         params={"option": given[0]})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -13,7 +14,7 @@ from torchlint.analysis.dataloader import nonzero_workers
 from torchlint.analysis.torch_api import DATALOADER, RNG_CONSTRUCTORS
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, has_star_kwargs, keyword, literal
 from torchlint.rules.data.identical_worker_random_streams import drawn, identical, worker_groups
 import torchlint.runtime.judging as run
 
@@ -186,6 +187,18 @@ def judge_worker_rng(facts: dict, runs: list) -> Optional[tuple[str, str]]:
         str(v[0][:2]) for v in values[:3])
 
 
+@dataclass(frozen=True)
+class RngCopiedToWorkers(Violation):
+    dataset: str
+    attribute: str
+    kind: str  # the generator's kind, `np.random.RandomState`
+    help = "Re-seed it per worker in a `worker_init_fn` (from `get_worker_info().seed`)"
+
+    def message(self) -> str:
+        return (f"Every worker gets a copy of `{self.dataset}.{self.attribute}` ({self.kind}): "
+                "identical random streams")
+
+
 class WorkerRngDuplication(Rule):
     """## What it does
     Flags a `DataLoader(...)` with `num_workers` not literally 0 and no `worker_init_fn`, whose
@@ -260,8 +273,7 @@ class WorkerRngDuplication(Rule):
         if found is None:
             return
         attr, kind = found
-        self.report(node, f"Every worker gets a copy of `{cls.name}.{attr}` ({kind}): identical random streams",
-                    help="Re-seed it per worker in a `worker_init_fn` (from `get_worker_info().seed`)",
+        self.report(node, RngCopiedToWorkers(dataset=cls.name, attribute=attr, kind=kind),
                     params={"rng": kind, "num_workers": workers if isinstance(workers, int) else 2})
 
     def _dataset_class(self, dataset: ast.AST, lineno: int, ctx: FileContext) -> Optional[ast.ClassDef]:
