@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 import functools
 import inspect
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
-from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule, arg_or_keyword, has_star_kwargs, literal
+from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule, Violation, arg_or_keyword, has_star_kwargs, literal
 import torchlint.runtime.judging as run
 
 
@@ -150,6 +151,15 @@ def observe_functional_dropout(build, facts: dict) -> tuple[str, str]:
     return "not-reproduced", f"in eval() mode `{built}` gave the same output twice on one input: no dropout is on"
 
 
+@dataclass(frozen=True)
+class DropoutWithoutTraining(Violation):
+    function: str  # `dropout`, `dropout2d`, ...
+    help = "Pass `training=self.training`, or use an `nn.Dropout` layer"
+
+    def message(self) -> str:
+        return f"`F.{self.function}` without `training=` stays on after `model.eval()`"
+
+
 class FunctionalDropoutAlwaysOn(Rule):
     """On the 2026-12 held-out corpus (54 projects, independent triage), 0 of 1 findings were true;
     off by default. Enable it with `--extend-select TL402`.
@@ -217,8 +227,7 @@ class FunctionalDropoutAlwaysOn(Rule):
             return  # `p=self.p if self.training else 0.0`: off in eval() already
         short = name.rsplit(".", 1)[1]  # type: ignore[union-attr]
         p = 0.5 if p_node is None else literal(p_node)  # 0.5: the default
-        self.report(node, f"`F.{short}` without `training=` stays on after `model.eval()`",
-                    help="Pass `training=self.training`, or use an `nn.Dropout` layer",
+        self.report(node, DropoutWithoutTraining(function=short),
                     params={"function": short, "p": p if type(p) in (int, float) else None})
 
 

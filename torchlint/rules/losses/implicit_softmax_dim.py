@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, keyword
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, has_star_kwargs, keyword
 import torchlint.runtime.judging as run
 
 
@@ -92,6 +93,36 @@ def judge_implicit_softmax_dim(facts: dict, runs: list) -> Optional[tuple[str, s
             + (", the last dimension, as intended" if implicit == max(ndim - 1, 0) else " (the channel dimension)"))
 
 
+_DIM_HELP = "Pass `dim=-1` (or the class dimension)"
+
+
+@dataclass(frozen=True)
+class AxisKeyword(Violation):
+    function: str  # `F.softmax`
+    help = "Write `dim=`"
+
+    def message(self) -> str:
+        return f"`{self.function}` raises on `axis=`: it has no such parameter"
+
+
+@dataclass(frozen=True)
+class MissingRequiredDim(Violation):
+    function: str  # `torch.softmax`, whose `dim` has no default
+    help = _DIM_HELP
+
+    def message(self) -> str:
+        return f"`{self.function}` without `dim` raises: `dim` is required"
+
+
+@dataclass(frozen=True)
+class ImplicitDim(Violation):
+    call: str  # `F.softmax`, or `nn.Softmax()`
+    help = _DIM_HELP
+
+    def message(self) -> str:
+        return f"`{self.call}` without `dim` picks a dimension from the input's rank (deprecated)"
+
+
 class ImplicitSoftmaxDim(Rule):
     """On the 2026-12 held-out corpus (54 projects, independent triage), 1 of 7 findings were true;
     off by default. Enable it with `--extend-select TL403`.
@@ -136,7 +167,6 @@ class ImplicitSoftmaxDim(Rule):
     requires_text = ('softmax', 'Softmax', 'softmin', 'Softmin')
     precision = "very-high"
 
-    help = "Pass `dim=-1` (or the class dimension)"
     evidence = Evidence(probe=probe_implicit_softmax_dim, slice="call", judge=judge_implicit_softmax_dim,
                         runtime=run_verdict, monitor=ImplicitDimMonitor)
 
@@ -150,14 +180,14 @@ class ImplicitSoftmaxDim(Rule):
             if axis is not None and name in _NUMPY_ALIASES:
                 return  # torch.softmax(x, axis=1) is accepted: `axis` is an alias of `dim`
             if axis is not None:
-                self.report(node, f"`{short}` raises on `axis=`: it has no such parameter", help="Write `dim=`")
+                self.report(node, AxisKeyword(function=short))
                 return
             if arg_or_keyword(node, 1, "dim") is not None:
                 return
             if name in _NUMPY_ALIASES:
-                self.report(node, f"`{short}` without `dim` raises: `dim` is required")
+                self.report(node, MissingRequiredDim(function=short))
             else:
-                self.report(node, f"`{short}` without `dim` picks a dimension from the input's rank (deprecated)")
+                self.report(node, ImplicitDim(call=short))
         elif name in _MODULES and arg_or_keyword(node, 0, "dim") is None:
             short = name.replace("torch.nn.", "nn.")
-            self.report(node, f"`{short}()` without `dim` picks a dimension from the input's rank (deprecated)")
+            self.report(node, ImplicitDim(call=f"{short}()"))

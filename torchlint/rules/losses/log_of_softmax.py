@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.training_step import own_level
 from torchlint.checker import FileContext
 from torchlint.edits import SAFE, Fix, has_comment, make_fix, replace, text_of
-from torchlint.rules.base import Evidence, Rule
+from torchlint.rules.base import Evidence, Rule, Violation
 
 
 def probe_log_of_softmax(params: dict, device: str) -> tuple[str, str]:
@@ -61,6 +62,14 @@ def _target_names(stmt: ast.AST) -> set[str]:
 
 def _loss_named(names: set[str]) -> bool:
     return any("loss" in n.lower() for n in names)
+
+
+@dataclass(frozen=True)
+class LogOfSoftmaxViolation(Violation):
+    help = "Use `log_softmax(...)` (or `Categorical(logits=...)`)"
+
+    def message(self) -> str:
+        return "`log` of a softmax: an underflowed probability gives -inf and NaN gradients"
 
 
 class LogOfSoftmax(Rule):
@@ -132,8 +141,7 @@ class LogOfSoftmax(Rule):
         if inner is None or not self._in_loss(node, ctx):
             return
         fix = _fix(node, arg, ctx) if inner is arg else None
-        self.report(node, "`log` of a softmax: an underflowed probability gives -inf and NaN gradients",
-                    help="Use `log_softmax(...)` (or `Categorical(logits=...)`)", params={}, fix=fix)
+        self.report(node, LogOfSoftmaxViolation(), params={}, fix=fix)
 
     def _softmax_of(self, arg: ast.AST, lineno: int, ctx: FileContext) -> Optional[ast.AST]:
         """The softmax call `arg` reads: itself, a variable bound to it, or an element of it."""

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import has_comment, make_fix, module_alias, replace, text_of
 from torchlint.records import Fix
-from torchlint.rules.base import Evidence, Rule
+from torchlint.rules.base import Evidence, Rule, Violation
 
 
 def probe_log_sum_exp(params: dict, device: str) -> tuple[str, str]:
@@ -55,6 +56,14 @@ def _shifted(x: ast.AST, lineno: int, ctx: FileContext) -> bool:
         value = ctx.value_before(x, lineno)
         x = value if value is not None else x
     return isinstance(x, ast.BinOp) and isinstance(x.op, ast.Sub)
+
+
+@dataclass(frozen=True)
+class UnstableLogSumExp(Violation):
+    help = "Use `torch.logsumexp(x, dim)`"
+
+    def message(self) -> str:
+        return "`log(sum(exp(x)))` is inf when an `exp` overflows, and -inf when all underflow"
 
 
 class LogSumExp(Rule):
@@ -119,8 +128,7 @@ class LogSumExp(Rule):
         x = _exp_operand(parts[0], ctx)
         if x is None or _shifted(x, node.lineno, ctx) or "logsumexp" in getattr(ctx.function, "name", ""):
             return  # stabilised by hand, or the implementation of logsumexp itself
-        self.report(node, "`log(sum(exp(x)))` is inf when an `exp` overflows, and -inf when all underflow",
-                    help="Use `torch.logsumexp(x, dim)`", params={"scale": 100.0},
+        self.report(node, UnstableLogSumExp(), params={"scale": 100.0},
                     fix=self._fix(node, x, parts[1], parts[2], ctx))
 
     def _fix(self, node: ast.Call, x: ast.AST, args: list[ast.expr], keywords: list[ast.keyword],

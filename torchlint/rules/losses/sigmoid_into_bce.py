@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword
 
 
 def probe_sigmoid_bce(params: dict, device: str) -> tuple[str, str]:
@@ -53,6 +54,24 @@ def _layer_kind(layer: Optional[ast.AST], ctx: FileContext) -> Optional[str]:
     if name == "torch.nn.Sequential" and layer.args and not isinstance(layer.args[-1], ast.Starred):  # type: ignore[union-attr]
         return _layer_kind(layer.args[-1], ctx)  # type: ignore[union-attr]
     return None
+
+
+@dataclass(frozen=True)
+class BceAfterSigmoid(Violation):
+    loss: str  # `F.binary_cross_entropy` / `nn.BCELoss`
+    help = "Drop the sigmoid and use `BCEWithLogitsLoss` / `F.binary_cross_entropy_with_logits`"
+
+    def message(self) -> str:
+        return f"`{self.loss}` after `sigmoid`: confident wrong predictions saturate to zero gradient"
+
+
+@dataclass(frozen=True)
+class BceOnLogits(Violation):
+    loss: str
+    help = "Use `BCEWithLogitsLoss` / `F.binary_cross_entropy_with_logits` on the logits"
+
+    def message(self) -> str:
+        return f"`{self.loss}` gets raw `nn.Linear` logits: it raises once a value leaves [0, 1]"
 
 
 class SigmoidIntoBce(Rule):
@@ -142,12 +161,10 @@ class SigmoidIntoBce(Rule):
         kind = self._kind(value, ctx)
         short = "F.binary_cross_entropy" if loss.startswith("torch.nn.functional.") else "nn.BCELoss"
         if kind == "sigmoid":
-            self.report(given, f"`{short}` after `sigmoid`: confident wrong predictions saturate to zero gradient",
-                        help="Drop the sigmoid and use `BCEWithLogitsLoss` / `F.binary_cross_entropy_with_logits`",
+            self.report(given, BceAfterSigmoid(loss=short),
                         params={"input": "sigmoid"})
         elif kind == "linear":
-            self.report(given, f"`{short}` gets raw `nn.Linear` logits: it raises once a value leaves [0, 1]",
-                        help="Use `BCEWithLogitsLoss` / `F.binary_cross_entropy_with_logits` on the logits",
+            self.report(given, BceOnLogits(loss=short),
                         params={"input": "logits"})
 
     def _kind(self, call: ast.Call, ctx: FileContext) -> Optional[str]:

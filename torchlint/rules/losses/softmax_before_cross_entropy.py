@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword
 import torchlint.runtime.judging as run
 
 
@@ -306,6 +307,26 @@ def _short(t: Any) -> str:
     return f"{float(t):.4f}" if t.numel() == 1 else str([round(float(v), 4) for v in t.flatten()[:3]])
 
 
+@dataclass(frozen=True)
+class SoftmaxBeforeLoss(Violation):
+    """This module is the example of the shape (see CONTRIBUTING.md): the fields are what the
+    message needs, `message()` and `help_text()` say it, and the report passes the probe's
+    facts apart (`params=`)."""
+
+    loss: str  # as written in the message: `F.cross_entropy`, `nn.NLLLoss`
+    activation: str  # `softmax`, `log_softmax`, `sigmoid`
+
+    def _nll(self) -> bool:
+        return "nll" in self.loss.lower()
+
+    def message(self) -> str:
+        what = _WHAT["softmax-nll"] if self._nll() else _WHAT[self.activation]
+        return f"`{self.loss}` gets {what}"
+
+    def help_text(self) -> str:
+        return "Use `log_softmax`" if self.activation == "softmax" and self._nll() else "Pass the raw logits"
+
+
 class SoftmaxBeforeCrossEntropy(Rule):
     """## What it does
     Flags the input of `nn.CrossEntropyLoss` / `F.cross_entropy` when it is a `softmax` result
@@ -395,6 +416,4 @@ class SoftmaxBeforeCrossEntropy(Rule):
         if act not in _FORBIDDEN[loss]:
             return
         short = loss.replace("torch.nn.functional.", "F.").replace("torch.nn.", "nn.")
-        fix = "Pass the raw logits" if act != "softmax" or "nll" not in loss.lower() else "Use `log_softmax`"
-        self.report(arg, f"`{short}` gets {_WHAT[act] if 'nll' not in loss.lower() else _WHAT['softmax-nll']}",
-                    help=fix, params={"loss": short, "activation": act})
+        self.report(arg, SoftmaxBeforeLoss(loss=short, activation=act), params={"loss": short, "activation": act})
