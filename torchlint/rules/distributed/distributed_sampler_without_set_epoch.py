@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from torchlint.analysis.loops import method_name
@@ -10,7 +11,7 @@ from torchlint.analysis.scopes import assigned_names, iter_scope
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.analysis.dataloader import iterated
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, keyword, literal
 
 SAMPLER = "torch.utils.data.DistributedSampler"
 
@@ -36,6 +37,23 @@ def probe_sampler_set_epoch(params: dict, device: str) -> tuple[str, str]:
                              f"after set_epoch(1): {list(fresh)[:4]}...")
     return ("not-reproduced", f"the sampler is rebuilt each epoch with the epoch as its seed: epochs 0 and 1 yield "
                               f"{first[:4]}... and {second[:4]}... (rank 0 of 2) without set_epoch")
+
+
+@dataclass(frozen=True)
+class SetEpochNeverCalled(Violation):
+    help = "Call `sampler.set_epoch(epoch)` at the start of each epoch"
+
+    def message(self) -> str:
+        return "`DistributedSampler.set_epoch()` is never called: every epoch has the same order"
+
+
+@dataclass(frozen=True)
+class SetEpochOfBatchCounter(Violation):
+    counter: str
+    help = "Call `sampler.set_epoch(epoch)` once per epoch, before the batch loop"
+
+    def message(self) -> str:
+        return f"`set_epoch({self.counter})` gets the batch loop's counter, not the epoch"
 
 
 class DistributedSamplerWithoutSetEpoch(Rule):
@@ -154,8 +172,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         seed = arg_or_keyword(sampler, 4, "seed") if inside else None
         counters = {n for n, _ in assigned_names(epoch_loop.target)} if isinstance(epoch_loop, ast.For) else set()
         seed_per_epoch = seed is not None and any(isinstance(n, ast.Name) and n.id in counters for n in ast.walk(seed))
-        self.report(epoch_loop, "`DistributedSampler.set_epoch()` is never called: every epoch has the same order",
-                    help="Call `sampler.set_epoch(epoch)` at the start of each epoch",
+        self.report(epoch_loop, SetEpochNeverCalled(),
                     params={"seed_per_epoch": seed_per_epoch})
 
     def _check_set_epoch_argument(self, batch_loop: ast.For, ctx: FileContext) -> None:
@@ -164,8 +181,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         for call in ctx.body_calls(batch_loop):
             if method_name(call) == "set_epoch" and call.args and isinstance(call.args[0], ast.Name) \
                     and call.args[0].id in counters:
-                self.report(call, f"`set_epoch({call.args[0].id})` gets the batch loop's counter, not the epoch",
-                            help="Call `sampler.set_epoch(epoch)` once per epoch, before the batch loop")
+                self.report(call, SetEpochOfBatchCounter(counter=call.args[0].id))
 
 
 def _shuffling_sampler(loader: ast.Call, call_name: Callable[[ast.AST], Optional[str]],

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, keyword
+from torchlint.rules.base import Evidence, Rule, Violation, keyword
 
 _GET_RANK = "torch.distributed.get_rank"
 _DDP = ("torch.nn.parallel.DistributedDataParallel",)
+
+
+@dataclass(frozen=True)
+class GlobalRankAsDeviceIndex(Violation):
+    help = "Use the local rank (`LOCAL_RANK`, which torchrun sets)"
+
+    def message(self) -> str:
+        return "`dist.get_rank()` is the global rank, not this machine's GPU index: wrong past one node"
 
 
 class GlobalRankAsDevice(Rule):
@@ -91,5 +100,4 @@ class GlobalRankAsDevice(Rule):
         index = self._device_index(node, ctx)
         if index is None or not self._is_global_rank(index, ctx):
             return
-        self.report(index, "`dist.get_rank()` is the global rank, not this machine's GPU index: wrong past one node",
-                    help="Use the local rank (`LOCAL_RANK`, which torchrun sets)")
+        self.report(index, GlobalRankAsDeviceIndex())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -15,7 +16,7 @@ from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import DDP, MEAN_REDUCTION_FUNCTIONS, MEAN_REDUCTION_LOSSES
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, keyword, literal
 import torchlint.runtime.judging as run
 
 
@@ -214,6 +215,16 @@ def probe_mean_under_ddp(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"DDP and global-mean gradients agree (max diff {diff:.2e})"
 
 
+@dataclass(frozen=True)
+class MeanLossUnderDdp(Violation):
+    loss: str  # as written, `F.cross_entropy`
+    why: str  # what makes the counts differ between ranks
+    help = "Use reduction='sum' and divide by the global count from `dist.all_reduce`"
+
+    def message(self) -> str:
+        return f"Mean `{self.loss}` under DDP: {self.why} makes per-rank counts differ"
+
+
 class MeanReductionUnderDdp(Rule):
     """## What it does
     Flags a loss computed with `reduction='mean'` (explicitly or by default) in the same function
@@ -272,7 +283,6 @@ class MeanReductionUnderDdp(Rule):
     tags = ("correctness", "distributed", "loss")
     requires_text = ('DistributedDataParallel',)
     precision = "medium"
-    help = "Use reduction='sum' and divide by the global count from `dist.all_reduce`"
     evidence = Evidence(probe=probe_mean_under_ddp, runtime=run_verdict)
 
     def setup(self, ctx: FileContext) -> None:
@@ -340,5 +350,5 @@ class MeanReductionUnderDdp(Rule):
     def end_file(self, ctx: FileContext) -> None:
         for scope, call, display, why in self.candidates:
             if scope in self.ddp_scopes:
-                self.report(call, f"Mean `{display}` under DDP: {why} makes per-rank counts differ",
+                self.report(call, MeanLossUnderDdp(loss=display, why=why),
                             params={"loss": display, "explicit": keyword(call, "reduction") is not None})

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, literal
+from torchlint.rules.base import Evidence, Rule, Violation, literal
 
 _DIST = "torch.distributed."
 _ALWAYS_ASYNC = frozenset({"isend", "irecv", "batch_isend_irecv"})
@@ -28,6 +29,17 @@ def _expects_raise(node: ast.AST) -> bool:
         if name.startswith("assertRaises") or name == "raises":
             return True
     return False
+
+
+@dataclass(frozen=True)
+class UnwaitedWork(Violation):
+    op: str  # `isend`, `irecv`, ...
+    kept_in: Optional[str] = None  # the name that keeps the work, never waited; None: discarded
+    help = "Keep the returned work and call `.wait()` before the tensor is used"
+
+    def message(self) -> str:
+        where = f"in `{self.kept_in[:20]}` is never waited" if self.kept_in is not None else "is discarded"
+        return f"the work of `dist.{self.op}` {where}: the tensor may be used mid-transfer"
 
 
 class UnwaitedAsyncP2p(Rule):
@@ -92,15 +104,14 @@ class UnwaitedAsyncP2p(Rule):
             return  # a test that the call raises: no work is ever returned
         parent = ctx.parent
         if isinstance(parent, ast.Expr):
-            where = "is discarded"
+            kept_in = None
         elif isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name) \
                 and parent.targets[0].id != "_" and parent.value is node \
                 and not self._read_later(parent.targets[0].id, parent, ctx):
-            where = f"in `{parent.targets[0].id[:20]}` is never waited"
+            kept_in = parent.targets[0].id
         else:
             return
-        self.report(node, f"the work of `dist.{op}` {where}: the tensor may be used mid-transfer",
-                    help="Keep the returned work and call `.wait()` before the tensor is used")
+        self.report(node, UnwaitedWork(op=op, kept_in=kept_in))
 
     def _async_op(self, node: ast.Call, ctx: FileContext) -> Optional[str]:
         name = ctx.call_name(node)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword, dotted, has_star_kwargs, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, dotted, has_star_kwargs, keyword, literal
 
 
 def probe_checkpoint_objects(params: dict, device: str) -> tuple[str, str]:
@@ -92,6 +93,21 @@ class _FileFacts:
             self.default_loads.append(node.lineno)
 
 
+@dataclass(frozen=True)
+class CheckpointHoldsObject(Violation):
+    what: str  # what kind of object, `an argparse.Namespace`
+    value: str  # the object as written, shown when short
+    default_load: Optional[int] = None  # the line of this file's default `torch.load`, if any
+    help = ("`weights_only=True` is the default since torch 2.6: save only tensors, state_dicts and "
+            "primitives (`vars(args)`, `x.state_dict()`, `float(v)`)")
+
+    def message(self) -> str:
+        where = f"a default `torch.load` (line {self.default_load})" if self.default_load is not None \
+            else "a default `torch.load`"
+        shown = f" `{self.value}`" if len(self.value) <= 24 else ""
+        return f"Checkpoint holds {self.what}{shown}: {where} raises `UnpicklingError`"
+
+
 class CheckpointPicklesObjects(Rule):
     """## What it does
     Flags `torch.save(...)` of a checkpoint that holds a non-tensor object: an
@@ -166,14 +182,10 @@ class CheckpointPicklesObjects(Rule):
         if facts.other_loads or facts.allow_lists:
             return
         value, what, held = found
-        where = f"a default `torch.load` (line {facts.default_loads[0]})" if facts.default_loads \
-            else "a default `torch.load`"
-        text = dotted(value)
-        shown = f" `{text}`" if len(text) <= 24 else ""
         inside = node.lineno <= value.lineno <= (node.end_lineno or node.lineno)  # type: ignore[attr-defined]
-        self.report(value if inside else obj, f"Checkpoint holds {what}{shown}: {where} raises `UnpicklingError`",
-                    help="`weights_only=True` is the default since torch 2.6: save only tensors, state_dicts and "
-                         "primitives (`vars(args)`, `x.state_dict()`, `float(v)`)",
+        violation = CheckpointHoldsObject(what=what, value=dotted(value),
+                                          default_load=facts.default_loads[0] if facts.default_loads else None)
+        self.report(value if inside else obj, violation,
                     params={"held": held})
 
     def _held(self, obj: ast.AST, lineno: int, ctx: FileContext, top: bool = False

@@ -3,11 +3,34 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, dotted
+
+
+@dataclass(frozen=True)
+class ModuleInSavedDict(Violation):
+    module: str
+
+    def message(self) -> str:
+        return f"`torch.save` of a dict holding the whole module `{self.module}`: fragile and unsafe to load"
+
+    def help_text(self) -> str:
+        return f"Save `{self.module}.state_dict()` in the dict instead"
+
+
+@dataclass(frozen=True)
+class WholeModuleSaved(Violation):
+    module: str
+
+    def message(self) -> str:
+        return f"`torch.save({self.module})` pickles the whole module: fragile and unsafe to load"
+
+    def help_text(self) -> str:
+        return f"Save `{self.module}.state_dict()` instead"
 
 
 class SaveWholeModule(Rule):
@@ -65,14 +88,11 @@ class SaveWholeModule(Rule):
         if held is not None:  # `torch.save({"net": net, "opt": opt.state_dict()}, path)`
             module = next((v for v in held.values if inference.kind_of(v, ctx) == inference.MODULE), None)
             if module is not None:
-                what = dotted(module) or "a module"
-                self.report(node, f"`torch.save` of a dict holding the whole module `{what}`: fragile and unsafe to load",
-                            help=f"Save `{what}.state_dict()` in the dict instead")
+                self.report(node, ModuleInSavedDict(module=dotted(module) or "a module"))
             return
         if inference.kind_of(obj, ctx) != inference.MODULE:
             return
-        self.report(node, f"`torch.save({dotted(obj)})` pickles the whole module: fragile and unsafe to load",
-                    help=f"Save `{dotted(obj)}.state_dict()` instead")
+        self.report(node, WholeModuleSaved(module=dotted(obj)))
 
 
 def _dict_of(obj: ast.AST, lineno: int, ctx: FileContext) -> Optional[ast.Dict]:

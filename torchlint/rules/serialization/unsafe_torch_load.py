@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 import os
 from pathlib import Path
 import sys
@@ -12,7 +13,7 @@ from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
 from torchlint.edits import UNSAFE, add_keyword, make_fix
 from torchlint.records import RuntimeResult
-from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, has_star_kwargs, keyword, literal
+from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, Violation, has_star_kwargs, keyword, literal
 import torchlint.runtime.judging as run
 
 
@@ -142,6 +143,22 @@ def observe_saved_checkpoint(build, facts: dict) -> tuple[str, str]:
                               "the unset weights_only is safe here")
 
 
+@dataclass(frozen=True)
+class WeightsOnlyFalse(Violation):
+    help = "Load only trusted files, or save a `state_dict()` and use `weights_only=True`"
+
+    def message(self) -> str:
+        return "`torch.load(weights_only=False)` runs code from a malicious checkpoint"
+
+
+@dataclass(frozen=True)
+class LoadWithoutWeightsOnly(Violation):
+    help = "Pass `weights_only=True` and load a `state_dict()`"
+
+    def message(self) -> str:
+        return "`torch.load` without `weights_only=` unpickles arbitrary code before torch 2.6"
+
+
 class UnsafeTorchLoad(Rule):
     """On the 2026-12 held-out corpus (54 projects, independent triage), 9 of 20 findings were true;
     off by default. Enable it with `--extend-select TL601`.
@@ -207,16 +224,13 @@ class UnsafeTorchLoad(Rule):
         if kw is not None:
             value = literal(kw.value)
             if value is False:
-                self.report(node, "`torch.load(weights_only=False)` runs code from a malicious checkpoint",
-                            help="Load only trusted files, or save a `state_dict()` and use `weights_only=True`",
-                            severity="error", params={"explicit_false": True})
+                self.report(node, WeightsOnlyFalse(), severity="error", params={"explicit_false": True})
             return
         if _in_type_error_fallback(ctx):
             return  # the fallback for torch versions without weights_only
         if at_least(self.settings["torch-version"], "2.6"):
             return  # weights_only defaults to True from torch 2.6: the hazard cannot occur
-        self.report(node, "`torch.load` without `weights_only=` unpickles arbitrary code before torch 2.6",
-                    help="Pass `weights_only=True` and load a `state_dict()`", params={"explicit_false": False},
+        self.report(node, LoadWithoutWeightsOnly(), params={"explicit_false": False},
                     fix=_fix(node, ctx))
 
 
