@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword, has_star_kwargs, literal
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, has_star_kwargs, literal
 
 _ADAM = frozenset({"torch.optim.Adam", "torch.optim.adam.Adam"})
 
@@ -28,6 +29,16 @@ def probe_adam_weight_decay(params: dict, device: str) -> tuple[str, str]:
         return "not-reproduced", f"Adam and AdamW take the same steps at weight_decay={decay:g}"
     return "confirmed", (f"after 3 steps at weight_decay={decay:g}: Adam {results[0].tolist()} (L2 added to the "
                          f"gradient, then scaled), AdamW {results[1].tolist()} (decay applied to the weights)")
+
+
+@dataclass(frozen=True)
+class CoupledAdamWeightDecay(Violation):
+    weight_decay: float
+    help = "Use `torch.optim.AdamW` (or `decoupled_weight_decay=True`) if decoupled decay is meant"
+
+    def message(self) -> str:
+        return (f"`Adam(weight_decay={self.weight_decay:g})` is an L2 term rescaled by the adaptive step, "
+                "not AdamW's decay")
 
 
 class AdamWeightDecay(Rule):
@@ -93,6 +104,5 @@ class AdamWeightDecay(Rule):
         decoupled = arg_or_keyword(node, 11, "decoupled_weight_decay")
         if decoupled is not None and literal(decoupled) is not False:
             return
-        self.report(node, f"`Adam(weight_decay={decay:g})` is an L2 term rescaled by the adaptive step, not AdamW's decay",
-                    help="Use `torch.optim.AdamW` (or `decoupled_weight_decay=True`) if decoupled decay is meant",
+        self.report(node, CoupledAdamWeightDecay(weight_decay=decay),
                     params={"weight_decay": float(decay)})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 import re
 from pathlib import PurePath
 from typing import Optional
@@ -12,7 +13,7 @@ from torchlint.analysis.evaluation import evaluation_facts, is_eval_name
 from torchlint.analysis.scopes import grad_mode_of
 from torchlint.analysis.training_step import trains
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, dotted
 
 
 def probe_eval_no_grad(params: dict, device: str) -> tuple[str, str]:
@@ -54,6 +55,14 @@ def _loader_like(node: ast.AST, ctx: FileContext) -> Optional[str]:
             or lower.endswith("dl") or isinstance(node, ast.Subscript):
         return text
     return None
+
+
+@dataclass(frozen=True)
+class EvalForwardRecordsGraph(Violation):
+    help = "Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`)"
+
+    def message(self) -> str:
+        return "Evaluation forward without `torch.no_grad()`: autograd keeps activations for a backward that never runs"
 
 
 class EvalForwardWithoutNoGrad(Rule):
@@ -142,9 +151,7 @@ class EvalForwardWithoutNoGrad(Rule):
             return
         forward = self._scan(loop, ctx)
         if forward is not None:
-            self.report(forward, "Evaluation forward without `torch.no_grad()`: autograd keeps activations for a "
-                                 "backward that never runs",
-                        help="Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`)",
+            self.report(forward, EvalForwardRecordsGraph(),
                         params={"no_grad": False})
 
     visit_For = _check

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Optional
 
 from torchlint.analysis.evaluation import built_in_scope, built_with_mode_layers, evaluation_facts, is_eval_name
 from torchlint.analysis.training_step import trains
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, dotted
 
 
 def probe_eval_mode(params: dict, device: str) -> tuple[str, str]:
@@ -37,6 +38,19 @@ def probe_eval_mode(params: dict, device: str) -> tuple[str, str]:
     if not torch.equal(first, second):
         return "confirmed", "two forwards of the same batch under no_grad differ: Dropout is active"
     return "not-reproduced", "the forwards agree: Dropout is off"
+
+
+@dataclass(frozen=True)
+class ModelNotInEvalMode(Violation):
+    model: str  # as called, `model` / `self.net`
+    built: str  # the class it was built from
+
+    def message(self) -> str:
+        shown = f"`{self.model}` ({self.built})" if len(self.model) + len(self.built) <= 40 else f"`{self.built}`"
+        return f"{shown} has BatchNorm/Dropout and is never put in `.eval()` for this evaluation"
+
+    def help_text(self) -> str:
+        return f"Call `{self.model}.eval()` before the loop (and `.train()` after it)"
 
 
 class EvalLoopWithoutEval(Rule):
@@ -127,8 +141,7 @@ class EvalLoopWithoutEval(Rule):
         if built is None:
             return
         self._reported.add(key)
-        shown = f"`{text}` ({built})" if len(text) + len(built) <= 40 else f"`{built}`"
-        self.report(node, f"{shown} has BatchNorm/Dropout and is never put in `.eval()` for this evaluation", help=f"Call `{text}.eval()` before the loop (and `.train()` after it)",
+        self.report(node, ModelNotInEvalMode(model=text, built=built),
                     params={"layer": "BatchNorm", "eval_called": False})
 
     def _evaluating(self, ctx: FileContext) -> bool:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, dotted
 
 
 # -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
@@ -45,6 +46,18 @@ def judge_forward_directly(facts: dict, runs: list) -> Optional[tuple[str, str]]
                              "directly skipped them")
     return ("not-reproduced", f"no forward hooks are registered on {type(module).__name__} here, so .forward(x) "
                               "computed what calling the module would")
+
+
+@dataclass(frozen=True)
+class DirectForwardCall(Violation):
+    forward: str  # `model.forward`
+    module: str  # `model`
+
+    def message(self) -> str:
+        return f"`{self.forward}(...)` skips the module's hooks"
+
+    def help_text(self) -> str:
+        return f"Call the module: `{self.module}(...)`"
 
 
 class ForwardCalledDirectly(Rule):
@@ -101,5 +114,4 @@ class ForwardCalledDirectly(Rule):
         # `type(m).forward(m, x)` is an unbound call of a class's implementation.
         if inference.kind_of(receiver, ctx) != inference.MODULE:
             return
-        self.report(node, f"`{dotted(func)}(...)` skips the module's hooks",
-                    help=f"Call the module: `{dotted(receiver)}(...)`")
+        self.report(node, DirectForwardCall(forward=dotted(func), module=dotted(receiver)))

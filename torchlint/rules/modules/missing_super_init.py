@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule
+from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule, Violation
 
 
 def _calls_base_init(fn: ast.FunctionDef) -> bool:
@@ -64,6 +65,15 @@ def observe_missing_super(build, facts: dict) -> tuple[str, str]:
         return "confirmed", (f"`{built}` was built, but nn.Module.__init__ never ran on it: it has no parameter "
                              "table, so calling it, .to() or state_dict() fails")
     return "not-reproduced", f"`{built}` was built and nn.Module.__init__ ran on it"
+
+
+@dataclass(frozen=True)
+class SuperInitNotCalled(Violation):
+    cls: str
+    help = "Call `super().__init__()` first"
+
+    def message(self) -> str:
+        return f"`{self.cls}.__init__` never calls `super().__init__()`"
 
 
 class MissingSuperInit(Rule):
@@ -131,5 +141,4 @@ class MissingSuperInit(Rule):
                         and _calls_base_init(s)}
         if _calls_self_method(init, initializers):
             return
-        self.report(init, f"`{node.name}.__init__` never calls `super().__init__()`",
-                    help="Call `super().__init__()` first")
+        self.report(init, SuperInitNotCalled(cls=node.name))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
 from torchlint.edits import UNSAFE, make_fix, module_alias, replace, text_of
-from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule
+from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule, Violation
 
 
 def _registers_manually(cls: ast.ClassDef) -> bool:
@@ -85,6 +86,18 @@ def observe_plain_container(build, facts: dict) -> tuple[str, str]:
         return "confirmed", (f"{len(lost)} of the {len(modules)} modules in `self.{name}` are not among "
                              f"`{built}`.modules(): .train()/.eval() and .to() skip them")
     return "not-reproduced", f"the {len(modules)} modules in `self.{name}` are registered through another attribute"
+
+
+@dataclass(frozen=True)
+class UnregisteredModules(Violation):
+    kind: str  # "list" / "dict" / ...
+    attribute: str
+
+    def message(self) -> str:
+        return f"Modules in plain {self.kind} `self.{self.attribute}` are not registered"
+
+    def help_text(self) -> str:
+        return f"Use `{'nn.ModuleDict' if self.kind == 'dict' else 'nn.ModuleList'}(...)`"
 
 
 class ModuleInPlainContainer(Rule):
@@ -180,9 +193,7 @@ class ModuleInPlainContainer(Rule):
             return
         for target in node.targets:
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                holder = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
-                self.report(target, f"Modules in plain {kind} `self.{target.attr}` are not registered",
-                            help=f"Use `{holder}(...)`", fix=_fix(node.value, kind, ctx))
+                self.report(target, UnregisteredModules(kind=kind, attribute=target.attr), fix=_fix(node.value, kind, ctx))
 
 
 def _fix(value: ast.AST, kind: str, ctx: FileContext):  # type: ignore[no-untyped-def]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -12,7 +13,7 @@ from torchlint.analysis.frozen import is_copy_of_model
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name, receiver_name
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
-from torchlint.rules.base import Evidence, Rule, dotted, literal
+from torchlint.rules.base import Evidence, Rule, Violation, dotted, literal
 import torchlint.runtime.judging as run
 
 
@@ -76,6 +77,17 @@ def judge_train_mode(facts: dict, runs: list) -> Optional[tuple[str, str]]:
     return None
 
 
+@dataclass(frozen=True)
+class EvalInTrainingLoop(Violation):
+    call: str  # `model.eval`, or a helper that calls `.eval()`
+    helper: bool = False
+    help = "Call `model.train()` at the start of each epoch"
+
+    def message(self) -> str:
+        what = f"`{self.call}()`, which calls `.eval()`," if self.helper else f"`{self.call}()`"
+        return f"{what} runs in a training loop that never calls `.train()`"
+
+
 class TrainModeNotRestored(Rule):
     """On the 2026-12 held-out corpus (54 projects, independent triage), 1 of 14 findings were true;
     off by default. Enable it with `--extend-select TL704`.
@@ -130,7 +142,6 @@ class TrainModeNotRestored(Rule):
     tags = ("correctness", "training-loop")
     requires_text = ('.eval(',)
 
-    help = "Call `model.train()` at the start of each epoch"
     evidence = Evidence(probe=probe_train_mode, slice="mode-at-backward", judge=judge_train_mode, runtime=run_verdict)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
@@ -140,7 +151,7 @@ class TrainModeNotRestored(Rule):
             # `ema.eval()`, `deepcopy(model).eval()`: a copy, not the model being trained.
             if is_copy_of_model(ctx, node.func.value, node.lineno):  # type: ignore[attr-defined]
                 return
-            what = f"`{dotted(node.func)}()`"
+            violation = EvalInTrainingLoop(call=dotted(node.func))
         else:
             helper = ctx.called_function(node)
             if helper is None:
@@ -148,7 +159,7 @@ class TrainModeNotRestored(Rule):
             calls = ctx.body_calls(helper)
             if not any(method_name(c) == "eval" and not c.args for c in calls) or any(_is_train_call(c) for c in calls):
                 return
-            what = f"`{dotted(node.func)}()`, which calls `.eval()`,"
+            violation = EvalInTrainingLoop(call=dotted(node.func), helper=True)
         for loop in reversed(ctx.loops):
             calls = ctx.followed_calls(loop)
             # Training means a backward and an optimizer step: a loop that only inspects
@@ -157,5 +168,5 @@ class TrainModeNotRestored(Rule):
                 continue
             if any(_is_train_call(c) for c in calls):
                 return
-            self.report(node, f"{what} runs in a training loop that never calls `.train()`")
+            self.report(node, violation)
             return

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, dotted, has_star_kwargs, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, dotted, has_star_kwargs, keyword, literal
 
 _NORMS = frozenset({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LayerNorm", "GroupNorm",
                     "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "RMSNorm"})
@@ -31,6 +32,18 @@ def probe_norm_decay(params: dict, device: str) -> tuple[str, str]:
     if weight < 1.0 and bias < 0.5:
         return "confirmed", f"one SGD step at weight_decay={decay:g} with a zero gradient: LayerNorm weight 1.0 -> {weight:.6f}, bias 0.5 -> {bias:.6f}"
     return "not-reproduced", f"at weight_decay={decay:g} the LayerNorm's parameters stayed at {weight:g}, {bias:g}"
+
+
+@dataclass(frozen=True)
+class DecayOnNormAndBias(Violation):
+    weight_decay: float
+    norm: str  # the norm layer's class
+    model: str
+    help = "Put norm and bias parameters in a group with `weight_decay=0.0`"
+
+    def message(self) -> str:
+        return (f"weight decay {self.weight_decay:g} also shrinks the `{self.norm}` scales and the biases "
+                f"of `{self.model[:30]}`")
 
 
 class WeightDecayOnNormAndBias(Rule):
@@ -109,8 +122,7 @@ class WeightDecayOnNormAndBias(Rule):
         norm = self._norm_layer(model, node.lineno, ctx)
         if norm is None:
             return
-        self.report(node, f"weight decay {decay:g} also shrinks the `{norm}` scales and the biases of `{dotted(model)[:30]}`",
-                    help="Put norm and bias parameters in a group with `weight_decay=0.0`",
+        self.report(node, DecayOnNormAndBias(weight_decay=decay, norm=norm, model=dotted(model)),
                     params={"weight_decay": float(decay)})
 
     def _norm_layer(self, model: ast.AST, lineno: int, ctx: FileContext) -> Optional[str]:

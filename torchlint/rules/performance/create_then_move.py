@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
 from torchlint.edits import UNSAFE, SAFE, add_keyword, edit, end_of, has_comment, make_fix, text_of
-from torchlint.rules.base import Evidence, Rule, literal
+from torchlint.rules.base import Evidence, Rule, Violation, literal
 
 _FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
@@ -40,6 +41,21 @@ def probe_create_then_move(params: dict, device: str) -> tuple[str, str]:
     if moved > direct:
         return "confirmed", f"create-then-move ran {moved} host-to-device copy events, creating on the device {direct}"
     return "not-reproduced", f"{moved} vs {direct} copy events"
+
+
+@dataclass(frozen=True)
+class CreatedThenMoved(Violation):
+    factory: str  # `torch.zeros`
+    like: Optional[str] = None  # a `*_like` factory's input, as written
+
+    def message(self) -> str:
+        if self.like is not None:
+            return (f"`{self.factory}(...)` is allocated on the device of `{self.like}`, "
+                    "then copied when that is not the target")
+        return f"`{self.factory}(...)` is allocated on the CPU, then copied to the device"
+
+    def help_text(self) -> str:
+        return f"Pass `device=` to `{self.factory}`"
 
 
 class CreateThenMove(Rule):
@@ -118,11 +134,10 @@ class CreateThenMove(Rule):
             return  # a warm-up or a `__main__` demo: runs once, a copy costs nothing that matters
         if factory.endswith("_like"):  # type: ignore[union-attr]
             source = ast.unparse(inner.args[0]) if inner.args else "the input"  # type: ignore[attr-defined]
-            where = f"is allocated on the device of `{source}`, then copied when that is not the target"
+            violation = CreatedThenMoved(factory=factory, like=source)
         else:
-            where = "is allocated on the CPU, then copied to the device"
-        self.report(node, f"`{factory}(...)` {where}",
-                    help=f"Pass `device=` to `{factory}`",
+            violation = CreatedThenMoved(factory=factory)
+        self.report(node, violation,
                     fix=_fix(node, inner, factory, ctx) if isinstance(inner, ast.Call) else None,
                     params={"target": target})
 

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchlint.analysis.training_step import training_steps
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule
+from torchlint.rules.base import Evidence, Rule, Violation
 
 _EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
 # Names in an `if` test that only ask whether there is a GPU: the call still runs every step.
 _DEVICE_WORDS = ("cuda", "gpu", "device", "is_available")
+
+
+@dataclass(frozen=True)
+class EmptyCacheEveryStep(Violation):
+    help = "Remove it, or call it once outside the loop"
+
+    def message(self) -> str:
+        return "`torch.cuda.empty_cache()` every training step: the next step re-allocates through the driver"
 
 
 class EmptyCacheInLoop(Rule):
@@ -89,8 +98,7 @@ class EmptyCacheInLoop(Rule):
         steps = training_steps(ctx).body(loop, scope)
         if not steps.backwards and not steps.steps:
             return
-        self.report(node, "`torch.cuda.empty_cache()` every training step: the next step re-allocates through the driver",
-                    help="Remove it, or call it once outside the loop")
+        self.report(node, EmptyCacheEveryStep())
 
 
 def _device_test(test: ast.AST) -> bool:

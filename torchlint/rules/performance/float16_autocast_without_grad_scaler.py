@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.loops import is_backward, method_name
 from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import dtype_name
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, arg_or_keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, literal
 
 _SCALERS = ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler")
 
@@ -100,6 +101,15 @@ def exclusive(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) ->
     sides = dict(a)
     return any(sides.get(node, side) != side for node, side in b)
 
+
+@dataclass(frozen=True)
+class Float16BackwardWithoutScaler(Violation):
+    help = "Use `torch.amp.GradScaler` (`scaler.scale(loss).backward()`), or bfloat16"
+
+    def message(self) -> str:
+        return "float16 autocast backward without a `GradScaler`: small gradients underflow"
+
+
 class Float16AutocastWithoutGradScaler(Rule):
     """On the 2026-12 held-out corpus (54 projects, independent triage), 2 of 3 findings were true;
     off by default. Enable it with `--extend-select TL804`.
@@ -179,9 +189,7 @@ class Float16AutocastWithoutGradScaler(Rule):
                 continue  # `if fp16: with autocast(...) ... else: loss.backward()`
             receiver = call.func.value
             if call.lineno <= end or (isinstance(receiver, ast.Name) and receiver.id in computed):
-                self.report(call, "float16 autocast backward without a `GradScaler`: small gradients underflow",
-                            help="Use `torch.amp.GradScaler` (`scaler.scale(loss).backward()`), or bfloat16",
-                            )
+                self.report(call, Float16BackwardWithoutScaler())
                 return
 
     visit_AsyncWith = visit_With  # type: ignore[assignment]

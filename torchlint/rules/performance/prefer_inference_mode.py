@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchlint.analysis.scopes import grad_mode_of, iter_scope
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule
+from torchlint.rules.base import Evidence, Rule, Violation
 
 
 def _needs_autograd_later(fn: ast.AST) -> bool:
@@ -23,6 +24,14 @@ def _needs_autograd_later(fn: ast.AST) -> bool:
         if isinstance(node, ast.Attribute) and node.attr in ("requires_grad", "grad"):
             return True
     return False
+
+
+@dataclass(frozen=True)
+class NoGradWhereInferenceMode(Violation):
+    help = "Use `torch.inference_mode()`"
+
+    def message(self) -> str:
+        return "`torch.no_grad()` where `torch.inference_mode()` would be faster"
 
 
 class PreferInferenceMode(Rule):
@@ -86,8 +95,7 @@ class PreferInferenceMode(Rule):
                     site = item.context_expr
         if site is None or _needs_autograd_later(fn):
             return
-        self.report(site, "`torch.no_grad()` where `torch.inference_mode()` would be faster",
-                    help="Use `torch.inference_mode()`")
+        self.report(site, NoGradWhereInferenceMode())
 
     visit_FunctionDef = _check
     visit_AsyncFunctionDef = _check

@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchlint.analysis import inference
 from torchlint.analysis.loops import is_backward
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, dotted
 
 _SYNCING = frozenset({"item", "cpu", "numpy", "tolist"})
 _SYNCHRONIZE = frozenset({"torch.cuda.synchronize"})
+
+
+@dataclass(frozen=True)
+class SyncEveryStep(Violation):
+    call: str  # `torch.cuda.synchronize()`, `loss.item()`, `print(<tensor>)`
+
+    def message(self) -> str:
+        return f"`{self.call}` on every training step waits for the device"
+
+    def help_text(self) -> str:
+        if self.call.startswith("torch.cuda"):
+            return "Remove it, or synchronize only around the steps you time"
+        return "Accumulate on the device and sync every N steps"
 
 
 class SyncInTrainingLoop(Rule):
@@ -74,14 +88,14 @@ class SyncInTrainingLoop(Rule):
         func = node.func
         is_print = isinstance(func, ast.Name) and func.id == "print"
         if ctx.call_name(node) in _SYNCHRONIZE:
-            what = "`torch.cuda.synchronize()`"
+            what = "torch.cuda.synchronize()"
         elif isinstance(func, ast.Attribute) and func.attr in _SYNCING and not node.args:
             if len(ctx.parents) > 1 and isinstance(ctx.parents[-1], ast.Attribute) \
                     and ctx.parents[-1].attr in _SYNCING and isinstance(ctx.parents[-2], ast.Call):
                 return  # `x.cpu().numpy()`: one sync, reported once at the outer call
-            what = f"`{dotted(node)}`"
+            what = dotted(node)
         elif is_print and node.args:
-            what = "`print(<tensor>)`"
+            what = "print(<tensor>)"
         else:
             return
         loop = ctx.loops[-1]
@@ -100,6 +114,4 @@ class SyncInTrainingLoop(Rule):
             if not any(inference.kind_of(a, ctx) in (inference.TENSOR, inference.PARAMETER)
                        or (isinstance(a, ast.Name) and a.id in losses) for a in node.args):
                 return
-        self.report(node, f"{what} on every training step waits for the device",
-                    help="Remove it, or synchronize only around the steps you time" if what.startswith("`torch.cuda")
-                    else "Accumulate on the device and sync every N steps")
+        self.report(node, SyncEveryStep(call=what))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, dotted
 
 # numpy callables that return an ndarray (not a NumPy scalar such as `np.sum(x)` or `np.float32(x)`).
 _ARRAY_FUNCTIONS = frozenset({
@@ -91,6 +92,15 @@ def _parent_of(ctx: FileContext, node: ast.AST) -> Optional[ast.AST]:
     return parents.get(id(node))
 
 
+@dataclass(frozen=True)
+class TensorFromArrayList(Violation):
+    source: str  # the list's name, or `[...]`
+    help = "Stack the arrays first: `torch.from_numpy(np.stack(xs))`"
+
+    def message(self) -> str:
+        return f"`torch.tensor({self.source[:30]})` converts a list of NumPy arrays one element at a time"
+
+
 class TensorFromNdarrayList(Rule):
     """## What it does
     Flags `torch.tensor(xs)` where `xs` is a list known to hold NumPy arrays: a list
@@ -152,8 +162,7 @@ class TensorFromNdarrayList(Rule):
             return
         if holds:
             shown = arg.id if isinstance(arg, ast.Name) else "[...]"
-            self.report(node, f"`torch.tensor({shown[:30]})` converts a list of NumPy arrays one element at a time",
-                        help="Stack the arrays first: `torch.from_numpy(np.stack(xs))`",
+            self.report(node, TensorFromArrayList(source=shown),
                         params={"element": "ndarray"})
 
     def _list_of_arrays(self, name: ast.Name, lineno: int, ctx: FileContext) -> bool:
