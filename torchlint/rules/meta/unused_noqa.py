@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import re
 from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, edit, make_fix
 from torchlint.noqa import Directive, Suppression
-from torchlint.rules.base import Evidence, Rule
+from torchlint.rules.base import Evidence, Rule, Violation
 
 _TL_CODE = re.compile(r"TL[0-9]{3}")
+
+
+@dataclass(frozen=True)
+class UnusedNoqaDirective(Violation):
+    codes: tuple[str, ...]  # the directive's codes that suppressed nothing
+    unknown: bool  # none of them is a rule
+    help = "Remove the unused code"
+
+    def message(self) -> str:
+        what = ", ".join(f"`{c}`" for c in self.codes)
+        return f"Unused `noqa` directive: {what}{' (no such rule)' if self.unknown else ''}"
 
 
 class UnusedNoqa(Rule):
@@ -53,7 +65,6 @@ class UnusedNoqa(Rule):
     tags = ("maintainability",)
     precision = "very-high"
     requires_text = ("noqa", "NOQA", "Noqa")
-    help = "Remove the unused code"
     evidence = Evidence(reason="a statement about this file's comments, not about torch: nothing to run")
 
     def check_noqa(self, ctx: FileContext, suppression: Suppression) -> None:
@@ -76,11 +87,9 @@ class UnusedNoqa(Rule):
 
     def _report(self, ctx: FileContext, directive: Directive, unused: list[str], known: frozenset[str]) -> None:
         unknown = [c for c in unused if c not in known]
-        what = ", ".join(f"`{c}`" for c in unused)
-        detail = " (no such rule)" if unknown and len(unknown) == len(unused) else ""
         row = directive.row
         self.report_range((row, directive.start + 1), (row, directive.end + 1),
-                          f"Unused `noqa` directive: {what}{detail}",
+                          UnusedNoqaDirective(codes=tuple(unused), unknown=bool(unknown) and len(unknown) == len(unused)),
                           fix=_removal(ctx.source.line(row), directive, set(unused)))
 
 

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
 from torchlint.edits import UNSAFE, add_keyword, make_fix
-from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, has_star_kwargs, keyword
+from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, Violation, has_star_kwargs, keyword
 
 _CHECKPOINTS = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential")
+
+
+@dataclass(frozen=True)
+class ImplicitUseReentrant(Violation):
+    checkpoint: str  # `checkpoint` / `checkpoint_sequential`
+    help = "Pass `use_reentrant=False` (recommended) or `True` to keep today's behaviour"
+
+    def message(self) -> str:
+        return f"`{self.checkpoint}` without `use_reentrant=` warns and runs the reentrant variant"
 
 
 class CheckpointWithoutUseReentrant(Rule):
@@ -74,6 +84,5 @@ class CheckpointWithoutUseReentrant(Rule):
             return  # use_reentrant=False (and the warning) are newer than the code's torch
         short = name.rsplit(".", 1)[1]
         add = add_keyword(ctx.source, node, "use_reentrant=False")
-        self.report(node, f"`{short}` without `use_reentrant=` warns and runs the reentrant variant",
-                    help="Pass `use_reentrant=False` (recommended) or `True` to keep today's behaviour",
+        self.report(node, ImplicitUseReentrant(checkpoint=short),
                     fix=make_fix("Pass `use_reentrant=False`", [add], UNSAFE) if add else None)

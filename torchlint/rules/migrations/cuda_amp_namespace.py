@@ -4,12 +4,13 @@ in favour of `torch.amp.*` with a device argument."""
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, edit, end_of, make_fix, module_alias, replace, start_of
-from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION
+from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, Violation
 
 # old name -> (new name, device, how the device is passed)
 _MOVED = {
@@ -20,6 +21,18 @@ _MOVED = {
     "torch.cuda.amp.custom_bwd": ("torch.amp.custom_bwd", "cuda", "device_type"),
 }
 _LAST = frozenset(n.rsplit(".", 1)[1] for n in _MOVED)
+
+
+@dataclass(frozen=True)
+class CudaAmpName(Violation):
+    name: str  # `torch.cuda.amp.autocast`
+    use: str  # the replacement as called, `torch.amp.autocast("cuda", ...)`
+
+    def message(self) -> str:
+        return f"`{self.name}` is deprecated since torch 2.4 (2.13 warns FutureWarning)"
+
+    def help_text(self) -> str:
+        return f"Use `{self.use}`"
 
 
 class CudaAmpNamespace(Rule):
@@ -86,8 +99,7 @@ class CudaAmpNamespace(Rule):
             return  # the old name is the fallback for a torch without torch.amp: it must stay
         new, device, how = _MOVED[name]
         spelled = f'{new}("{device}", ...)' if how == "first" else f'{new}(device_type="{device}")'
-        self.report(node, f"`{name}` is deprecated since torch 2.4 (2.13 warns FutureWarning)",
-                    help=f"Use `{spelled}`", fix=_fix(node, call, new, device, how, ctx))
+        self.report(node, CudaAmpName(name=name, use=spelled), fix=_fix(node, call, new, device, how, ctx))
 
     # Calls, and bare decorators (`@torch.cuda.amp.custom_fwd`): a handler on every Name and
     # Attribute node would cost more than the rule is worth.

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import make_fix, replace, text_of
-from torchlint.rules.base import Evidence, Rule, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, keyword, literal
 
 _REDUCTIONS = frozenset({"sum", "mean", "norm", "prod", "max", "min", "std", "var"})
 _LOSS_WORDS = ("loss", "criterion", "crit")
@@ -33,6 +34,20 @@ def _scalar_source(value: ast.AST, ctx: FileContext) -> Optional[str]:
     if any(word in called.lower() for word in _LOSS_WORDS):
         return f"a loss (`{called}(...)`)"
     return None
+
+
+@dataclass(frozen=True)
+class DataIndexOnScalarTensor(Violation):
+    tensor: str  # as written; named in the message when short
+    why: str  # what makes it 0-dim
+
+    def message(self) -> str:
+        if len(self.tensor) <= 30:
+            return f"`{self.tensor}.data[0]` raises IndexError: it is 0-dim ({self.why})"
+        return f"`.data[0]` raises IndexError on this 0-dim tensor ({self.why})"
+
+    def help_text(self) -> str:
+        return f"Use `{self.tensor}.item()`" if len(self.tensor) <= 30 else "Use `.item()`"
 
 
 class DataIndexOnScalar(Rule):
@@ -99,9 +114,5 @@ class DataIndexOnScalar(Rule):
         if why is None:
             return
         text = text_of(ctx.source, owner)
-        if len(text) <= 30:
-            message, help = f"`{text}.data[0]` raises IndexError: it is 0-dim ({why})", f"Use `{text}.item()`"
-        else:
-            message, help = f"`.data[0]` raises IndexError on this 0-dim tensor ({why})", "Use `.item()`"
-        self.report(node, message, help=help,
+        self.report(node, DataIndexOnScalarTensor(tensor=text, why=why),
                     fix=make_fix(f"Use `{text}.item()`", [replace(ctx.source, node, f"{text}.item()")]))

@@ -4,15 +4,36 @@ from the one data table in torchlint/data/deprecated_api.toml."""
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_versions import DeprecatedApi, at_least, deprecated_apis
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, add_keyword, make_fix, module_alias, replace
-from torchlint.rules.base import Evidence, Option, Rule, TORCH_VERSION_OPTION
+from torchlint.rules.base import Evidence, Option, Rule, TORCH_VERSION_OPTION, Violation
 
 _LAST_NAMES = frozenset(api.short for api in deprecated_apis().values())
 _UPSAMPLE_MODES = {"upsample-nearest": 'mode="nearest"', "upsample-bilinear": 'mode="bilinear", align_corners=True'}
+
+
+@dataclass(frozen=True)
+class DeprecatedApiUse(Violation):
+    name: str  # as resolved, `torch.meshgrid`
+    api: DeprecatedApi  # its entry in the deprecation table: versions, what it does now, the replacement
+
+    def message(self) -> str:
+        api = self.api
+        if api.removed:
+            status = f"was removed in torch {api.removed}: on 2.13 it {api.on_current}"
+        else:
+            status = f"is deprecated since torch {api.deprecated} (2.13: {api.on_current})"
+        what = f"`{self.name}` without `{api.unless_keyword}=`" if api.unless_keyword else f"`{self.name}`"
+        return f"{what} {status}"
+
+    def help_text(self) -> str:
+        why = f" ({self.api.why})" if self.api.why else ""
+        use = " or ".join(f"`{part}`" for part in self.api.use.split(" or "))
+        return f"Use {use}{why}"
 
 
 class DeprecatedTorchApi(Rule):
@@ -147,14 +168,7 @@ class DeprecatedTorchApi(Rule):
             return  # measured noisy: only with the option (see the docs)
         if not at_least(self.settings["torch-version"], api.deprecated):
             return  # the code must still run on a torch from before the replacement
-        if api.removed:
-            status = f"was removed in torch {api.removed}: on 2.13 it {api.on_current}"
-        else:
-            status = f"is deprecated since torch {api.deprecated} (2.13: {api.on_current})"
-        what = f"`{name}` without `{api.unless_keyword}=`" if api.unless_keyword else f"`{name}`"
-        why = f" ({api.why})" if api.why else ""
-        use = " or ".join(f"`{part}`" for part in api.use.split(" or "))
-        self.report(node, f"{what} {status}", help=f"Use {use}{why}",
+        self.report(node, DeprecatedApiUse(name=name, api=api),
                     severity="error" if api.removed else None, fix=fix)
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, edit, end_of, has_comment, make_fix, start_of, text_of
-from torchlint.rules.base import Evidence, Rule, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, keyword, literal
 
 _LEGACY = ("size_average", "reduce")
 
@@ -29,6 +30,22 @@ def reduction_for(size_average: object, reduce: object) -> Optional[str]:
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     return "mean" if size_average and reduce else "sum" if reduce else "none"
+
+
+@dataclass(frozen=True)
+class LegacyReductionArgs(Violation):
+    args: tuple[str, ...]  # `size_average`, `reduce`, as given
+    reduction: Optional[str]  # the equivalent `reduction=`, when the values say
+
+    def message(self) -> str:
+        args = " and ".join(f"`{arg}=`" for arg in self.args)
+        several = len(self.args) > 1
+        return (f"{args} {'are' if several else 'is'} deprecated (torch warns and maps "
+                f"{'them' if several else 'it'} to `reduction=`)")
+
+    def help_text(self) -> str:
+        spelled = f"`reduction='{self.reduction}'`" if self.reduction else "`reduction=` ('mean', 'sum' or 'none')"
+        return f"Pass {spelled}"
 
 
 class LegacyLossReductionArgs(Rule):
@@ -80,10 +97,7 @@ class LegacyLossReductionArgs(Rule):
         reduce = keyword(node, "reduce")
         value = reduction_for(literal(size_average.value) if size_average else None,
                               literal(reduce.value) if reduce else None)
-        spelled = f"`reduction='{value}'`" if value else "`reduction=` ('mean', 'sum' or 'none')"
-        args = " and ".join(f"`{kw.arg}=`" for kw in found)
-        self.report(found[0], f"{args} {'are' if len(found) > 1 else 'is'} deprecated (torch warns and maps "
-                              f"{'them' if len(found) > 1 else 'it'} to `reduction=`)", help=f"Pass {spelled}",
+        self.report(found[0], LegacyReductionArgs(args=tuple(str(kw.arg) for kw in found), reduction=value),
                     end_node=found[-1], fix=_fix(node, found, value, ctx))
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import make_fix, replace, text_of
-from torchlint.rules.base import Evidence, Rule
+from torchlint.rules.base import Evidence, Rule, Violation
 
 
 def _is_one(node: ast.AST) -> bool:
@@ -22,6 +23,22 @@ def _plus_one_operand(node: ast.AST) -> Optional[ast.AST]:
         if _is_one(node.right) and not _is_one(node.left):
             return node.left
     return None
+
+
+@dataclass(frozen=True)
+class LogOfOnePlus(Violation):
+    help = "Use `torch.log1p(x)`"
+
+    def message(self) -> str:
+        return "`torch.log(1 + x)` loses every digit of a small `x` (float32: 0 below ~6e-8)"
+
+
+@dataclass(frozen=True)
+class ExpMinusOne(Violation):
+    help = "Use `torch.expm1(x)`"
+
+    def message(self) -> str:
+        return "`torch.exp(x) - 1` loses every digit of a small `x` (float32: 0 below ~6e-8)"
 
 
 class Log1pExpm1(Rule):
@@ -88,8 +105,7 @@ class Log1pExpm1(Rule):
         # Fixed only when spelled through the module: a bare imported `log` has no `log1p` beside it.
         fix = make_fix("Use `torch.log1p`", [replace(ctx.source, node, new)]) \
             if isinstance(node.func, ast.Attribute) else None
-        self.report(node, "`torch.log(1 + x)` loses every digit of a small `x` (float32: 0 below ~6e-8)",
-                    help="Use `torch.log1p(x)`", fix=fix)
+        self.report(node, LogOfOnePlus(), fix=fix)
 
     def visit_BinOp(self, node: ast.BinOp, ctx: FileContext) -> None:
         if not isinstance(node.op, ast.Sub) or not _is_one(node.right):
@@ -100,6 +116,5 @@ class Log1pExpm1(Rule):
             return
         func = text_of(ctx.source, call.func)
         new = f"{func[:-3]}expm1({text_of(ctx.source, call.args[0])})"
-        self.report(node, "`torch.exp(x) - 1` loses every digit of a small `x` (float32: 0 below ~6e-8)",
-                    help="Use `torch.expm1(x)`",
+        self.report(node, ExpMinusOne(),
                     fix=make_fix("Use `torch.expm1`", [replace(ctx.source, node, new)]))

@@ -3,14 +3,37 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, has_comment, make_fix, module_alias, replace, text_of
-from torchlint.rules.base import Evidence, Rule
+from torchlint.rules.base import Evidence, Rule, Violation
 
 _PRIVATE_MODULE = "torch.utils.data._utils.collate"
 _PUBLIC = {f"{_PRIVATE_MODULE}.{n}": f"torch.utils.data.{n}" for n in ("default_collate", "default_convert")}
+
+
+@dataclass(frozen=True)
+class PrivateCollateImport(Violation):
+    names: tuple[str, ...]
+    help = "Import from `torch.utils.data`"
+
+    def message(self) -> str:
+        listed = ", ".join(f"`{name}`" for name in self.names)
+        return f"{listed} imported from the private `{_PRIVATE_MODULE}`"
+
+
+@dataclass(frozen=True)
+class PrivateCollateName(Violation):
+    name: str
+    public: str
+
+    def message(self) -> str:
+        return f"`{self.name}` is private"
+
+    def help_text(self) -> str:
+        return f"Use `{self.public}`"
 
 
 class NonPublicCollateImport(Rule):
@@ -58,9 +81,7 @@ class NonPublicCollateImport(Rule):
         names = [a for a in node.names if f"{_PRIVATE_MODULE}.{a.name}" in _PUBLIC]
         if not names:
             return
-        listed = ", ".join(f"`{a.name}`" for a in names)
-        self.report(node, f"{listed} imported from the private `{_PRIVATE_MODULE}`",
-                    help="Import from `torch.utils.data`", fix=_import_fix(node, ctx))
+        self.report(node, PrivateCollateImport(names=tuple(a.name for a in names)), fix=_import_fix(node, ctx))
 
     def visit_Attribute(self, node: ast.Attribute, ctx: FileContext) -> None:
         if node.attr not in ("default_collate", "default_convert"):
@@ -71,7 +92,7 @@ class NonPublicCollateImport(Rule):
         public = _PUBLIC[name]
         alias = module_alias(ctx.imports.aliases, "torch.utils.data")
         fix = make_fix(f"Use `{public}`", [replace(ctx.source, node, f"{alias}.{node.attr}")]) if alias else None
-        self.report(node, f"`{name}` is private", help=f"Use `{public}`", fix=fix)
+        self.report(node, PrivateCollateName(name=name, public=public), fix=fix)
 
 
 def _import_fix(node: ast.ImportFrom, ctx: FileContext) -> Optional[Fix]:

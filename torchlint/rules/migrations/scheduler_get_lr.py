@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
 from torchlint.checker import FileContext
 from torchlint.edits import edit, end_of, make_fix
-from torchlint.rules.base import Evidence, Rule, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, dotted
 
 _TORCH_SCHEDULERS = "torch.optim.lr_scheduler."
 # transformers' schedule factories return a torch LambdaLR.
@@ -42,6 +43,15 @@ def probe_get_lr(params: dict, device: str) -> tuple[str, str]:
         what = f"warned {warned[0]!r}" if warned else "did not warn"
         return "confirmed", f"{name}.{method}() after one step {what} and returned {read}; the rate in use is {last}"
     return "not-reproduced", f"{name}.{method}() returned the rate in use ({last}) without a warning"
+
+
+@dataclass(frozen=True)
+class GetLrCalled(Violation):
+    call: str  # as written, `scheduler.get_lr()`
+    help = "Use `get_last_lr()`"
+
+    def message(self) -> str:
+        return f"`{self.call[:40]}` is not the rate in use: torch warns, and chainable schedulers differ"
 
 
 class SchedulerGetLr(Rule):
@@ -105,8 +115,7 @@ class SchedulerGetLr(Rule):
         start = (end[0], end[1] - len("get_lr()"))
         fix = make_fix("Use `get_last_lr()`", [edit(start, end, "get_last_lr()")]) \
             if ctx.source.line(end[0])[start[1] - 1:end[1] - 1] == "get_lr()" else None
-        self.report(node, f"`{dotted(node)[:40]}` is not the rate in use: torch warns, and chainable schedulers differ",
-                    help="Use `get_last_lr()`", params={"scheduler": kind, "method": "get_lr"}, fix=fix)
+        self.report(node, GetLrCalled(call=dotted(node)), params={"scheduler": kind, "method": "get_lr"}, fix=fix)
 
     def _scheduler(self, recv: ast.AST, lineno: int, ctx: FileContext) -> Optional[str]:
         """The scheduler's class name when `recv` is known to be a torch LR scheduler."""

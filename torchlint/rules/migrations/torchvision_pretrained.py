@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import SAFE, UNSAFE, Fix, make_fix, replace
-from torchlint.rules.base import Evidence, Rule, literal
+from torchlint.rules.base import Evidence, Rule, Violation, literal
 
 _RENAMES = {"pretrained": "weights", "pretrained_backbone": "weights_backbone"}
+
+
+@dataclass(frozen=True)
+class PretrainedKeyword(Violation):
+    keyword: str  # `pretrained`, `pretrained_backbone`
+    new: str  # its replacement, `weights`
+
+    def message(self) -> str:
+        return f"`{self.keyword}=` is deprecated since torchvision 0.13"
+
+    def help_text(self) -> str:
+        return f"Pass `{self.new}=` (a weights enum, \"DEFAULT\", or None)"
 
 
 class TorchvisionPretrained(Rule):
@@ -65,8 +78,7 @@ class TorchvisionPretrained(Rule):
         for kw in node.keywords:
             if kw.arg in _RENAMES:
                 new = _RENAMES[kw.arg]
-                self.report(kw, f"`{kw.arg}=` is deprecated since torchvision 0.13",
-                            help=f"Pass `{new}=` (a weights enum, \"DEFAULT\", or None)",
+                self.report(kw, PretrainedKeyword(keyword=kw.arg, new=new),
                             fix=_fix(kw, new, ctx))
 
 

@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, literal
+from torchlint.rules.base import Evidence, Rule, Violation, literal
 
 _VARIABLE = ("torch.autograd.Variable", "torch.autograd.variable.Variable")
+
+
+@dataclass(frozen=True)
+class VolatileFalse(Violation):
+    help = "Remove it"
+
+    def message(self) -> str:
+        return "`volatile=` has no effect since torch 0.4"
+
+
+@dataclass(frozen=True)
+class VolatileInference(Violation):
+    help = "Run inference under `with torch.no_grad():`"
+
+    def message(self) -> str:
+        return "`volatile=` has no effect since torch 0.4: a forward pass still builds a graph"
 
 
 class VariableVolatile(Rule):
@@ -61,7 +78,6 @@ class VariableVolatile(Rule):
         for kw in node.keywords:
             if kw.arg == "volatile" and ctx.call_name(node) in _VARIABLE:
                 if literal(kw.value) is False:
-                    self.report(kw, "`volatile=` has no effect since torch 0.4", help="Remove it")
+                    self.report(kw, VolatileFalse())
                 else:
-                    self.report(kw, "`volatile=` has no effect since torch 0.4: a forward pass still builds a graph",
-                                help="Run inference under `with torch.no_grad():`")
+                    self.report(kw, VolatileInference())
