@@ -1,15 +1,16 @@
 """The typed records a finding carries (its fix, its `torchlint run` result) and the two ways
-a rule reports: on an AST node or on a text range."""
+a rule reports a violation: on an AST node or on a text range."""
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 import pytest
 
 from torchlint.checker import check_file
 from torchlint.records import Edit, Fix, RecordError, RuntimeResult
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Rule, Violation
 
 FIX_JSON = {"applicability": "unsafe", "message": "Use `.long()`", "edits": [
     {"content": ".long()", "location": {"row": 3, "column": 5}, "end_location": {"row": 3, "column": 13}}]}
@@ -39,6 +40,31 @@ def test_runtime_results_round_trip_and_refuse_unknown_verdicts():
         RuntimeResult.from_json({"verdict": "confirmed", "evidence": "", "hits": "1"})
 
 
+@dataclass(frozen=True)
+class AnX(Violation):
+    help = "Drop the x"
+
+    def message(self) -> str:
+        return "an x"
+
+
+@dataclass(frozen=True)
+class NamedCall(Violation):
+    func: str
+
+    def message(self) -> str:
+        return f"a call of `{self.func}`"
+
+    def help_text(self) -> str:
+        return f"Do not call `{self.func}`"
+
+
+@dataclass(frozen=True)
+class Silent(Violation):  # no help: the finding has none
+    def message(self) -> str:
+        return "a name"
+
+
 class RangeRule(Rule):
     code = "TL995"
     name = "range-on-purpose"
@@ -48,14 +74,36 @@ class RangeRule(Rule):
         for row, line in enumerate(ctx.source.lines, 1):
             if "x" in line:
                 col = line.index("x") + 1
-                self.report_range((row, col), (row, col + 1), "an x", fix=Fix("drop it", (Edit((row, col), (row, col + 1), ""),)))
+                self.report_range((row, col), (row, col + 1), AnX(), fix=Fix("drop it", (Edit((row, col), (row, col + 1), ""),)))
 
     def visit_Call(self, node: ast.Call, ctx) -> None:
-        self.report(node, "a call")
+        self.report(node, NamedCall(func=ast.unparse(node.func)), params={"args": len(node.args)})
+
+    def visit_Starred(self, node: ast.Starred, ctx) -> None:
+        self.report(node, Silent())
 
 
 def test_a_rule_reports_on_a_text_range_and_noqa_applies_to_it():
     source = b"import torch\ny = 1  # x\ntorch.f(x)  # noqa: TL995\n"
     findings = check_file("a.py", source, [RangeRule]).findings
-    assert [(f.row, f.col, f.end_col, f.message) for f in findings] == [(2, 10, 11, "an x")]
+    assert [(f.row, f.col, f.end_col, f.message, f.help) for f in findings] == [(2, 10, 11, "an x", "Drop the x")]
     assert findings[0].fix == Fix("drop it", (Edit((2, 10), (2, 11), ""),))
+
+
+def test_a_finding_records_the_violations_message_and_help():
+    findings = check_file("a.py", b"import torch\ntorch.f(*a, b)\n", [RangeRule]).findings
+    assert [(f.col, f.message, f.help, f.probe_params) for f in findings] == [
+        (1, "a call of `torch.f`", "Do not call `torch.f`", {"args": 2}), (9, "a name", None, {})]
+
+
+def test_a_violation_is_frozen_and_must_say_its_message():
+    with pytest.raises(AttributeError):
+        NamedCall(func="f").func = "g"  # type: ignore[misc]
+
+    @dataclass(frozen=True)
+    class Unsaid(Violation):
+        pass
+
+    with pytest.raises(NotImplementedError, match="Unsaid must define message"):
+        Unsaid().message()
+    assert Unsaid().help_text() is None

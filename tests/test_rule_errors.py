@@ -4,10 +4,11 @@ other findings are kept (TorchFix loses the whole file)."""
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchlint.checker import check_file
 from torchlint.linter import FileTask, lint_bytes
-from torchlint.rules.base import Rule
+from torchlint.rules.base import Rule, Violation
 from torchlint import catalog
 
 SOURCE = b"""import torch
@@ -63,6 +64,14 @@ def test_the_linter_reports_the_rule_error_and_keeps_findings(monkeypatch):
     assert result.internal_error is not None and "rule TL999" in result.internal_error
 
 
+@dataclass(frozen=True)
+class Said(Violation):
+    text: str
+
+    def message(self) -> str:
+        return self.text
+
+
 def test_a_second_report_on_the_same_node_is_dropped():
     class Twice(Rule):
         code = "TL996"
@@ -70,8 +79,8 @@ def test_a_second_report_on_the_same_node_is_dropped():
         summary = "reports each call twice"
 
         def visit_Call(self, node: ast.Call, ctx) -> None:
-            self.report(node, "first")
-            self.report(node, "second")
+            self.report(node, Said(text="first"))
+            self.report(node, Said(text="second"))
 
     findings = check_file("x.py", b"import torch\ntorch.f()\n", [Twice]).findings
     assert [f.message for f in findings] == ["first"]

@@ -75,7 +75,7 @@ class FileContext(SemanticModel):
             code=rule.code, name=rule.name, message=message, path=self.source.path,
             row=start[0], col=start[1], end_row=end[0], end_col=end[1],
             severity=severity or rule.severity, probe_params=params,
-            help=help if help is not None else getattr(rule, "help", None), fix=fix,
+            help=help, fix=fix,
         ))
 
     def self_attribute_kind(self, attr: str) -> Optional[str]:

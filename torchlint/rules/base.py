@@ -3,7 +3,8 @@ severity, default) plus `visit_<NodeType>(node, ctx)` handlers that the single
 traversal in `torchlint.checker` calls before a node's children, `leave_<NodeType>`
 handlers it calls after them, `setup(ctx)` for per-file state, `end_file(ctx)` for
 rules that decide on the whole file, and `check_noqa(ctx, suppression)` for a rule that
-judges the `# noqa` directives (after the suppression pass)."""
+judges the `# noqa` directives (after the suppression pass). A rule reports instances of the
+`Violation` types declared beside it (torchlint/rules/violation.py)."""
 
 from __future__ import annotations
 
@@ -105,9 +106,6 @@ class Rule:
     # before the walk, so a rule costs nothing in files it cannot apply to). Empty: always run.
     requires_text: ClassVar[tuple[str, ...]] = ()
 
-    # What to do about a finding, one short sentence; a report may pass its own.
-    help: ClassVar[Optional[str]] = None
-
     _handler_names: ClassVar[tuple[tuple[type, str], ...]] = ()
     _leave_names: ClassVar[tuple[tuple[type, str], ...]] = ()
 
@@ -148,28 +146,18 @@ class Rule:
         """Called after the suppression pass, for rules that judge the `# noqa` directives
         themselves (TL001): `suppression` knows which ones suppressed something."""
 
-    def report(self, node: ast.AST, violation: Violation | str, *, end_node: Optional[ast.AST] = None,
-               params: Optional[dict] = None, severity: Optional[str] = None, fix: Optional[Fix] = None,
-               **legacy: Any) -> None:
+    def report(self, node: ast.AST, violation: Violation, *, end_node: Optional[ast.AST] = None,
+               params: Optional[dict] = None, severity: Optional[str] = None, fix: Optional[Fix] = None) -> None:
         """Report `violation` on `node` (to the end of `end_node`); `params` are the facts its
         probe needs. A second report of the same rule on the same node is dropped."""
-        message, help = _text(violation, legacy)
-        self.ctx.report(self, node, message, end_node=end_node, params=params, severity=severity, help=help, fix=fix)
+        self.ctx.report(self, node, violation.message(), end_node=end_node, params=params, severity=severity,
+                        help=violation.help_text(), fix=fix)
 
-    def report_range(self, start: tuple[int, int], end: tuple[int, int], violation: Violation | str, *,
-                     params: Optional[dict] = None, severity: Optional[str] = None, fix: Optional[Fix] = None,
-                     **legacy: Any) -> None:
+    def report_range(self, start: tuple[int, int], end: tuple[int, int], violation: Violation, *,
+                     params: Optional[dict] = None, severity: Optional[str] = None, fix: Optional[Fix] = None) -> None:
         """Report on a text range: 1-based (row, code-point column), the end exclusive."""
-        message, help = _text(violation, legacy)
-        self.ctx.report_range(self, start, end, message, params=params, severity=severity, help=help, fix=fix)
-
-
-def _text(violation: Violation | str, legacy: dict[str, Any]) -> tuple[str, Optional[str]]:
-    if isinstance(violation, str):  # the old string form, while families are converted
-        return violation, legacy.get("help")
-    if legacy:
-        raise TypeError(f"report({type(violation).__name__}): unexpected {sorted(legacy)}")
-    return violation.message(), violation.help_text()
+        self.ctx.report_range(self, start, end, violation.message(), params=params, severity=severity,
+                              help=violation.help_text(), fix=fix)
 
 
 def _handler_table(cls: type, prefix: str) -> tuple[tuple[type, str], ...]:
