@@ -4,7 +4,6 @@ a rule reports a violation: on an AST node or on a text range."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 import pytest
 
@@ -40,7 +39,6 @@ def test_runtime_results_round_trip_and_refuse_unknown_verdicts():
         RuntimeResult.from_json({"verdict": "confirmed", "evidence": "", "hits": "1"})
 
 
-@dataclass(frozen=True)
 class AnX(Violation):
     help = "Drop the x"
 
@@ -48,7 +46,6 @@ class AnX(Violation):
         return "an x"
 
 
-@dataclass(frozen=True)
 class NamedCall(Violation):
     func: str
 
@@ -59,7 +56,6 @@ class NamedCall(Violation):
         return f"Do not call `{self.func}`"
 
 
-@dataclass(frozen=True)
 class Silent(Violation):  # no help: the finding has none
     def message(self) -> str:
         return "a name"
@@ -96,14 +92,18 @@ def test_a_finding_records_the_violations_message_and_help():
         (1, "a call of `torch.f`", "Do not call `torch.f`", {"args": 2}), (9, "a name", None, {})]
 
 
-def test_a_violation_is_frozen_and_must_say_its_message():
-    with pytest.raises(AttributeError):
-        NamedCall(func="f").func = "g"  # type: ignore[misc]
+def test_a_violation_is_a_frozen_keyword_record_that_must_say_its_message():
+    call = NamedCall(func="f")
+    assert call == NamedCall(func="f") != NamedCall(func="g") and hash(call) == hash(NamedCall(func="f"))
+    assert repr(call) == "NamedCall(func='f')" and call != AnX()
+    with pytest.raises(AttributeError, match="frozen"):
+        call.func = "g"  # type: ignore[misc]
+    with pytest.raises(TypeError, match=r"unknown fields \['fn'\], missing fields \['func'\]"):
+        NamedCall(fn="f")  # type: ignore[call-arg]
 
-    @dataclass(frozen=True)
     class Unsaid(Violation):
-        pass
+        level: int = 1  # a default: the class attribute
 
+    assert Unsaid().level == 1 and Unsaid(level=2).level == 2 and Unsaid().help_text() is None
     with pytest.raises(NotImplementedError, match="Unsaid must define message"):
         Unsaid().message()
-    assert Unsaid().help_text() is None

@@ -4,7 +4,6 @@ other findings are kept (TorchFix loses the whole file)."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from torchlint.checker import check_file
 from torchlint.linter import FileTask, lint_bytes
@@ -64,7 +63,6 @@ def test_the_linter_reports_the_rule_error_and_keeps_findings(monkeypatch):
     assert result.internal_error is not None and "rule TL999" in result.internal_error
 
 
-@dataclass(frozen=True)
 class Said(Violation):
     text: str
 

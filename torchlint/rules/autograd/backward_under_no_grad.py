@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -69,7 +68,6 @@ def judge_backward_under_no_grad(facts: dict, runs: list) -> Optional[tuple[str,
     return expect_raise(runs, says("does not require grad"), "the call", fine)
 
 
-@dataclass(frozen=True)
 class BackwardOfNoGradResult(Violation):
     call: str  # `loss.backward()`, `torch.autograd.grad(...)`
     mode: str  # `no_grad`, `inference_mode`, ...
@@ -79,7 +77,6 @@ class BackwardOfNoGradResult(Violation):
         return f"`{self.call}` raises: its input, computed under `{self.mode}`, has no grad_fn"
 
 
-@dataclass(frozen=True)
 class HelperBackwardUnderNoGrad(Violation):
     helper: str
     loss: str

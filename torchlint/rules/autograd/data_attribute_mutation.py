@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import Path
 import sys
 from typing import Any, Optional
@@ -208,7 +207,6 @@ def judge_data_attribute_mutation(facts: dict, runs: list) -> Optional[tuple[str
 _NO_GRAD_HELP = "Write under `with torch.no_grad():` so autograd can detect a conflicting backward"
 
 
-@dataclass(frozen=True)
 class DataSwap(Violation):
     data: str  # `p.data`
     where: str  # `in forward()` / `before backward()`
@@ -218,7 +216,6 @@ class DataSwap(Violation):
         return f"`{self.data} = ...` {self.where} swaps saved data unseen by autograd"
 
 
-@dataclass(frozen=True)
 class DataWrite(Violation):
     data: str
     where: str

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 import re
 from typing import Optional
 
@@ -69,7 +68,6 @@ def _step_role(call: ast.Call) -> Optional[str]:
     return role(receiver_name(call))
 
 
-@dataclass(frozen=True)
 class FakeNotDetached(Violation):
     fake: str  # the generator's output as written, when it is short
     help = "Give the discriminator `fake.detach()` for its own step"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Any, Optional
 
 from torchlint.checker import FileContext
@@ -36,7 +35,6 @@ def judge_grad_mode_not_called(facts: dict, runs: list) -> Optional[tuple[str, s
                         lambda rec: "the object worked as a context manager")
 
 
-@dataclass(frozen=True)
 class GradModeClassAsContext(Violation):
     mode: str  # the expression as written, e.g. `torch.no_grad`
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
@@ -41,7 +40,6 @@ def probe_gradcheck_dtype(params: dict, device: str) -> tuple[str, str]:
     return "confirmed", f"gradcheck(torch.sigmoid, <randn(5, dtype={dtype})>) fails: sigmoid's own gradient is correct"
 
 
-@dataclass(frozen=True)
 class Float32Gradcheck(Violation):
     check: str  # `gradcheck` / `gradgradcheck` as called
     help = "Make the inputs float64 (`dtype=torch.float64` or `.double()`)"

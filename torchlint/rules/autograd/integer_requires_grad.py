@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_api import is_int_dtype
@@ -40,7 +39,6 @@ def judge_integer_requires_grad(facts: dict, runs: list) -> Optional[tuple[str, 
                         lambda rec: f"the call created {describe(rec.get('value'))}")
 
 
-@dataclass(frozen=True)
 class IntegerTensorRequiresGrad(Violation):
     why: str  # what makes the tensor an integer one
     help = "Use a float dtype (`dtype=torch.float32`, or float literals)"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis import inference
@@ -35,7 +34,6 @@ def judge_leaf_inplace(facts: dict, runs: list) -> Optional[tuple[str, str]]:
     return expect_raise(runs, says("leaf Variable"), "the in-place update", lambda rec: "the in-place update ran")
 
 
-@dataclass(frozen=True)
 class InplaceLeafUpdate(Violation):
     leaf: str
     update: str  # `w -= ...`, `w.add_(...)`

@@ -146,7 +146,6 @@ def judge_loss_accumulated(facts: dict, runs: list) -> Optional[tuple[str, str]]
     return "not-reproduced", f"the accumulated value is {describe(value)} without a graph"
 
 
-@dataclass(frozen=True)
 class LossAppendedWithGraph(Violation):
     accumulator: str
     loss: str
@@ -158,7 +157,6 @@ class LossAppendedWithGraph(Violation):
         return f"Append `{self.loss}.item()` (or `{self.loss}.detach()`)"
 
 
-@dataclass(frozen=True)
 class LossSummedWithGraph(Violation):
     accumulator: str
     loss: str

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -99,7 +98,6 @@ def judge_missing_zero_grad(facts: dict, runs: list) -> Optional[tuple[str, str]
     return "not-reproduced", "the gradients were reset before the second backward()"
 
 
-@dataclass(frozen=True)
 class GradientsNeverReset(Violation):
     help = "Call `optimizer.zero_grad()` every iteration (next to `step()` when accumulating)"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
@@ -50,7 +49,6 @@ def judge_requires_grad_typo(facts: dict, runs: list) -> Optional[tuple[str, str
     return None
 
 
-@dataclass(frozen=True)
 class RequiresGradAttributeTypo(Violation):
     attribute: str  # `w.requires_grads`
     help = "Write `.requires_grad`"
@@ -59,7 +57,6 @@ class RequiresGradAttributeTypo(Violation):
         return f"`{self.attribute}` is a typo: `requires_grad` stays unchanged"
 
 
-@dataclass(frozen=True)
 class RequiresGradKeywordTypo(Violation):
     call: str
     keyword: str

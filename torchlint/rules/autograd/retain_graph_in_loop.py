@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from torchlint.analysis import inference
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name
@@ -62,7 +61,6 @@ def _another_backward(call: ast.Call, node: ast.Call, ctx: FileContext) -> bool:
         or ctx.call_name(call) == "torch.autograd.grad"
 
 
-@dataclass(frozen=True)
 class RetainGraphWithoutSecondBackward(Violation):
     help = "Detach what is carried across iterations and drop `retain_graph=True`"
 

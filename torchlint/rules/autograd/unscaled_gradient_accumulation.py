@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Iterator, Optional
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, is_zero_grad, receiver_name
@@ -85,7 +84,6 @@ def _identifier(node: ast.AST) -> str:
     return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
 
 
-@dataclass(frozen=True)
 class LossNotDividedByAccumulation(Violation):
     count: str  # the accumulation count as written (`accum_steps`)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -79,7 +78,6 @@ def judge_zero_grad_between(facts: dict, runs: list) -> Optional[tuple[str, str]
     return "not-reproduced", "the gradients survived zero_grad()"
 
 
-@dataclass(frozen=True)
 class ZeroGradBeforeStep(Violation):
     zero_grad: str  # the call as written, `optimizer.zero_grad`
     help = "Call `zero_grad()` before the forward pass or after `step()`"

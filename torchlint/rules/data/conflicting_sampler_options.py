@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_api import DATALOADER
@@ -35,7 +34,6 @@ def judge_conflicting_sampler(facts: dict, runs: list) -> Optional[tuple[str, st
                         lambda rec: "the DataLoader accepted these options")
 
 
-@dataclass(frozen=True)
 class BatchSamplerConflict(Violation):
     conflicts: tuple[str, ...]  # the options that conflict with `batch_sampler`, `shuffle=True`
     help = "Configure batching in the batch sampler only"
@@ -44,7 +42,6 @@ class BatchSamplerConflict(Violation):
         return f"`DataLoader` raises: `batch_sampler` with {', '.join(f'`{c}`' for c in self.conflicts)}"
 
 
-@dataclass(frozen=True)
 class ShuffleWithSampler(Violation):
     help = "Shuffle in the sampler and drop `shuffle`"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from torchlint.analysis.scopes import assigned_names, iter_scope
@@ -60,7 +59,6 @@ def probe_dataloader_in_loop(params: dict, device: str) -> tuple[str, str]:
                               f"built before the loop ({once}): a loop that runs once restarts nothing")
 
 
-@dataclass(frozen=True)
 class DataloaderBuiltEveryIteration(Violation):
     num_workers: object  # the literal, or the expression's text
     persistent: bool  # `persistent_workers=True`, defeated

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from torchlint.analysis.scopes import iter_scope
@@ -66,7 +65,6 @@ def probe_main_guard(params: dict, device: str) -> tuple[str, str]:
     raise RuntimeError(f"the unguarded script exited {proc.returncode}: {proc.stderr.strip()[-300:]}")
 
 
-@dataclass(frozen=True)
 class WorkersStartedAtImport(Violation):
     helper: Optional[str] = None  # the module-level call of a function that starts them, if any
     help = 'Move it under `if __name__ == "__main__":`'

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_api import DATALOADER
@@ -60,7 +59,6 @@ def _identifiers(node: ast.AST) -> set[str]:
     return found
 
 
-@dataclass(frozen=True)
 class UnshardedIterableDataset(Violation):
     dataset: str  # the class
     workers: str  # their count, or "the" (one per CPU)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from torchlint.analysis.scopes import grad_mode_of
 from torchlint.analysis.torch_api import DATALOADER
@@ -11,7 +10,6 @@ from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, keyword
 
 
-@dataclass(frozen=True)
 class NoGradInCollate(Violation):
     collate_fn: str
     help = "Remove it"

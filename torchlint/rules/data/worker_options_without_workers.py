@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.checker import FileContext
@@ -32,7 +31,6 @@ def _keyword_literal(call: ast.Call, name: str) -> object:
     return None if kw is None else literal(kw.value)
 
 
-@dataclass(frozen=True)
 class WorkerOptionsNeedWorkers(Violation):
     options: tuple[str, ...]  # `persistent_workers`, `prefetch_factor`, as given
     help = "Use workers, or leave these options out when `num_workers` is 0"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -187,7 +186,6 @@ def judge_worker_rng(facts: dict, runs: list) -> Optional[tuple[str, str]]:
         str(v[0][:2]) for v in values[:3])
 
 
-@dataclass(frozen=True)
 class RngCopiedToWorkers(Violation):
     dataset: str
     attribute: str

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from torchlint.analysis.loops import method_name
@@ -39,7 +38,6 @@ def probe_sampler_set_epoch(params: dict, device: str) -> tuple[str, str]:
                               f"{first[:4]}... and {second[:4]}... (rank 0 of 2) without set_epoch")
 
 
-@dataclass(frozen=True)
 class SetEpochNeverCalled(Violation):
     help = "Call `sampler.set_epoch(epoch)` at the start of each epoch"
 
@@ -47,7 +45,6 @@ class SetEpochNeverCalled(Violation):
         return "`DistributedSampler.set_epoch()` is never called: every epoch has the same order"
 
 
-@dataclass(frozen=True)
 class SetEpochOfBatchCounter(Violation):
     counter: str
     help = "Call `sampler.set_epoch(epoch)` once per epoch, before the batch loop"

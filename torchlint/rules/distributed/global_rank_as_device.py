@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
@@ -13,7 +12,6 @@ _GET_RANK = "torch.distributed.get_rank"
 _DDP = ("torch.nn.parallel.DistributedDataParallel",)
 
 
-@dataclass(frozen=True)
 class GlobalRankAsDeviceIndex(Violation):
     help = "Use the local rank (`LOCAL_RANK`, which torchrun sets)"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -215,7 +214,6 @@ def probe_mean_under_ddp(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"DDP and global-mean gradients agree (max diff {diff:.2e})"
 
 
-@dataclass(frozen=True)
 class MeanLossUnderDdp(Violation):
     loss: str  # as written, `F.cross_entropy`
     why: str  # what makes the counts differ between ranks

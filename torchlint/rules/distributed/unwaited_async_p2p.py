@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
@@ -31,7 +30,6 @@ def _expects_raise(node: ast.AST) -> bool:
     return False
 
 
-@dataclass(frozen=True)
 class UnwaitedWork(Violation):
     op: str  # `isend`, `irecv`, ...
     kept_in: Optional[str] = None  # the name that keeps the work, never waited; None: discarded

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from torchlint.analysis import inference
@@ -93,7 +92,6 @@ def judge_chained_conversion(facts: dict, runs: list) -> Optional[tuple[str, str
                               "one of its steps was a no-op on this device or dtype")
 
 
-@dataclass(frozen=True)
 class TwoStepConversion(Violation):
     call: str  # the chain as written, `x.cuda().float()`
     inner: str  # the first conversion's kind: "device" / "dtype"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis import inference
@@ -60,7 +59,6 @@ def judge_discarded_conversion(facts: dict, runs: list) -> Optional[tuple[str, s
                          f"is still {describe(receiver)} on {receiver.device}")
 
 
-@dataclass(frozen=True)
 class ConversionResultDiscarded(Violation):
     call: str  # `x.to(device)`
     target: str  # what it converts, `x`

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_api import dtype_name
@@ -67,7 +66,6 @@ def judge_float64_from_numpy(facts: dict, runs: list) -> Optional[tuple[str, str
     return "not-reproduced", f"the call returned {describe(value)}"
 
 
-@dataclass(frozen=True)
 class Float64TensorFromNumpy(Violation):
     converter: str  # `torch.from_numpy`
     source: str  # the array's maker, `np.random.rand`

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
@@ -25,7 +24,6 @@ def _is_guard(node: ast.AST) -> bool:
     return False
 
 
-@dataclass(frozen=True)
 class HardcodedCudaDevice(Violation):
     help = "Pick the device once (`'cuda' if torch.cuda.is_available() else 'cpu'`)"
 

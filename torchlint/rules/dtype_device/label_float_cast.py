@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 from pathlib import Path
 
@@ -94,7 +93,6 @@ def judge_label_float_cast(facts: dict, runs: list) -> Optional[tuple[str, str]]
     return "not-reproduced", f"the loss ran with {shapes} (loss {loss}): the float target is valid here"
 
 
-@dataclass(frozen=True)
 class FloatCastClassTarget(Violation):
     loss: str  # `F.cross_entropy`
     dtype: str

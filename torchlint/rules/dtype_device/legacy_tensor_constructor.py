@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
@@ -102,7 +101,6 @@ def judge_legacy_constructor(facts: dict, runs: list) -> Optional[tuple[str, str
 _LEGACY_HELP = "Use `torch.tensor(data)` for values, `torch.zeros(size)` for shapes"
 
 
-@dataclass(frozen=True)
 class LegacyConstructorOfSize(Violation):
     constructor: str  # `FloatTensor`
     size: int
@@ -112,7 +110,6 @@ class LegacyConstructorOfSize(Violation):
         return f"`{self.constructor}({self.size})` is an uninitialised tensor of size {self.size}, not the value"
 
 
-@dataclass(frozen=True)
 class LegacyConstructor(Violation):
     constructor: str
     help = _LEGACY_HELP

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation
@@ -11,7 +10,6 @@ from torchlint.rules.base import Evidence, Rule, Violation
 _PACKERS = frozenset(f"torch.nn.utils.rnn.{n}" for n in ("pack_padded_sequence", "pack_sequence"))
 
 
-@dataclass(frozen=True)
 class PackedSequenceUnpacked(Violation):
     packer: str  # `pack_padded_sequence`
     names: int

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from torchlint.analysis.dominance import reaches_here
 from torchlint.analysis.inference import TENSOR_FACTORIES, kind_of_annotation
@@ -69,7 +68,6 @@ def known_tensor(expr: ast.AST, ctx: FileContext, lineno: int, depth: int = 0) -
     return False
 
 
-@dataclass(frozen=True)
 class TensorOfTensor(Violation):
     source: str  # the tensor as written, shown when short
     help = "Use `x.detach().clone()` for a copy (`torch.as_tensor(x)` or `x` when none is needed)"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
@@ -97,7 +96,6 @@ def _names_accelerator(device: ast.AST, ctx: FileContext) -> bool:
     return True  # a variable: the hazard is there whenever it names a GPU
 
 
-@dataclass(frozen=True)
 class TypeMovesToCpu(Violation):
     type: str  # `FloatTensor`
     tensor: str  # the receiver as written, shown when short

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.inference import TENSOR_FACTORIES
@@ -111,7 +110,6 @@ def observe_unregistered_tensor(build, facts: dict) -> tuple[str, str]:
     return "not-reproduced", f"`{name}` in state_dict(): {saved}; after .to('meta') it is on {where}"
 
 
-@dataclass(frozen=True)
 class PlainTensorAttribute(Violation):
     attribute: str
 

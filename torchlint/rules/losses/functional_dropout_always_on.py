@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 import functools
 import inspect
 from pathlib import Path
@@ -151,7 +150,6 @@ def observe_functional_dropout(build, facts: dict) -> tuple[str, str]:
     return "not-reproduced", f"in eval() mode `{built}` gave the same output twice on one input: no dropout is on"
 
 
-@dataclass(frozen=True)
 class DropoutWithoutTraining(Violation):
     function: str  # `dropout`, `dropout2d`, ...
     help = "Pass `training=self.training`, or use an `nn.Dropout` layer"

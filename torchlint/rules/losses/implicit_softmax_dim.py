@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +95,6 @@ def judge_implicit_softmax_dim(facts: dict, runs: list) -> Optional[tuple[str, s
 _DIM_HELP = "Pass `dim=-1` (or the class dimension)"
 
 
-@dataclass(frozen=True)
 class AxisKeyword(Violation):
     function: str  # `F.softmax`
     help = "Write `dim=`"
@@ -105,7 +103,6 @@ class AxisKeyword(Violation):
         return f"`{self.function}` raises on `axis=`: it has no such parameter"
 
 
-@dataclass(frozen=True)
 class MissingRequiredDim(Violation):
     function: str  # `torch.softmax`, whose `dim` has no default
     help = _DIM_HELP
@@ -114,7 +111,6 @@ class MissingRequiredDim(Violation):
         return f"`{self.function}` without `dim` raises: `dim` is required"
 
 
-@dataclass(frozen=True)
 class ImplicitDim(Violation):
     call: str  # `F.softmax`, or `nn.Softmax()`
     help = _DIM_HELP

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.training_step import own_level
@@ -64,7 +63,6 @@ def _loss_named(names: set[str]) -> bool:
     return any("loss" in n.lower() for n in names)
 
 
-@dataclass(frozen=True)
 class LogOfSoftmaxViolation(Violation):
     help = "Use `log_softmax(...)` (or `Categorical(logits=...)`)"
 

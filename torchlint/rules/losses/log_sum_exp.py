@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
@@ -58,7 +57,6 @@ def _shifted(x: ast.AST, lineno: int, ctx: FileContext) -> bool:
     return isinstance(x, ast.BinOp) and isinstance(x.op, ast.Sub)
 
 
-@dataclass(frozen=True)
 class UnstableLogSumExp(Violation):
     help = "Use `torch.logsumexp(x, dim)`"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.losses import LossCalls
@@ -56,7 +55,6 @@ def _layer_kind(layer: Optional[ast.AST], ctx: FileContext) -> Optional[str]:
     return None
 
 
-@dataclass(frozen=True)
 class BceAfterSigmoid(Violation):
     loss: str  # `F.binary_cross_entropy` / `nn.BCELoss`
     help = "Drop the sigmoid and use `BCEWithLogitsLoss` / `F.binary_cross_entropy_with_logits`"
@@ -65,7 +63,6 @@ class BceAfterSigmoid(Violation):
         return f"`{self.loss}` after `sigmoid`: confident wrong predictions saturate to zero gradient"
 
 
-@dataclass(frozen=True)
 class BceOnLogits(Violation):
     loss: str
     help = "Use `BCEWithLogitsLoss` / `F.binary_cross_entropy_with_logits` on the logits"

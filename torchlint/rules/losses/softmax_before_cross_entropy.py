@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -307,7 +306,6 @@ def _short(t: Any) -> str:
     return f"{float(t):.4f}" if t.numel() == 1 else str([round(float(v), 4) for v in t.flatten()[:3]])
 
 
-@dataclass(frozen=True)
 class SoftmaxBeforeLoss(Violation):
     """This module is the example of the shape (see CONTRIBUTING.md): the fields are what the
     message needs, `message()` and `help_text()` say it, and the report passes the probe's

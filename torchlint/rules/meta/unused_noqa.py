@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import re
 from typing import Optional
 
@@ -14,7 +13,6 @@ from torchlint.rules.base import Evidence, Rule, Violation
 _TL_CODE = re.compile(r"TL[0-9]{3}")
 
 
-@dataclass(frozen=True)
 class UnusedNoqaDirective(Violation):
     codes: tuple[str, ...]  # the directive's codes that suppressed nothing
     unknown: bool  # none of them is a rule

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
@@ -13,7 +12,6 @@ from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, Violation
 _CHECKPOINTS = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential")
 
 
-@dataclass(frozen=True)
 class ImplicitUseReentrant(Violation):
     checkpoint: str  # `checkpoint` / `checkpoint_sequential`
     help = "Pass `use_reentrant=False` (recommended) or `True` to keep today's behaviour"

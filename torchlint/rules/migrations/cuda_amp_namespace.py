@@ -4,7 +4,6 @@ in favour of `torch.amp.*` with a device argument."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_versions import at_least
@@ -23,7 +22,6 @@ _MOVED = {
 _LAST = frozenset(n.rsplit(".", 1)[1] for n in _MOVED)
 
 
-@dataclass(frozen=True)
 class CudaAmpName(Violation):
     name: str  # `torch.cuda.amp.autocast`
     use: str  # the replacement as called, `torch.amp.autocast("cuda", ...)`

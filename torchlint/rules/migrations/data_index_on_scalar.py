@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
@@ -36,7 +35,6 @@ def _scalar_source(value: ast.AST, ctx: FileContext) -> Optional[str]:
     return None
 
 
-@dataclass(frozen=True)
 class DataIndexOnScalarTensor(Violation):
     tensor: str  # as written; named in the message when short
     why: str  # what makes it 0-dim

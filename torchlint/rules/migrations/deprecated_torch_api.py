@@ -4,7 +4,6 @@ from the one data table in torchlint/data/deprecated_api.toml."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_versions import DeprecatedApi, at_least, deprecated_apis
@@ -16,7 +15,6 @@ _LAST_NAMES = frozenset(api.short for api in deprecated_apis().values())
 _UPSAMPLE_MODES = {"upsample-nearest": 'mode="nearest"', "upsample-bilinear": 'mode="bilinear", align_corners=True'}
 
 
-@dataclass(frozen=True)
 class DeprecatedApiUse(Violation):
     name: str  # as resolved, `torch.meshgrid`
     api: DeprecatedApi  # its entry in the deprecation table: versions, what it does now, the replacement

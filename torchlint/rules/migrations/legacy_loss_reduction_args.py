@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
@@ -32,7 +31,6 @@ def reduction_for(size_average: object, reduce: object) -> Optional[str]:
     return "mean" if size_average and reduce else "sum" if reduce else "none"
 
 
-@dataclass(frozen=True)
 class LegacyReductionArgs(Violation):
     args: tuple[str, ...]  # `size_average`, `reduce`, as given
     reduction: Optional[str]  # the equivalent `reduction=`, when the values say

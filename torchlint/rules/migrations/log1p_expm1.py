@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
@@ -25,7 +24,6 @@ def _plus_one_operand(node: ast.AST) -> Optional[ast.AST]:
     return None
 
 
-@dataclass(frozen=True)
 class LogOfOnePlus(Violation):
     help = "Use `torch.log1p(x)`"
 
@@ -33,7 +31,6 @@ class LogOfOnePlus(Violation):
         return "`torch.log(1 + x)` loses every digit of a small `x` (float32: 0 below ~6e-8)"
 
 
-@dataclass(frozen=True)
 class ExpMinusOne(Violation):
     help = "Use `torch.expm1(x)`"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
@@ -14,7 +13,6 @@ _PRIVATE_MODULE = "torch.utils.data._utils.collate"
 _PUBLIC = {f"{_PRIVATE_MODULE}.{n}": f"torch.utils.data.{n}" for n in ("default_collate", "default_convert")}
 
 
-@dataclass(frozen=True)
 class PrivateCollateImport(Violation):
     names: tuple[str, ...]
     help = "Import from `torch.utils.data`"
@@ -24,7 +22,6 @@ class PrivateCollateImport(Violation):
         return f"{listed} imported from the private `{_PRIVATE_MODULE}`"
 
 
-@dataclass(frozen=True)
 class PrivateCollateName(Violation):
     name: str
     public: str

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
@@ -45,7 +44,6 @@ def probe_get_lr(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"{name}.{method}() returned the rate in use ({last}) without a warning"
 
 
-@dataclass(frozen=True)
 class GetLrCalled(Violation):
     call: str  # as written, `scheduler.get_lr()`
     help = "Use `get_last_lr()`"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
@@ -13,7 +12,6 @@ from torchlint.rules.base import Evidence, Rule, Violation, literal
 _RENAMES = {"pretrained": "weights", "pretrained_backbone": "weights_backbone"}
 
 
-@dataclass(frozen=True)
 class PretrainedKeyword(Violation):
     keyword: str  # `pretrained`, `pretrained_backbone`
     new: str  # its replacement, `weights`

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, literal
@@ -11,7 +10,6 @@ from torchlint.rules.base import Evidence, Rule, Violation, literal
 _VARIABLE = ("torch.autograd.Variable", "torch.autograd.variable.Variable")
 
 
-@dataclass(frozen=True)
 class VolatileFalse(Violation):
     help = "Remove it"
 
@@ -19,7 +17,6 @@ class VolatileFalse(Violation):
         return "`volatile=` has no effect since torch 0.4"
 
 
-@dataclass(frozen=True)
 class VolatileInference(Violation):
     help = "Run inference under `with torch.no_grad():`"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, has_star_kwargs, literal
@@ -31,7 +30,6 @@ def probe_adam_weight_decay(params: dict, device: str) -> tuple[str, str]:
                          f"gradient, then scaled), AdamW {results[1].tolist()} (decay applied to the weights)")
 
 
-@dataclass(frozen=True)
 class CoupledAdamWeightDecay(Violation):
     weight_decay: float
     help = "Use `torch.optim.AdamW` (or `decoupled_weight_decay=True`) if decoupled decay is meant"

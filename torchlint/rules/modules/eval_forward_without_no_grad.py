@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 import re
 from pathlib import PurePath
 from typing import Optional
@@ -57,7 +56,6 @@ def _loader_like(node: ast.AST, ctx: FileContext) -> Optional[str]:
     return None
 
 
-@dataclass(frozen=True)
 class EvalForwardRecordsGraph(Violation):
     help = "Wrap the evaluation loop in `with torch.no_grad():` (or `torch.inference_mode()`)"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Optional
 
@@ -40,7 +39,6 @@ def probe_eval_mode(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", "the forwards agree: Dropout is off"
 
 
-@dataclass(frozen=True)
 class ModelNotInEvalMode(Violation):
     model: str  # as called, `model` / `self.net`
     built: str  # the class it was built from

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis import inference
@@ -48,7 +47,6 @@ def judge_forward_directly(facts: dict, runs: list) -> Optional[tuple[str, str]]
                               "computed what calling the module would")
 
 
-@dataclass(frozen=True)
 class DirectForwardCall(Violation):
     forward: str  # `model.forward`
     module: str  # `model`

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.checker import FileContext
@@ -67,7 +66,6 @@ def observe_missing_super(build, facts: dict) -> tuple[str, str]:
     return "not-reproduced", f"`{built}` was built and nn.Module.__init__ ran on it"
 
 
-@dataclass(frozen=True)
 class SuperInitNotCalled(Violation):
     cls: str
     help = "Call `super().__init__()` first"

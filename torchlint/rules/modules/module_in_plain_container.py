@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis import inference
@@ -88,7 +87,6 @@ def observe_plain_container(build, facts: dict) -> tuple[str, str]:
     return "not-reproduced", f"the {len(modules)} modules in `self.{name}` are registered through another attribute"
 
 
-@dataclass(frozen=True)
 class UnregisteredModules(Violation):
     kind: str  # "list" / "dict" / ...
     attribute: str

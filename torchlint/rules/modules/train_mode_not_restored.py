@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -77,7 +76,6 @@ def judge_train_mode(facts: dict, runs: list) -> Optional[tuple[str, str]]:
     return None
 
 
-@dataclass(frozen=True)
 class EvalInTrainingLoop(Violation):
     call: str  # `model.eval`, or a helper that calls `.eval()`
     helper: bool = False

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
@@ -34,7 +33,6 @@ def probe_norm_decay(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"at weight_decay={decay:g} the LayerNorm's parameters stayed at {weight:g}, {bias:g}"
 
 
-@dataclass(frozen=True)
 class DecayOnNormAndBias(Violation):
     weight_decay: float
     norm: str  # the norm layer's class

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.torch_api import conversion_target
@@ -43,7 +42,6 @@ def probe_create_then_move(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"{moved} vs {direct} copy events"
 
 
-@dataclass(frozen=True)
 class CreatedThenMoved(Violation):
     factory: str  # `torch.zeros`
     like: Optional[str] = None  # a `*_like` factory's input, as written

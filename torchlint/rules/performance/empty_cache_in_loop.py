@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from torchlint.analysis.training_step import training_steps
 from torchlint.checker import FileContext
@@ -14,7 +13,6 @@ _EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cac
 _DEVICE_WORDS = ("cuda", "gpu", "device", "is_available")
 
 
-@dataclass(frozen=True)
 class EmptyCacheEveryStep(Violation):
     help = "Remove it, or call it once outside the loop"
 

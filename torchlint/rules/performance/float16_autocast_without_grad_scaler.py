@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.loops import is_backward, method_name
@@ -102,7 +101,6 @@ def exclusive(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) ->
     return any(sides.get(node, side) != side for node, side in b)
 
 
-@dataclass(frozen=True)
 class Float16BackwardWithoutScaler(Violation):
     help = "Use `torch.amp.GradScaler` (`scaler.scale(loss).backward()`), or bfloat16"
 

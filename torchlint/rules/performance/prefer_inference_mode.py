@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from torchlint.analysis.scopes import grad_mode_of, iter_scope
 from torchlint.checker import FileContext
@@ -26,7 +25,6 @@ def _needs_autograd_later(fn: ast.AST) -> bool:
     return False
 
 
-@dataclass(frozen=True)
 class NoGradWhereInferenceMode(Violation):
     help = "Use `torch.inference_mode()`"
 

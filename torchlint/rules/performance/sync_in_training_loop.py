@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from torchlint.analysis import inference
 from torchlint.analysis.loops import is_backward
@@ -14,7 +13,6 @@ _SYNCING = frozenset({"item", "cpu", "numpy", "tolist"})
 _SYNCHRONIZE = frozenset({"torch.cuda.synchronize"})
 
 
-@dataclass(frozen=True)
 class SyncEveryStep(Violation):
     call: str  # `torch.cuda.synchronize()`, `loss.item()`, `print(<tensor>)`
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
@@ -92,7 +91,6 @@ def _parent_of(ctx: FileContext, node: ast.AST) -> Optional[ast.AST]:
     return parents.get(id(node))
 
 
-@dataclass(frozen=True)
 class TensorFromArrayList(Violation):
     source: str  # the list's name, or `[...]`
     help = "Stack the arrays first: `torch.from_numpy(np.stack(xs))`"

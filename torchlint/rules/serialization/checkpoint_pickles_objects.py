@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis import inference
@@ -93,7 +92,6 @@ class _FileFacts:
             self.default_loads.append(node.lineno)
 
 
-@dataclass(frozen=True)
 class CheckpointHoldsObject(Violation):
     what: str  # what kind of object, `an argparse.Namespace`
     value: str  # the object as written, shown when short

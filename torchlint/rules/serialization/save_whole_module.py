@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Optional
 
 from torchlint.analysis import inference
@@ -11,7 +10,6 @@ from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, dotted
 
 
-@dataclass(frozen=True)
 class ModuleInSavedDict(Violation):
     module: str
 
@@ -22,7 +20,6 @@ class ModuleInSavedDict(Violation):
         return f"Save `{self.module}.state_dict()` in the dict instead"
 
 
-@dataclass(frozen=True)
 class WholeModuleSaved(Violation):
     module: str
 

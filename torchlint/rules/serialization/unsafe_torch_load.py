@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 import os
 from pathlib import Path
 import sys
@@ -143,7 +142,6 @@ def observe_saved_checkpoint(build, facts: dict) -> tuple[str, str]:
                               "the unset weights_only is safe here")
 
 
-@dataclass(frozen=True)
 class WeightsOnlyFalse(Violation):
     help = "Load only trusted files, or save a `state_dict()` and use `weights_only=True`"
 
@@ -151,7 +149,6 @@ class WeightsOnlyFalse(Violation):
         return "`torch.load(weights_only=False)` runs code from a malicious checkpoint"
 
 
-@dataclass(frozen=True)
 class LoadWithoutWeightsOnly(Violation):
     help = "Pass `weights_only=True` and load a `state_dict()`"
 
