@@ -309,6 +309,80 @@ def probe_iterable_sharding(params: dict, device: str) -> tuple[str, str]:
     return "not-reproduced", f"{workers} worker(s) gave each of the {len(seen)} samples once"
 
 
+# TL308, from torchlint.rules.data.ddp_loader_without_sampler
+def _sharding_rank(rank: int, world: int, store: str, out: str, given: dict, group: bool) -> None:
+    """One rank: the finding's loader arguments over a 16-sample dataset; writes the batches."""
+    import json
+
+    import torch
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader, DistributedSampler, IterableDataset
+
+    class Stream(IterableDataset):
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            return iter(range(16))
+
+    if group:
+        dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    # The program seeds every rank alike, or each process starts from its own seed (as torchrun's do).
+    torch.manual_seed(0) if given["seeded"] else torch.seed()
+    data: Any = Stream() if given["iterable"] else list(range(16))
+    options: dict[str, Any] = {"batch_size": given["batch_size"]}
+    if given["sampler"]:
+        options["sampler"] = DistributedSampler(data, num_replicas=world, rank=rank, shuffle=given["shuffle"])
+    elif given["shuffle"] and not given["iterable"]:
+        options["shuffle"] = True
+    batches = [[int(i) for i in b] for b in DataLoader(data, **options)]
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(batches, f)
+    if group:
+        dist.destroy_process_group()
+
+
+# TL308, from torchlint.rules.data.ddp_loader_without_sampler
+def probe_ddp_loader_sharding(params: dict, device: str) -> tuple[str, str]:
+    """Two ranks (gloo, where TCP on loopback exists) build the loader with the finding's
+    arguments and record which samples each gets. Facts: `shuffle`, `seeded` (every rank seeded
+    alike), `batch_size`, `iterable`; `sampler` (never a finding's) shards it, to show the "no"."""
+    import json
+    import multiprocessing
+    import os
+    import sys
+    import tempfile
+
+    if not sys.platform.startswith("linux"):
+        return "skipped", "the probe forks its two ranks, which needs Linux"
+    given = {"shuffle": bool(params.get("shuffle")), "seeded": bool(params.get("seeded")),
+             "iterable": bool(params.get("iterable")), "sampler": bool(params.get("sampler")),
+             "batch_size": int(params.get("batch_size") or 4)}
+    layers = os.environ.get("TORCHLINT_SANDBOX")
+    group = layers is None or "net namespace" in layers or "UNSANDBOXED" in layers
+    with tempfile.TemporaryDirectory() as tmp:
+        outs = [os.path.join(tmp, f"rank{r}.json") for r in range(2)]
+        # fork: the ranks start in a moment; no thread of this worker runs while they do.
+        procs = [multiprocessing.get_context("fork").Process(
+            target=_sharding_rank, args=(r, 2, os.path.join(tmp, "store"), outs[r], given, group)) for r in range(2)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(120)
+        if any(p.exitcode != 0 for p in procs):
+            return "skipped", f"a probe rank failed (exit codes {[p.exitcode for p in procs]})"
+        got = []
+        for out in outs:
+            with open(out, encoding="utf-8") as f:
+                got.append(json.load(f))
+    how = "2 gloo ranks" if group else "2 processes (no process group: this sandbox has no loopback TCP)"
+    seen = [sorted(i for b in batches for i in b) for batches in got]
+    what = "an IterableDataset over range(16)" if given["iterable"] else "a 16-sample dataset"
+    if seen[0] == seen[1] == list(range(16)):
+        same = "the same batches in the same order" if got[0] == got[1] else \
+            f"different orders (rank 0 starts {got[0][0]}, rank 1 {got[1][0]}), every sample on both ranks"
+        return "confirmed", f"{how}, {what}: each rank iterated all 16 samples, {same}"
+    return "not-reproduced", (f"{how}, {what}: the ranks got disjoint shards ({len(seen[0])} and {len(seen[1])} "
+                              f"samples)")
+
+
 PROBES: dict[str, Callable[[dict, str], tuple[str, str]]] = {
     "TL301": probe_worker_rng,
     "TL302": probe_main_guard,
@@ -316,6 +390,7 @@ PROBES: dict[str, Callable[[dict, str], tuple[str, str]]] = {
     "TL304": probe_conflicting_sampler,
     "TL306": probe_worker_options,
     "TL307": probe_iterable_sharding,
+    "TL308": probe_ddp_loader_sharding,
 }
 
 

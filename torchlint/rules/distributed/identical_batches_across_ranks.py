@@ -85,7 +85,7 @@ class IdenticalBatchesAcrossRanks(RuntimeCheck):
     code = "TL520"
     name = "identical-batches-across-ranks"
     summary = "Every DDP rank received the same batches (no DistributedSampler or sharding)"
-    peer_checks = {"TG012": "covered at run time (every rank receiving the same batches); the static row is issue #20's first half"}  # rules_docs/peer-parity.md
+    peer_checks = {"TG012": "covered at run time (every rank receiving the same batches)"}  # rules_docs/peer-parity.md
     seen = "every DDP rank fed the same batches (no DistributedSampler)"
     monitor = BatchFingerprintMonitor
 
