@@ -204,8 +204,28 @@ def dataset_kind(expr: ast.AST, scope: ast.AST, model: SemanticModel, depth: int
         inner = dataset_kind(expr.value, scope, model, depth + 1)
         return inner if inner is not None and inner.name == "load_dataset" else None
     if isinstance(expr, ast.Call):
-        return _call_kind(expr, scope, model, depth)
+        return None if _inputs_shard(expr, scope, model) else _call_kind(expr, scope, model, depth)
     return None
+
+
+def _inputs_shard(call: ast.Call, scope: ast.AST, model: SemanticModel, depth: int = 0) -> bool:
+    """Do the names a dataset is built from, followed back through their assignments (`files =
+    all_files[rank::world]`), or the same-file functions it calls (`load_split(args)` reading
+    `args.rank`), name the rank or a shard?"""
+    inputs = [*call.args, *(k.value for k in call.keywords)]
+    if isinstance(call.func, ast.Attribute):
+        inputs.append(call.func.value)  # `ds.shard(...)`, `make(files).map(f)`
+    for sub in (n for expr in inputs for n in ast.walk(expr)):
+        if isinstance(sub, ast.Name) and depth < MAX_DEPTH:
+            for value in _plain_values(sub.id, scope, model) or ():
+                if mentions_sharding(value) or isinstance(value, ast.Call) and _inputs_shard(value, scope, model,
+                                                                                             depth + 1):
+                    return True
+        elif isinstance(sub, ast.Call):
+            fn = model.called_function(sub)  # of this file, or another of the project
+            if fn is not None and mentions_sharding(fn):
+                return True
+    return False
 
 
 def _call_kind(call: ast.Call, scope: ast.AST, model: SemanticModel, depth: int) -> Optional[DatasetKind]:
