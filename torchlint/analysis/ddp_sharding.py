@@ -189,6 +189,30 @@ def scope_of(node: ast.AST, model: SemanticModel) -> ast.AST:
     return found.get(id(node), model.tree)  # type: ignore[attr-defined]
 
 
+_RANDOM_SAMPLERS = frozenset({"RandomSampler", "WeightedRandomSampler"})
+_PLAIN_SAMPLERS = _RANDOM_SAMPLERS | {"SequentialSampler", "BatchSampler"}
+
+
+def plain_sampler(expr: ast.AST, scope: ast.AST, model: SemanticModel, depth: int = 0) -> Optional[bool]:
+    """Whether a sampler that never consults the process group (torch's `RandomSampler`,
+    `WeightedRandomSampler`, `SequentialSampler`, or a `BatchSampler` over one) shuffles; None
+    for any other sampler, and for one built from anything that names the rank."""
+    if isinstance(expr, ast.Name) and depth < MAX_DEPTH:
+        values = _plain_values(expr.id, scope, model)
+        found = {plain_sampler(v, scope, model, depth + 1) for v in values or [ast.Constant(None)]}
+        return found.pop() if len(found) == 1 else None
+    if not isinstance(expr, ast.Call) or mentions_sharding(expr) or _inputs_shard(expr, scope, model):
+        return None
+    name = model.module_scope.imports.call_name(expr) or model.call_name(expr) or ""
+    short = name.rsplit(".", 1)[-1]
+    if not name.startswith("torch.utils.data.") or short not in _PLAIN_SAMPLERS:
+        return None
+    if short == "BatchSampler":
+        inner = arg_or_keyword(expr, 0, "sampler")
+        return plain_sampler(inner, scope, model, depth + 1) if inner is not None else None
+    return short in _RANDOM_SAMPLERS
+
+
 def dataset_kind(expr: ast.AST, scope: ast.AST, model: SemanticModel, depth: int = 0) -> Optional[DatasetKind]:
     """What kind of dataset `expr` (in `scope`) is, when torchlint can read it and nothing in
     its making names the rank or a shard; None otherwise."""

@@ -143,7 +143,9 @@ class DdpLoaderWithoutSampler(Rule):
     `step()`) iterates, in a function that sets up `DistributedDataParallel` (it wraps the
     model, calls a helper of the project that does, in this file or another, or is given the
     wrapped model by a function that does; or a method of a class that does), when the loader
-    has no `sampler=` or `batch_sampler=` and nothing shards its dataset by rank. Only datasets
+    has no `sampler=` or `batch_sampler=` (or only torch's `RandomSampler`,
+    `WeightedRandomSampler`, `SequentialSampler` or a `BatchSampler` over one, which never
+    consult the process group) and nothing shards its dataset by rank. Only datasets
     torchlint can read are judged: a class of the project (map-style, or an `IterableDataset`
     whose class never mentions the rank, the world size, shards or `get_worker_info`),
     `torchvision`/`torchaudio` datasets, a `TensorDataset` of tensors built where the loader is,
@@ -272,12 +274,15 @@ class DdpLoaderWithoutSampler(Rule):
     def _unsharded(self, call: ast.Call, ctx: FileContext) -> Optional[shard.Loader]:
         if has_star_kwargs(call) or any(isinstance(a, ast.Starred) for a in call.args):
             return None
+        scope = shard.scope_of(call, ctx)
+        shuffled: Optional[bool] = None  # set by a plain torch sampler
         for index, name in ((3, "sampler"), (4, "batch_sampler")):
             given = arg_or_keyword(call, index, name)
             if given is not None and literal(given) is not None:
-                return None
+                shuffled = shard.plain_sampler(given, scope, ctx)
+                if shuffled is None:
+                    return None  # a DistributedSampler, or one torchlint cannot read
         dataset = arg_or_keyword(call, 0, "dataset")
-        scope = shard.scope_of(call, ctx)
         kind = shard.dataset_kind(dataset, scope, ctx) if dataset is not None else None
         if kind is None or kind.iterable and keyword(call, "worker_init_fn") is not None:
             return None
@@ -286,8 +291,9 @@ class DdpLoaderWithoutSampler(Rule):
             return None  # synthetic data each process draws from its own seed: the ranks' batches differ
         shuffle = arg_or_keyword(call, 2, "shuffle")
         size = literal(arg_or_keyword(call, 1, "batch_size"))
-        return shard.Loader(kind, shuffle is not None and literal(shuffle) is not False,
-                            size if isinstance(size, int) and not isinstance(size, bool) else 0, seeded)
+        if shuffled is None:
+            shuffled = shuffle is not None and literal(shuffle) is not False
+        return shard.Loader(kind, shuffled, size if isinstance(size, int) and not isinstance(size, bool) else 0, seeded)
 
     def _training_parameters(self, fn: _Function, foreign: bool, ctx: FileContext) -> frozenset[str]:
         """The parameters of `fn` that it iterates in a loop that trains."""
