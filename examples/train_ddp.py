@@ -46,7 +46,7 @@ def main() -> None:
         p.data.uniform_(-0.1, 0.1)  # bypasses autograd
     criterion = nn.CrossEntropyLoss(ignore_index=-100)  # mean per rank, then DDP averages
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = DataLoader(NoisyTokens(1000), batch_size=32, num_workers=2)
+    loader = DataLoader(NoisyTokens(1000), batch_size=32, num_workers=2)  # no DistributedSampler
 
     for epoch in range(3):
         for x, y in loader:
