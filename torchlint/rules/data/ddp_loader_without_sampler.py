@@ -164,8 +164,9 @@ class DdpLoaderWithoutSampler(Rule):
     `shuffle=True`), which never consults the process group: every rank iterates the whole
     dataset. Without shuffling, or with every rank seeded alike, all ranks get the same batches
     in the same order, so N GPUs compute the same gradient N times and each step trains on one
-    rank's worth of distinct data. With shuffling and per-process seeds, each rank walks its
-    own permutation of all the data: an "epoch" is N passes over it. Checked on torch 2.13:
+    rank's worth of distinct data. With shuffling and per-process seeds (an unseeded process
+    gets its own default seed), each rank walks its own permutation of all the data: an
+    "epoch" is N passes over it. Checked on torch 2.13:
     two gloo ranks with `DataLoader(list(range(16)), batch_size=4)` each get all 16 samples in
     the same batches; with a `DistributedSampler`, 8 each, disjoint.
 
