@@ -323,3 +323,36 @@ def test_a_cells_last_expression_is_displayed_not_discarded(tmp_path):
     script = tmp_path / "look.py"
     script.write_text("".join("".join(c) + "\n" for c in cells))
     assert len(lint(script, frozenset({"TL202"})).findings) == 4
+
+
+def _notebook(tmp_path: Path, *cells: str) -> Path:
+    doc = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                      "source": c.splitlines(keepends=True)} for c in cells],
+           "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("cell", "python"), [
+    ("    import torch\n    x = 1\n\n    y = 2", ["import torch", "x = 1", "", "y = 2"]),
+    ("\n\t\tif x:\n\t\t    y = 1", ["", "if x:", "    y = 1"]),  # the first non-blank line's indent
+    ("  a = 1\nb = 2", ["a = 1", "b = 2"]),  # a line without it is left as it is (IPython too)
+    ("torch.*Tensor?\n?torch.*Tensor\nnp.*load*??\nx = a * b", ["", "", "", "x = a * b"]),
+])
+def test_what_ipythons_input_transformers_accept_is_python(cell, python):
+    assert nb.python_lines(cell.split("\n")) == python
+
+
+def test_an_indented_cell_is_linted_at_its_own_columns_and_fixed_there(tmp_path, run_cli):
+    """IPython strips a cell's common leading indent; torchlint parses it so, and reports
+    and fixes at the columns of the cell as written."""
+    path = _notebook(tmp_path, "    import torch\n    torch.*Tensor?",
+                     "    with torch.no_grad:\n        y = 1")
+    findings = lint(path, frozenset({"TL000", "TL108"})).findings
+    assert [(f.code, f.cell, f.row, f.col) for f in findings] == [("TL108", 2, 1, 10)]
+    assert findings[0].fix is not None and findings[0].fix.edits[0].start[1] > 4
+    code, out, _ = run_cli("check", "nb.ipynb", "--select", "TL108", "--fix", "--no-cache")
+    assert code == 0, out
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    assert cells[1]["source"] == ["    with torch.no_grad():\n", "        y = 1"]

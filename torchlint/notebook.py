@@ -45,7 +45,8 @@ FIX_UNSUPPORTED = "fixes are not applied to Jupyter notebooks (.ipynb); their fi
 # writefile, html, ...) is not Python and is skipped whole.
 _PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python", "python3"})
 _CELL_MAGIC = re.compile(r"^\s*%%(\w+)")
-_LINE_MAGIC = re.compile(r"^\s*(?:[%!?]|[A-Za-z_][\w.]*\?{1,2}\s*$)")  # %magic, !shell, ?help, obj?
+# %magic, !shell, ?help, obj?, and wildcard help (`torch.*Tensor?`, IPython's psearch)
+_LINE_MAGIC = re.compile(r"^\s*(?:[%!?]|[A-Za-z_*][\w.*]*\?{1,2}\s*$)")
 _ASSIGNED_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")  # x = !ls
 
 
@@ -142,10 +143,26 @@ def _other_language(metadata: Any) -> Optional[str]:
     return None
 
 
+def leading_indent(lines: list[str]) -> str:
+    """The indent IPython strips from a cell (its `leading_indent` transformer): that of the
+    first non-blank line, removed from every line that starts with it."""
+    first = next((line for line in lines if line.strip()), "")
+    return first[: len(first) - len(first.lstrip(" \t"))]
+
+
+def indent_shift(line: str, indent: str) -> int:
+    """How many columns `python_lines` took off the front of `line` (a cell's own line)."""
+    return len(indent) if indent and line.startswith(indent) else 0
+
+
 def python_lines(lines: list[str]) -> list[str]:
-    """A cell's lines with IPython-only syntax blanked (same number of lines)."""
+    """A cell's lines as IPython runs them (same number of lines): the cell's common leading
+    indent stripped, IPython-only syntax blanked."""
     if not lines:
         return []
+    indent = leading_indent(lines)
+    if indent:
+        lines = [line[indent_shift(line, indent):] for line in lines]
     magic = _CELL_MAGIC.match(lines[0])
     if magic:
         if magic.group(1) not in _PYTHON_CELL_MAGICS:
@@ -263,8 +280,9 @@ def lint_cells(notebook: Notebook, rule_classes: Sequence[RuleClass], parse_all:
                                          cell_starts=starts)
                  if f.code != "TL000" or not findings]
     written = {c.number: c.lines for c in notebook.cells}
+    indents = {c.number: leading_indent(c.lines) for c in notebook.cells}
     program_lines = program.split("\n")
-    return sorted((_in_cell(f, rows, program_lines, written) for f in findings), key=Finding.sort_key)
+    return sorted((_in_cell(f, rows, program_lines, written, indents) for f in findings), key=Finding.sort_key)
 
 
 def _cell_syntax_error(path: str, body: str, first_row: int) -> Optional[Finding]:
@@ -283,24 +301,29 @@ def _cell_syntax_error(path: str, body: str, first_row: int) -> Optional[Finding
 
 
 def _in_cell(f: Finding, rows: list[tuple[int, int]], program_lines: list[str],
-             written: dict[int, list[str]]) -> Finding:
-    """A finding on the concatenated program, re-positioned to its cell and row in it; its
-    fix too, or none when the fix reaches outside the cell or touches a line whose IPython
-    syntax was blanked (the program's text there is not the cell's)."""
+             written: dict[int, list[str]], indents: Optional[dict[int, str]] = None) -> Finding:
+    """A finding on the concatenated program, re-positioned to its cell and row in it (and
+    column, where the cell's leading indent was stripped); its fix too, or none when the
+    fix reaches outside the cell or touches a line whose IPython syntax was blanked (the
+    program's text there is not the cell's)."""
     if not 0 < f.row <= len(rows):
         return f
+    indents = indents or {}
     cell, row = rows[f.row - 1]
     end_cell, end_row = rows[f.end_row - 1] if 0 < f.end_row <= len(rows) else (cell, row)
+    shift = indent_shift(written[cell][row - 1], indents.get(cell, "")) if cell in written else 0
     if end_cell != cell:  # never span cells: stop at the start cell's row
-        end_row, end_col = row, f.col + 1
+        end_row, end_col = row, f.col + shift + 1
     else:
-        end_col = f.end_col
-    return replace(f, cell=cell, row=row, end_row=end_row, end_col=end_col,
-                   fix=_fix_in_cell(f.fix, cell, rows, program_lines, written) if f.fix else None)
+        end_col = f.end_col + (indent_shift(written[cell][end_row - 1], indents.get(cell, ""))
+                               if cell in written else 0)
+    return replace(f, cell=cell, row=row, col=f.col + shift, end_row=end_row, end_col=end_col,
+                   fix=_fix_in_cell(f.fix, cell, rows, program_lines, written, indents) if f.fix else None)
 
 
 def _fix_in_cell(fix: Fix, cell: int, rows: list[tuple[int, int]], program_lines: list[str],
-                 written: dict[int, list[str]]) -> Optional[Fix]:
+                 written: dict[int, list[str]], indents: Optional[dict[int, str]] = None) -> Optional[Fix]:
+    indent = (indents or {}).get(cell, "")
     edits = []
     for edit in fix.edits:
         moved = []
@@ -308,8 +331,10 @@ def _fix_in_cell(fix: Fix, cell: int, rows: list[tuple[int, int]], program_lines
             if not 0 < row <= len(rows) or rows[row - 1][0] != cell:
                 return None
             cell_row = rows[row - 1][1]
-            if program_lines[row - 1] != written[cell][cell_row - 1]:
-                return None
-            moved.append((cell_row, col))
+            line = written[cell][cell_row - 1]
+            shift = indent_shift(line, indent)
+            if program_lines[row - 1] != line[shift:] or (shift and "\n" in edit.content):
+                return None  # new lines would not carry the cell's stripped indent
+            moved.append((cell_row, col + shift))
         edits.append(Edit(moved[0], moved[1], edit.content))
     return Fix(fix.message, tuple(edits), fix.applicability)

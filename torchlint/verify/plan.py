@@ -171,7 +171,7 @@ def notebook_view(finding: Finding, text: str) -> Optional[tuple[Finding, str]]:
     """A notebook finding as a finding on its program: the code cells up to the finding's,
     IPython syntax blanked as the linter blanks it, and a cell that does not parse blanked
     (the kernel would have stopped there; the linter reports it as TL000)."""
-    from torchlint.notebook import NotebookError, parse_notebook, python_lines
+    from torchlint.notebook import NotebookError, indent_shift, leading_indent, parse_notebook, python_lines
 
     try:
         notebook = parse_notebook(finding.path, text.encode("utf-8", "surrogatepass"))
@@ -187,7 +187,12 @@ def notebook_view(finding: Finding, text: str) -> Optional[tuple[Finding, str]]:
         if cell.number == finding.cell:
             shift = len(lines)
             lines.extend(body)
-            return (replace(finding, row=finding.row + shift, end_row=finding.end_row + shift, cell=None),
+            # Columns count in the cell as written; the program has its leading indent stripped.
+            indent = leading_indent(cell.lines)
+            cols = [indent_shift(cell.lines[r - 1], indent) if 0 < r <= len(cell.lines) else 0
+                    for r in (finding.row, finding.end_row)]
+            return (replace(finding, row=finding.row + shift, end_row=finding.end_row + shift, cell=None,
+                            col=finding.col - cols[0], end_col=finding.end_col - cols[1]),
                     "".join(line + "\n" for line in lines))
         lines.extend(body)
     return None
