@@ -356,3 +356,27 @@ def test_an_indented_cell_is_linted_at_its_own_columns_and_fixed_there(tmp_path,
     assert code == 0, out
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     assert cells[1]["source"] == ["    with torch.no_grad():\n", "        y = 1"]
+
+
+def test_a_writefile_cell_of_python_is_linted_as_the_file_it_writes(tmp_path, run_cli):
+    """`%%writefile train.py` holds the project's code: linted as a module of its own (the
+    kernel does not run it, so it is not part of the notebook's program), placed in its cell."""
+    path = _notebook(tmp_path, "import torch",
+                     "%%writefile train.py\nimport torch\nwith torch.no_grad:\n    y = 1",
+                     "%%writefile -a train.py\nwith torch.enable_grad:  # noqa: TL108\n    pass",
+                     "%%writefile notes.txt\nwith torch.no_grad:",
+                     "%%writefile broken.py\ndef f(:")
+    found = lint(path, frozenset({"TL000", "TL108"})).findings
+    assert [(f.code, f.cell, f.row) for f in found] == [("TL108", 2, 3), ("TL000", 5, 2)]
+    assert found[0].col == 6
+    code, out, _ = run_cli("check", "nb.ipynb", "--select", "TL108", "--fix", "--no-cache")
+    assert code == 0, out
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    assert cells[1]["source"][2] == "with torch.no_grad():\n"
+    assert cells[3]["source"] == ["%%writefile notes.txt\n", "with torch.no_grad:"]  # not Python: untouched
+
+
+def test_a_notebooks_file_level_noqa_covers_its_writefile_cells(tmp_path):
+    written = "%%writefile a.py\nimport torch\nwith torch.no_grad:\n    pass"
+    assert len(lint(_notebook(tmp_path, "x = 1", written), frozenset({"TL108"})).findings) == 1
+    assert lint(_notebook(tmp_path, "# torchlint: noqa: TL108", written), frozenset({"TL108"})).findings == []

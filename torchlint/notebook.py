@@ -45,6 +45,9 @@ FIX_UNSUPPORTED = "fixes are not applied to Jupyter notebooks (.ipynb); their fi
 # writefile, html, ...) is not Python and is skipped whole.
 _PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python", "python3"})
 _CELL_MAGIC = re.compile(r"^\s*%%(\w+)")
+# `%%writefile [-a] name.py` (or `%%file`): the cell's body is that Python file, not code
+# the kernel runs; it is linted as a module of its own (see written_python).
+_WRITEFILE = re.compile(r"^\s*%%(?:writefile|file)\s+(?:(?:-a|--append)\s+)?(?P<name>[\"']?[^\s\"']+\.pyw?[\"']?)\s*$")
 # %magic, !shell, ?help, obj?, and wildcard help (`torch.*Tensor?`, IPython's psearch)
 _LINE_MAGIC = re.compile(r"^\s*(?:[%!?]|[A-Za-z_*][\w.*]*\?{1,2}\s*$)")
 _ASSIGNED_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")  # x = !ls
@@ -141,6 +144,11 @@ def _other_language(metadata: Any) -> Optional[str]:
         if isinstance(value, str) and value and value.lower() not in _PYTHON_NAMES:
             return value.lower()
     return None
+
+
+def written_python(lines: list[str]) -> Optional[list[str]]:
+    """The body of a `%%writefile name.py` cell (the lines after the magic), or None."""
+    return lines[1:] if lines and _WRITEFILE.match(lines[0]) else None
 
 
 def leading_indent(lines: list[str]) -> str:
@@ -279,10 +287,35 @@ def lint_cells(notebook: Notebook, rule_classes: Sequence[RuleClass], parse_all:
                                          options=options, rule_errors=rule_errors, index=index,
                                          cell_starts=starts)
                  if f.code != "TL000" or not findings]
+    findings += _written_files(notebook, text, rule_classes, parse_all, options, rule_errors, index)
     written = {c.number: c.lines for c in notebook.cells}
     indents = {c.number: leading_indent(c.lines) for c in notebook.cells}
     program_lines = program.split("\n")
-    return sorted((_in_cell(f, rows, program_lines, written, indents) for f in findings), key=Finding.sort_key)
+    return sorted((f if f.cell is not None else _in_cell(f, rows, program_lines, written, indents) for f in findings),
+                  key=Finding.sort_key)
+
+
+def _written_files(notebook: Notebook, program: str, rule_classes: Sequence[RuleClass], parse_all: bool,
+                   options: Optional[dict[str, dict]], rule_errors: Optional[list], index: Any) -> list[Finding]:
+    """Findings for the Python files that `%%writefile` cells write, each linted on its own (it
+    is a module, not part of the kernel's program), already placed in their cell: row r of the
+    body is row r + 1 of the cell. The notebook's file-level `# torchlint: noqa` covers them."""
+    directives = parse_directives(program)
+    out: list[Finding] = []
+    for cell in notebook.cells:
+        body = written_python(cell.lines)
+        if body is None:
+            continue
+        found = check_source(notebook.path, "".join(line + "\n" for line in body).encode("utf-8", "surrogatepass"),
+                             rule_classes, parse_all=parse_all, options=options, rule_errors=rule_errors, index=index)
+        out += [_shifted(f, cell.number) for f in found if not directives.file_suppresses(f.code)]
+    return out
+
+
+def _shifted(f: Finding, cell: int) -> Finding:
+    fix = f.fix and Fix(f.fix.message, tuple(Edit((e.start[0] + 1, e.start[1]), (e.end[0] + 1, e.end[1]), e.content)
+                                          for e in f.fix.edits), f.fix.applicability)
+    return replace(f, cell=cell, row=f.row + 1, end_row=f.end_row + 1, fix=fix)
 
 
 def _cell_syntax_error(path: str, body: str, first_row: int) -> Optional[Finding]:

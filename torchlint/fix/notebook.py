@@ -21,7 +21,7 @@ from typing import Callable, Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.fix.engine import MAX_PASSES, apply_once
-from torchlint.notebook import python_lines
+from torchlint.notebook import python_lines, written_python
 from torchlint.notebook_positions import cell_source_spans
 from torchlint.source import physical_lines
 
@@ -152,7 +152,8 @@ def fix_notebook(data: bytes, findings: list[Finding], lint: Lint, allow: Callab
 def _cell_parse_error(changed: dict[int, str]) -> Optional[str]:
     for number, source in sorted(changed.items()):
         try:
-            ast.parse("\n".join(python_lines(physical_lines(source))))
+            lines = physical_lines(source)
+            ast.parse("\n".join(written_python(lines) or python_lines(lines)))
         except (SyntaxError, ValueError) as exc:
             return f"fixes produced invalid code in cell {number} ({exc})"
     return None

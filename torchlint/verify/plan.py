@@ -171,7 +171,8 @@ def notebook_view(finding: Finding, text: str) -> Optional[tuple[Finding, str]]:
     """A notebook finding as a finding on its program: the code cells up to the finding's,
     IPython syntax blanked as the linter blanks it, and a cell that does not parse blanked
     (the kernel would have stopped there; the linter reports it as TL000)."""
-    from torchlint.notebook import NotebookError, indent_shift, leading_indent, parse_notebook, python_lines
+    from torchlint.notebook import (NotebookError, indent_shift, leading_indent, parse_notebook, python_lines,
+                                    written_python)
 
     try:
         notebook = parse_notebook(finding.path, text.encode("utf-8", "surrogatepass"))
@@ -179,6 +180,10 @@ def notebook_view(finding: Finding, text: str) -> Optional[tuple[Finding, str]]:
         return None
     lines: list[str] = []
     for cell in notebook.cells:
+        module = written_python(cell.lines) if cell.number == finding.cell else None
+        if module is not None:  # a `%%writefile x.py` cell: the file it writes, on its own
+            return (replace(finding, row=finding.row - 1, end_row=finding.end_row - 1, cell=None),
+                    "".join(line + "\n" for line in module))
         body = python_lines(cell.lines)
         try:
             ast.parse("\n".join(body) + "\n")
