@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from torchlint.analysis.inference import TENSOR_FACTORIES
+from torchlint.analysis.inference import TENSOR_FACTORIES, TENSOR_METHODS
 from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule, Violation
@@ -31,6 +31,34 @@ def _attribute_uses(cls: ast.ClassDef) -> dict[str, tuple[bool, int, int]]:
                     and node.func.value.value.id == "self":
                 uses.setdefault(node.func.value.attr, [False, 0, 0])[2] += 1
     return {attr: (entry[0], entry[1], entry[2]) for attr, entry in uses.items()}
+
+
+# torch functions that return a tensor built from their (first) tensor argument: a mask or
+# table computed from a factory (`torch.tril(torch.ones(8, 8))`) is as plain as the factory's.
+_TRANSFORMS = frozenset({"tril", "triu", "diag", "diag_embed", "diagflat", "flip", "roll", "exp", "log", "sqrt",
+                         "cumsum", "cumprod", "outer", "cat", "stack", "logical_not", "transpose", "reshape",
+                         "unsqueeze", "cos", "sin", "pow", "abs", "sign", "clamp", "where"})
+# Tensor methods on such a value; not `.to()`/`.cuda()`: the author placed it (left as before).
+_METHODS = (TENSOR_METHODS | {"tril", "triu", "diag", "flip", "roll", "cumsum", "cumprod"}) - {"to", "cuda"}
+
+
+def _built_from_factory(node: ast.AST, ctx: FileContext, depth: int = 0) -> bool:
+    """`torch.tril(torch.ones(...))`, `torch.ones(8, 8).tril().bool()`, `torch.cat([torch.zeros(2), ...])`:
+    a tensor op applied to a torch factory's result (a few levels deep)."""
+    if depth > 8 or not isinstance(node, ast.Call):
+        return False
+    name = ctx.call_name(node)
+    if name is not None and name.startswith("torch.") and name.count(".") == 1:
+        last = name.rsplit(".", 1)[1]
+        if last in TENSOR_FACTORIES:
+            return name not in LEGACY_CONSTRUCTORS
+        if last in _TRANSFORMS and node.args:
+            first = node.args[0]
+            items = first.elts if isinstance(first, (ast.List, ast.Tuple)) else [first]
+            return any(_built_from_factory(item, ctx, depth + 1) for item in items)
+        return False
+    func = node.func
+    return isinstance(func, ast.Attribute) and func.attr in _METHODS and _built_from_factory(func.value, ctx, depth + 1)
 
 
 def _handled_elsewhere(uses: dict[str, tuple[bool, int, int]], attr: str) -> bool:
@@ -127,7 +155,8 @@ class UnregisteredTensorAttribute(Rule):
     ## What it does
     Flags `self.x = torch.<factory>(...)` (`zeros`, `ones`, `arange`, `tensor`, `randn`, ...) in an
     `nn.Module` subclass's `__init__` that is neither wrapped in `nn.Parameter` nor registered
-    with `register_buffer`.
+    with `register_buffer`; also a tensor computed from one, such as a mask
+    (`torch.tril(torch.ones(n, n))`, `torch.ones(n, n).triu(1)`, `torch.cat([torch.zeros(2), ...])`).
 
     Not flagged: `torch.tensor(x)` of something that may be a scalar (a 0-dim CPU tensor combines
     with tensors on any device); an attribute the class moves itself at every use
@@ -187,9 +216,7 @@ class UnregisteredTensorAttribute(Rule):
         if ctx.enclosing_module_class() is None:
             return
         name = ctx.call_name(node.value)
-        if name is None or not name.startswith("torch.") or name.count(".") != 1:
-            return
-        if name.rsplit(".", 1)[1] not in TENSOR_FACTORIES or name in LEGACY_CONSTRUCTORS:
+        if not _built_from_factory(node.value, ctx):
             return
         args = node.value.args if isinstance(node.value, ast.Call) else []
         if name in ("torch.tensor", "torch.as_tensor") and args \
