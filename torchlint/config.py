@@ -4,7 +4,6 @@ file wins; the command line beats files (ruff's semantics)."""
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import sys
@@ -15,6 +14,7 @@ from typing import Any, Optional
 from torchlint.options import (DEFAULT_EXCLUDES, DEFAULT_TORCH_VERSION, DEFAULT_VERIFY_BUDGET,  # noqa: F401 (re-exported)
                                DEFAULT_VERIFY_MEMORY_MIB, DEFAULT_VERIFY_TIMEOUT, OPTIONS_BY_KEY, ConfigError,
                                check_table, check_torch_version, expect_list)
+from torchlint.globs import translate
 from torchlint.project_torch import project_torch_floor
 from torchlint import catalog
 from torchlint.safe_io import RefusedFile, is_within, read_regular_file
@@ -90,9 +90,9 @@ def _per_file_matchers(per_file_ignores: tuple[tuple[str, frozenset[str]], ...],
 
 
 class GlobSet:
-    """Exclude-style globs, compiled once. A pattern without '/' matches any path component
-    (`build`, `*.pyi`), like ruff; one with '/' matches the path relative to the root or a
-    directory above it."""
+    """Exclude-style globs (ruff's syntax: torchlint/globs.py), compiled once. A pattern without
+    '/' matches any path component (`build`, `*.pyi`), like ruff; one with '/' matches the path
+    relative to the root or a directory above it."""
 
     def __init__(self, patterns: tuple[str, ...]) -> None:
         names, literal_names, paths = [], set(), []
@@ -103,13 +103,13 @@ class GlobSet:
             if not pattern:
                 continue
             if "/" in pattern:
-                paths.append(fnmatch.translate(pattern)[:-2] + r"(?:/.*)?\Z")
-            elif any(ch in pattern for ch in "*?["):
-                names.append(fnmatch.translate(pattern))
+                paths.append(translate(pattern) + r"(?:/.*)?\Z")
+            elif any(ch in pattern for ch in "*?[{\\"):
+                names.append(translate(pattern) + r"\Z")
             else:
                 literal_names.add(pattern)
         self._literal = frozenset(literal_names)
-        self._names = re.compile("|".join(names)) if names else None
+        self._names = re.compile("|".join(names), re.S) if names else None
         self._paths = re.compile("|".join(paths), re.S) if paths else None
 
     def _match_name(self, name: str) -> bool:
