@@ -129,6 +129,7 @@ def main() -> None:
 @settings_flag("respect-gitignore")
 @click.option("--stdin-filename", help="The name of the file when passing source on stdin with `-`.")
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
+@click.option("--show-settings", is_flag=True, help="Print the settings resolved for the first path, then exit.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
               help="Colour text output: auto = on a terminal, unless NO_COLOR is set (FORCE_COLOR forces it).")
@@ -162,6 +163,14 @@ def check(paths: tuple[str, ...], **options: Any) -> None:
     o = SimpleNamespace(**options)
     _precheck(o)
     request = _request(paths, o)
+    if o.show_settings:
+        from torchlint.cli_tools import show_settings
+
+        try:
+            click.echo(show_settings(api.resolver_for(request), (paths or (".",))[0]))
+        except ConfigError as exc:
+            raise _fail(str(exc)) from None
+        return
     if not o.output_file and not o.show_files and sys.stdout is None:
         raise _fail("standard output is closed; write the report to a file with -o FILE")
     try:
@@ -465,6 +474,15 @@ def run(command: tuple[str, ...], max_steps: int, full: bool, timeout: float, ou
                            extend_select, ignore, config_path, isolated, exit_zero, quiet, confirmed_only,
                            no_cache=no_cache, cache_dir=cache_dir),
                 write_output_file)
+
+
+def _add_clean() -> None:
+    from torchlint.cli_tools import clean
+
+    main.add_command(clean)
+
+
+_add_clean()
 
 
 if __name__ == "__main__":  # pragma: no cover

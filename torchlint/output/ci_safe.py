@@ -63,6 +63,10 @@ class CommandSafeStream:
         self._pending = ""
 
     def write(self, text: str) -> int:
+        if isinstance(text, (bytes, bytearray)) and text:
+            # click.echo(bytes) on a stream without `buffer` writes the bytes here (shell
+            # completion does): filtered as the text they are.
+            return self.write(bytes(text).decode("utf-8", "replace")) and len(text)
         if not isinstance(text, str):  # click probes for a binary stream with write(b"")
             raise TypeError("write() argument must be str")
         data = self._pending + text
