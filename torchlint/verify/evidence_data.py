@@ -130,6 +130,64 @@ def _worker_samples(loader: Any) -> list[list[list[float]]]:
 
 
 # TL301, from torchlint.rules.data.worker_rng_duplication
+class _Draws:
+    """The user's dataset's RNG attribute as each worker holds it: index i runs the user's
+    `__getitem__(i)` (which may re-seed its generator), then gives (worker id, two draws from
+    a copy of the generator). Other randomness in the sample (torch's, which DataLoader seeds
+    per worker) then cannot hide that the generator's copies run in step."""
+
+    def __init__(self, dataset: Any, attribute: str, size: int) -> None:
+        self.dataset, self.attribute, self.size = dataset, attribute, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> tuple[int, list[float]]:
+        import torch
+
+        info = torch.utils.data.get_worker_info()
+        self.dataset[index]
+        return (info.id if info is not None else -1), _two_draws(getattr(self.dataset, self.attribute, None))
+
+
+# TL301, from torchlint.rules.data.worker_rng_duplication
+def _two_draws(rng: Any) -> list[float]:
+    """Two numbers from a copy of `rng` (its own state is left as it is); [] for an unknown kind."""
+    import copy
+    import random
+
+    import torch
+
+    if isinstance(rng, torch.Generator):
+        twin = torch.Generator()
+        twin.set_state(rng.get_state())
+        return [round(float(v), 8) for v in torch.rand(2, generator=twin).tolist()]
+    if isinstance(rng, random.Random):
+        twin_random = copy.deepcopy(rng)
+        return [round(twin_random.random(), 8) for _ in range(2)]
+    draw = getattr(copy.deepcopy(rng), "random", None) if hasattr(rng, "bit_generator") or \
+        hasattr(rng, "random_sample") else None  # numpy Generator / RandomState
+    return [round(float(v), 8) for v in draw(2)] if callable(draw) else []
+
+
+# TL301, from torchlint.rules.data.worker_rng_duplication
+def _worker_draws(loader: Any, attribute: str) -> list[list[float]]:
+    """Per worker, the first two draws from its copy of the dataset's generator `attribute`."""
+    import sys
+
+    import torch
+
+    workers = loader.num_workers
+    tagged: Any = torch.utils.data.DataLoader(_Draws(loader.dataset, attribute, workers),  # type: ignore[arg-type]
+                                         batch_size=None, num_workers=workers, worker_init_fn=loader.worker_init_fn,
+                                         multiprocessing_context="fork" if sys.platform.startswith("linux") else None)
+    first: dict[int, list[float]] = {}
+    for worker, draws in tagged:
+        first.setdefault(int(worker), draws)
+    return [first[k] for k in sorted(first)]
+
+
+# TL301, from torchlint.rules.data.worker_rng_duplication
 def judge_worker_rng(facts: dict, runs: list) -> Optional[tuple[str, str]]:
     import torch
     from _evidence import failed, flag
@@ -143,6 +201,11 @@ def judge_worker_rng(facts: dict, runs: list) -> Optional[tuple[str, str]]:
         return None
     if loader.num_workers < 2:
         return "not-reproduced", f"num_workers={loader.num_workers}: no second worker to repeat the stream"
+    attribute = str(facts.get("attribute") or "")
+    draws = _worker_draws(loader, attribute) if attribute else []
+    if len(draws) >= 2 and draws[0] and all(d == draws[0] for d in draws[1:]):
+        name = f"{type(loader.dataset).__name__}.{attribute}"
+        return ("confirmed", f"the {len(draws)} workers' copies of `{name}` drew the same numbers: {draws[0]}")
     values = _worker_samples(loader)
     if len(values) >= 2 and all(v == values[0] for v in values[1:]) and values[0]:
         return ("confirmed", f"the {len(values)} workers of this DataLoader produced identical samples: "
