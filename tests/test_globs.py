@@ -49,3 +49,32 @@ def test_a_copied_ruff_config_selects_the_same_files(tmp_path, run_cli):
     code, out, _ = run_cli("check", "--no-cache", "--output-format", "concise", ".")
     files = {line.split(":", 1)[0] for line in out.splitlines() if ": TL" in line}
     assert code == 1 and files == {"src/kept.py"}, out
+
+
+@pytest.fixture
+def outside_git(tmp_path, monkeypatch):
+    """A tree no git work tree holds (GIT_CEILING_DIRECTORIES keeps git from finding one above)."""
+    pytest.importorskip("pathspec")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    return tmp_path
+
+
+def _checked(run_cli, cwd, *args: str) -> set[str]:
+    code, out, err = run_cli("check", "--no-cache", "--show-files", *args, cwd=cwd)
+    assert code == 0, err
+    return set(out.split())
+
+
+def test_gitignore_is_respected_outside_a_git_work_tree(outside_git, run_cli):
+    root = outside_git
+    write(root, ".gitignore", "build_out/\n*_pb2.py\n/scratch.py\n")
+    write(root, "pkg/.gitignore", "!keep_pb2.py\nlocal_*.py\n")
+    for name in ("a.py", "scratch.py", "sub/scratch.py", "build_out/x.py", "m_pb2.py", "pkg/keep_pb2.py",
+                 "pkg/other_pb2.py", "pkg/local_x.py", "pkg/b.py"):
+        write(root, name, "x = 1\n")
+    assert _checked(run_cli, root, ".") == {"a.py", "sub/scratch.py", "pkg/keep_pb2.py", "pkg/b.py"}
+    # A subdirectory named on the command line still honours the .gitignore above it.
+    assert _checked(run_cli, root, "pkg") == {"pkg/keep_pb2.py", "pkg/b.py"}
+    # --no-respect-gitignore, and a file named explicitly, are checked.
+    assert "build_out/x.py" in _checked(run_cli, root, "--no-respect-gitignore", ".")
+    assert _checked(run_cli, root, "m_pb2.py") == {"m_pb2.py"}

@@ -9,6 +9,7 @@ from typing import Iterator, Optional
 
 from torchlint.config import ConfigResolver, Settings
 from torchlint.git import run_git
+from torchlint.gitignore import NOTHING_IGNORED, GitignoreFiles, available as gitignore_available
 from torchlint.notebook import NOTEBOOK_SUFFIX
 from torchlint.safe_io import display_path as display_path  # re-exported: reports locate files with it
 from torchlint.safe_io import is_within, refusal
@@ -30,6 +31,15 @@ def _git_visible_files(directory: Path) -> Optional[set[str]]:
     base = os.path.abspath(directory)
     return {os.path.normpath(os.path.join(base, p))
             for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+
+
+def _gitignore_files(top: Path) -> Optional[GitignoreFiles]:
+    """The .gitignore files' verdicts where git gave none: outside a work tree (or without
+    git). Not for a directory git itself ignores, which the user named on purpose."""
+    proc = run_git(top, "rev-parse", "--is-inside-work-tree")
+    if proc is not None and proc.returncode == 0 or not gitignore_available():
+        return None
+    return GitignoreFiles(top, Path.cwd())
 
 
 OUTSIDE_LINK = "symlink that points outside the project (name the resolved path to check it)"
@@ -94,6 +104,8 @@ class Discovery:
         if self.force_exclude and top != Path(".") and top_settings.is_excluded(top):
             return
         visible = _git_visible_files(top) if top_settings.respect_gitignore else None
+        ignores = (_gitignore_files(top) if top_settings.respect_gitignore and visible is None else None) \
+            or NOTHING_IGNORED
         visible_dirs: Optional[set[str]] = None
         if visible is not None:
             visible_dirs = {os.path.abspath(top)}
@@ -107,8 +119,9 @@ class Discovery:
             settings = self.resolver.for_directory(current)
             rel = settings.relative(current)
             kept = []
+            ignores.enter(dirpath, os.path.dirname(dirpath) if current != top else None)
             for d in sorted(dirnames):
-                if settings.is_excluded_entry(rel, d):
+                if settings.is_excluded_entry(rel, d) or ignores.ignored(dirpath, d, True):
                     continue
                 if visible_dirs is not None and os.path.abspath(os.path.join(dirpath, d)) not in visible_dirs:
                     continue
@@ -118,7 +131,7 @@ class Discovery:
                 if not name.endswith(PYTHON_SUFFIXES):
                     continue
                 key = os.path.abspath(os.path.join(dirpath, name))
-                if key in seen or settings.is_excluded_entry(rel, name):
+                if key in seen or settings.is_excluded_entry(rel, name) or ignores.ignored(dirpath, name, False):
                     continue
                 if visible is not None and key not in visible:
                     continue
