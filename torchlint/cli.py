@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional
 import click
 
 from torchlint import __version__, api
+from torchlint.cli_tools import clean, show_settings
 from torchlint.config import CliOverrides, ConfigError, check_torch_version
 from torchlint.diagnostics import Finding
 from torchlint.options import OPTIONS, OPTIONS_BY_KEY
@@ -164,8 +165,6 @@ def check(paths: tuple[str, ...], **options: Any) -> None:
     _precheck(o)
     request = _request(paths, o)
     if o.show_settings:
-        from torchlint.cli_tools import show_settings
-
         try:
             click.echo(show_settings(api.resolver_for(request), (paths or (".",))[0]))
         except ConfigError as exc:
@@ -476,13 +475,7 @@ def run(command: tuple[str, ...], max_steps: int, full: bool, timeout: float, ou
                 write_output_file)
 
 
-def _add_clean() -> None:
-    from torchlint.cli_tools import clean
-
-    main.add_command(clean)
-
-
-_add_clean()
+main.add_command(clean)
 
 
 if __name__ == "__main__":  # pragma: no cover

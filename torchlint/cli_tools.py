@@ -1,5 +1,6 @@
-"""`torchlint clean` and `torchlint check --show-settings`, as in ruff. Kept out of cli.py
-(which holds the commands' options) so that neither import costs `check` anything."""
+"""`torchlint clean` and `torchlint check --show-settings`, as in ruff, beside cli.py (which
+holds the commands' options). It imports only click and the config, so that it adds
+nothing to the start-up of a cli.py whose other imports are lazy."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from torchlint.config import CliOverrides, ConfigError, ConfigResolver, Settings
 # directory without it was not made by torchlint, and `clean` leaves it alone.
 _MARKER = "# Automatically created by torchlint."
 _PRUNED = frozenset({".git", ".hg", ".svn", "node_modules"})
-CACHE_DIR_NAME = ".torchlint_cache"  # cache.CACHE_DIR_NAME (cache.py is not imported at start-up)
+CACHE_DIR_NAME = ".torchlint_cache"  # cache.CACHE_DIR_NAME, not imported for a name (a test keeps them equal)
 
 
 def is_torchlint_cache(path: Path) -> bool:
