@@ -1,13 +1,15 @@
 """Corpora of training-heavy PyTorch code and per-rule finding counts on them: `--set issue9`
 (the default; the 24 repositories of issue 9: tutorials, training loops, notebooks, DDP
-launchers) or `--set heldout-2026-12` (54 projects the rules were never tuned on, pinned in
-heldout_corpus.py, for issue 18's triage). Model zoos (corpus.py) have few training loops.
+launchers), `--set heldout-2026-12` (54 projects the rules were never tuned on, pinned in
+heldout_corpus.py, for issue 18's triage) or `--set ddp-2026-12` (30 held-out DDP training
+projects, pinned in ddp_corpus.py, for TL308 and TL5xx). Model zoos (corpus.py) have few training loops.
 Nothing here is committed: `prepare` assembles a set under --root.
 
     python benchmarks/training_corpus.py prepare --root /work/corpus --mirrors /work/.mirror
     python benchmarks/training_corpus.py report  --root /work/corpus [--per-project] [--json-dir DIR]
     python benchmarks/training_corpus.py prepare --set heldout-2026-12 --root /work/corpus2 --mirrors /work/.mirror
     python benchmarks/training_corpus.py report  --set heldout-2026-12 --root /work/corpus2 --json-dir DIR
+    python benchmarks/training_corpus.py prepare --set ddp-2026-12 --root /work/corpus3 --mirrors /work/.mirror
 
 `--json-dir` also writes report.json (the set, the torchlint commit, each project's pin and
 category, files linted, lint wall and CPU time, TL000/TL020 findings, files `prepare` could not
@@ -28,7 +30,7 @@ Layout under --root: `<project>/` holds exactly the linted subtree plus `.corpus
 which reads only .py, sees them. `report` runs the torchlint CLI found on sys.path (run it with
 PYTHONPATH=<worktree> to measure a branch) twice: default rules and --select ALL, one job, on
 one copy of each notebook (`--notebooks converted`, the default for `issue9`, or `native`, the
-default for `heldout-2026-12`). Run it from the worktree: `-m` also finds a torchlint/ in the cwd.
+default for the held-out sets). Run it from the worktree: `-m` also finds a torchlint/ in the cwd.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from ddp_corpus import DDP
+from ddp_corpus import NAME as DDP_NAME
 from heldout_corpus import HELDOUT
 from heldout_corpus import NAME as HELDOUT_NAME
 
@@ -131,10 +135,13 @@ PROJECTS: tuple[Project, ...] = (
 )
 HELDOUT_PROJECTS = tuple(Project(name, GitHubSource(repo, commit), subdirs, category)
                          for name, repo, commit, category, subdirs in HELDOUT)
+DDP_PROJECTS = tuple(Project(name, GitHubSource(repo, commit), subdirs, category)
+                     for name, repo, commit, category, subdirs in DDP)
 # set name -> (projects, how `report` lints notebooks by default)
 SETS: dict[str, tuple[tuple[Project, ...], str]] = {
     "issue9": (PROJECTS, "converted"),
     HELDOUT_NAME: (HELDOUT_PROJECTS, "native"),
+    DDP_NAME: (DDP_PROJECTS, "native"),
 }
 
 
@@ -482,7 +489,7 @@ def main() -> None:
     rep.add_argument("--per-project", action="store_true")
     rep.add_argument("--json-dir", type=Path, help="also write the raw JSON findings and report.json here")
     rep.add_argument("--notebooks", choices=("converted", "native"), help="lint the _nb/ conversions (any "
-                     "torchlint) or the .ipynb files (default: converted for issue9, native for heldout-2026-12)")
+                     "torchlint) or the .ipynb files (default: converted for issue9, native for the held-out sets)")
     args = parser.parse_args()
     projects, notebooks = SETS[args.set_name]
     if args.command == "list":

@@ -119,3 +119,18 @@ def test_heldout_set_is_new_code(modules):
         assert isinstance(p.source, tc.GitHubSource) and re.fullmatch(r"[0-9a-f]{40}", p.source.commit)
         assert p.source.repo.lower() not in tuned_on and p.category
     assert tc.SETS["issue9"] == (tc.PROJECTS, "converted")
+
+
+def test_ddp_set_is_new_ddp_code(modules):
+    tc, _ = modules
+    projects, notebooks = tc.SETS["ddp-2026-12"]
+    assert notebooks == "native" and 20 <= len(projects) <= 30
+    assert len({p.name for p in projects}) == len(projects)
+    assert len({p.source.repo.lower() for p in projects}) == len(projects)
+    # No project of another set, under either name (the set's name or the GitHub repository).
+    others = tc.PROJECTS + tc.SETS["heldout-2026-12"][0]
+    taken = {p.source.repo.lower() for p in others if isinstance(p.source, tc.GitHubSource)}
+    for p in projects:
+        assert isinstance(p.source, tc.GitHubSource) and re.fullmatch(r"[0-9a-f]{40}", p.source.commit)
+        assert p.source.repo.lower() not in taken and p.category == "ddp"
+    assert not {p.name for p in projects} & {p.name for p in others}
