@@ -9,4 +9,6 @@ python -m pip install -q -e ".[dev,verify]"
 # Static checks first: they take seconds and name the line.
 python -m ruff check torchlint tests benchmarks scripts
 python -m mypy
-python -m pytest -q "$@"
+# Every core, up to 4 (each --verify test worker holds up to 1 GiB); worksteal rebalances the
+# slow sandbox files that would otherwise end on one worker.
+python -m pytest -q -n auto --maxprocesses 4 --dist worksteal "$@"
