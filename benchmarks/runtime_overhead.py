@@ -1,5 +1,5 @@
 """Overhead of `torchlint run` (monitors in every process, --max-steps 0 so both runs do the
-same work) against running the same command plainly, on examples/run and a small real
+same work, with --report) against running the same command plainly, on examples/run and a small real
 training script. Prints best-of-N wall seconds and CPU seconds (user+sys of every process,
 torchlint's own included) and their ratios; the target is < 1.5x wall. CPU seconds are the
 steadier number on a busy machine.
@@ -14,6 +14,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -52,8 +53,9 @@ def main() -> None:
     ratios = []
     for script, launcher in WORKLOADS.items():
         plain = best([*launcher, script], args.repeat)
-        monitored = best([sys.executable, "-m", "torchlint", "run", "--max-steps", "0", "--exit-zero", "--",
-                          *launcher, script], args.repeat)
+        with tempfile.TemporaryDirectory() as scratch:  # the HTML report too: its series are recorded in every run
+            monitored = best([sys.executable, "-m", "torchlint", "run", "--max-steps", "0", "--exit-zero", "--report",
+                              os.path.join(scratch, "report.html"), "--", *launcher, script], args.repeat)
         ratios.append((monitored[0] / plain[0], monitored[1] / plain[1]))
         print(f"{script:<50} {plain[0]:8.2f} {monitored[0]:8.2f} {ratios[-1][0]:7.2f} "
               f"{plain[1]:10.2f} {monitored[1]:8.2f} {ratios[-1][1]:6.2f}")

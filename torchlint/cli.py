@@ -448,6 +448,9 @@ def server() -> None:
               help="Format of the report (on stderr, or in --output-file).")
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True),
               help="Write the report to this file instead of stderr.")
+@click.option("--report", "html_report", type=click.Path(dir_okay=False, writable=True),
+              help="Also write a self-contained HTML page: the findings, per-step loss, gradient norms, learning "
+              "rates, worker random streams, the first non-finite value.")
 @click.option("--select", help="Rule codes or prefixes to report (static rules and runtime checks).")
 @click.option("--extend-select", help="Rule codes or prefixes to report in addition.")
 @click.option("--ignore", help="Rule codes or prefixes not to report.")
@@ -461,9 +464,9 @@ def server() -> None:
               "not-reached and not-monitored static findings).")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 def run(command: tuple[str, ...], max_steps: int, full: bool, timeout: float, output_format: str,
-        output_file: Optional[str], select: Optional[str], extend_select: Optional[str], ignore: Optional[str],
-        config_path: Optional[Path], isolated: bool, no_cache: bool, cache_dir: Optional[Path], exit_zero: bool,
-        confirmed_only: bool, quiet: bool) -> None:
+        output_file: Optional[str], html_report: Optional[str], select: Optional[str], extend_select: Optional[str],
+        ignore: Optional[str], config_path: Optional[Path], isolated: bool, no_cache: bool, cache_dir: Optional[Path],
+        exit_zero: bool, confirmed_only: bool, quiet: bool) -> None:
     """Run COMMAND (e.g. `-- python train.py`) with runtime monitors, then report which findings
     it confirmed. This runs your code, as pytest does. The program's stdout and stderr are its
     own; the report goes to stderr or --output-file."""
@@ -471,7 +474,7 @@ def run(command: tuple[str, ...], max_steps: int, full: bool, timeout: float, ou
 
     run_command(RunOptions(list(command), 0 if full else max_steps, timeout, output_format, output_file, select,
                            extend_select, ignore, config_path, isolated, exit_zero, quiet, confirmed_only,
-                           no_cache=no_cache, cache_dir=cache_dir),
+                           no_cache=no_cache, cache_dir=cache_dir, html_report=html_report),
                 write_output_file)
 
 

@@ -20,6 +20,7 @@ from torchlint.output.report import render_report
 from torchlint.project_root import project_root
 from torchlint.runtime.analysis import Observation, judge_static, load_events, problem_findings, runtime_problems
 from torchlint import catalog
+from torchlint.runtime.html_report import compile_notes, render_html
 from torchlint.runtime.launcher import Outcome, program_env, run_program
 from torchlint.selection import STATIC, SelectionError, SelectionLayer
 
@@ -48,6 +49,7 @@ class RunOptions:
     confirmed_only: bool = False
     no_cache: bool = False
     cache_dir: Optional[Path] = None
+    html_report: Optional[str] = None  # --report: the HTML page
 
 
 # `--select TL1` covers static rules and runtime checks alike: one selector over the catalog.
@@ -116,10 +118,13 @@ def run_command(opts: RunOptions, write_output: Callable[[str, str, list[Path]],
 
     text = render_report(opts.output_format, findings, Sources(tasks), report.parse_errors, cwd, False, opts.quiet)
     _emit(opts, text, cwd, write_output)
+    status = "\n".join([_status(opts, outcome, obs, cwd), *(["note: " + n for n in compile_notes(obs, cwd)]),
+                         *([_unfinished(static)] if stopped else [])])
     if not opts.quiet:
-        click.echo(_status(opts, outcome, obs, cwd), err=True)
-        if stopped:
-            click.echo(_unfinished(static), err=True)
+        click.echo(status, err=True)
+    if opts.html_report:
+        write_output(opts.html_report, render_html(findings, obs, cwd, shlex.join(opts.command), status),
+                     [cwd, project_root(cwd)])
     for error in obs.internal_errors:
         click.echo(f"warning: torchlint run monitor: {error}", err=True)
     code = exit_code(outcome, obs.budget_reached, report.internal_errors > 0,

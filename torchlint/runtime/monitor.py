@@ -52,6 +52,7 @@ def _check_monitors() -> list[tuple[str, Any]]:
 
 _support = _sibling("support")
 _wrappers = _sibling("wrappers")
+_recorder = _sibling("recorder")
 MONITORS = _check_monitors()
 
 ENV_DIR = "TORCHLINT_RUNTIME_DIR"
@@ -80,11 +81,22 @@ HOOKS = {
 }
 
 
+def _never() -> bool:
+    return False
+
+
+# torch.compile's warning that global module hooks (ours) fire once more for the OptimizedModule.
+COMPILE_HOOKS_WARNING = "Using `torch.compile(module)` when there are global hooks on modules"
+
+
 def _guarded(hook: Callable) -> Callable:
-    """A monitor problem is reported as an event; it never breaks the user's program."""
+    """A monitor problem is reported as an event; it never breaks the user's program. Inside a
+    region torch.compile traces, the hook does nothing: the compiled code runs unmonitored."""
 
     @functools.wraps(hook)
     def guarded(self: "Monitor", *args: Any, **kwargs: Any) -> None:
+        if self.compiling():
+            return
         try:
             hook(self, *args, **kwargs)
         except Exception as exc:
@@ -127,7 +139,10 @@ class Monitor:
         self._torch_hook: Any = None
         self.installed = False
         self.script: Optional[str] = None
-        self.plugins = [cls() for _, cls in MONITORS]
+        # torch.compiler.is_compiling once torch is in: dynamo traces it as True, so every hook and
+        # wrapper steps aside in the regions it compiles (fullgraph=True cannot trace our frames).
+        self.compiling: Callable[[], bool] = _never
+        self.plugins = [cls() for _, cls in MONITORS] + [_recorder.SeriesRecorder()]  # the --report series
         self._hooks = {name: [getattr(p, name) for p in self.plugins if hasattr(p, name)] for name in HOOKS}
 
     # -- events -------------------------------------------------------------------------
@@ -225,8 +240,10 @@ class Monitor:
         from torch.utils.data import dataloader as dataloader_mod
 
         self.user.add_excluded(os.path.dirname(torch.__file__))
+        self.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", _never)
         own_files = {__file__, _wrappers.__file__, *(sys.modules[cls.__module__].__file__ for _, cls in MONITORS)}
-        self.patch(warnings, "warn", _support.transparent_warn(warnings.warn, own_files))
+        self.patch(warnings, "warn", _support.transparent_warn(warnings.warn, own_files, self._caused_by_us,
+                                                                     self.compiling))
         self.roots = weakref.WeakSet()
         self.checked_modules = weakref.WeakSet()
         self.loader_sites = weakref.WeakKeyDictionary()
@@ -239,6 +256,8 @@ class Monitor:
             self.patch(F, name, _wrappers.wrap_loss(self, name, getattr(F, name)))
         for name in _wrappers.SOFTMAXES:
             self.patch(F, name, _wrappers.wrap_softmax(self, name, getattr(F, name)))
+        if hasattr(torch, "compile"):
+            self.patch(torch, "compile", _wrappers.wrap_compile(self, torch.compile))
         load = _wrappers.wrap_load(self, torch.serialization.load)
         self.patch(torch, "load", load)
         self.patch(torch.serialization, "load", load)
@@ -258,6 +277,27 @@ class Monitor:
             self.patch(cls, "__init__", _wrappers.wrap_construction(self, cls.__init__, self.loss_sites))
         self._patch_worker_start(dataloader_mod)
         self.call("install", torch)
+
+    def exclude_compiler_caches(self) -> None:
+        """The Python files inductor writes and imports (its cache directory) are not the user's."""
+        try:
+            from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+            self.user.add_excluded(os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir())
+        except Exception as exc:  # another torch layout: at worst its files are linted too
+            self.internal_error("compile", exc)
+
+    @staticmethod
+    def _caused_by_us(message: Any) -> bool:
+        """A warning only our hooks cause: torch.compile's about global module hooks, when the
+        program has none of its own (ours are one forward pre-hook and one forward hook)."""
+        if not str(message).startswith(COMPILE_HOOKS_WARNING):
+            return False
+        from torch.nn.modules import module as module_mod
+
+        return (len(module_mod._global_forward_pre_hooks) <= 1 and len(module_mod._global_forward_hooks) <= 1
+                and not module_mod._global_backward_pre_hooks and not module_mod._global_backward_hooks
+                and not module_mod._global_forward_hooks_with_kwargs)
 
     def _patch_worker_start(self, dataloader_mod: Any) -> None:
         monitor = self
@@ -284,7 +324,7 @@ class Monitor:
 
         @functools.wraps(original)
         def backward(*args: Any, **kwargs: Any) -> Any:
-            if getattr(monitor.local, "in_backward", False):
+            if monitor.compiling() or getattr(monitor.local, "in_backward", False):
                 return original(*args, **kwargs)
             import torch
 
@@ -334,6 +374,7 @@ class Monitor:
         kwargs = caller.f_locals.get("kwargs") if caller.f_code.co_name in ("_call_impl", "inner") else None
         if kwargs and isinstance(kwargs, dict):
             args = (*args, *kwargs.values())
+        module = _compiled_original(module)
 
         self.roots.add(module)
         site = self.user.site(2)
@@ -349,7 +390,7 @@ class Monitor:
     @_guarded
     def _forward_hook(self, module: Any, args: Any, output: Any) -> None:
         self.local.depth = max(0, self._depth() - 1)
-        self.call("forward", module, args, output, not self.local.depth)
+        self.call("forward", _compiled_original(module), args, output, not self.local.depth)
 
     # -- optimizers ---------------------------------------------------------------------
 
@@ -364,6 +405,8 @@ class Monitor:
         self.record("step", site, **event)
 
     def _step_post_hook(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self.compiling():
+            return
         self.steps += 1
         self.zeroed_since_step = self.backward_since_step = False
         if self.steps <= 10 or self.steps % 10 == 0:  # atexit writes the last; this guards against a kill
@@ -379,6 +422,13 @@ class Monitor:
         site, data = _support.crash_fields(self.user, kind, value, tb)
         self.record("crash", site, always=True, **data)
         self.dump()
+
+
+def _compiled_original(module: Any) -> Any:
+    """The module torch.compile(module) wraps: the checks judge it, not the OptimizedModule, whose
+    forward hooks run around the compiled region (the original's run inside it, unmonitored)."""
+    original = getattr(module, "_orig_mod", None)
+    return original if original is not None and type(module).__name__ == "OptimizedModule" else module
 
 
 # api.py and the benchmarks use these from here.

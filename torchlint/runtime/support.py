@@ -115,15 +115,21 @@ class UserCode:
         return sorted(out)
 
 
-def transparent_warn(real_warn: Callable, own_files: set[str]) -> Callable:
+def transparent_warn(real_warn: Callable, own_files: set[str], ours: Callable[[Any], bool] = lambda m: False,
+                     compiling: Callable[[], bool] = lambda: False) -> Callable:
     """`warnings.warn` that looks through the monitors' wrappers. torch warns its caller's line
     (`stacklevel=2`); when that caller is a monitor's wrapper (in `own_files`), the warning would
     name that file. It
     goes one frame further out instead, to the program's line: same text, filters, "once per
-    location" registry and `catch_warnings(record=True)` entry as without the monitors."""
+    location" registry and `catch_warnings(record=True)` entry as without the monitors. A warning
+    that only the monitors' presence causes (`ours(message)`) is not shown at all."""
 
     @functools.wraps(real_warn)
     def warn(message: Any, category: Any = None, stacklevel: int = 1, source: Any = None, **kwargs: Any) -> None:
+        if compiling():  # a region torch.compile traces: no frames to walk
+            return real_warn(message, category, stacklevel + 1, source, **kwargs)
+        if ours(message):
+            return None
         level = stacklevel
         try:
             frame: Any = sys._getframe(1)  # the function that warns: stacklevel 1

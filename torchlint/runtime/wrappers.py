@@ -23,6 +23,8 @@ def wrap_zero_grad(monitor: Any, original: Callable) -> Callable:
     @functools.wraps(original)
     def zero_grad(owner: Any, *args: Any, **kwargs: Any) -> Any:
         result = original(owner, *args, **kwargs)
+        if monitor.compiling():
+            return result
         site = monitor.user.site(2)
         monitor.call("zero_grad", owner, site)
         monitor.zeroed_since_step = True
@@ -37,6 +39,8 @@ def wrap_construction(monitor: Any, original: Callable, sites: Any) -> Callable:
     @functools.wraps(original)
     def init(instance: Any, *args: Any, **kwargs: Any) -> None:
         original(instance, *args, **kwargs)
+        if monitor.compiling():
+            return
         site = monitor.user.site(2)
         if site is not None:
             sites[instance] = site
@@ -47,6 +51,8 @@ def wrap_construction(monitor: Any, original: Callable, sites: Any) -> Callable:
 def wrap_softmax(monitor: Any, name: str, original: Callable) -> Callable:
     @functools.wraps(original)
     def softmax(*args: Any, **kwargs: Any) -> Any:
+        if monitor.compiling():
+            return original(*args, **kwargs)
         dim = args[1] if len(args) > 1 else kwargs.get("dim")
         tensor = args[0] if args else kwargs.get("input")
         monitor.call("softmax", name, tensor, dim, sys._getframe(1))
@@ -68,7 +74,7 @@ def wrap_loss(monitor: Any, name: str, original: Callable) -> Callable:
 
     @functools.wraps(original)
     def loss(*args: Any, **kwargs: Any) -> Any:
-        if getattr(monitor.local, "in_loss", False):
+        if monitor.compiling() or getattr(monitor.local, "in_loss", False):
             return original(*args, **kwargs)
         try:
             bound = signature.bind(*args, **kwargs)
@@ -133,6 +139,8 @@ def loss_event(monitor: Any, name: str, arguments: dict[str, Any], caller: Any) 
 def wrap_load(monitor: Any, original: Callable) -> Callable:
     @functools.wraps(original)
     def load(*args: Any, **kwargs: Any) -> Any:
+        if monitor.compiling():
+            return original(*args, **kwargs)
         site = monitor.user.site(2)
         event: dict[str, Any] = {}
         monitor.call("load", args, kwargs, event)
@@ -146,3 +154,29 @@ def wrap_load(monitor: Any, original: Callable) -> Callable:
             monitor.record("load", site, **event)
 
     return load
+
+
+def wrap_compile(monitor: Any, original: Callable) -> Callable:
+    """torch.compile, recorded where the program calls it: the regions it compiles run without
+    the monitors (each hook steps aside while dynamo traces), and the report says so."""
+
+    @functools.wraps(original)
+    def compile(*args: Any, **kwargs: Any) -> Any:
+        target = args[0] if args else kwargs.get("model")
+        monitor.exclude_compiler_caches()
+        monitor.record("compile", monitor.user.site(2), always=True, fullgraph=bool(kwargs.get("fullgraph")),
+                       target=compiled_name(target),
+                       backend=kwargs.get("backend") if isinstance(kwargs.get("backend"), str) else None)
+        return original(*args, **kwargs)
+
+    return compile
+
+
+def compiled_name(target: Any) -> Any:
+    """`Net` for a module, `train_step` for a function, `Net._call_impl` for `model.compile()`."""
+    if target is None:
+        return None
+    owner = getattr(target, "__self__", None)
+    if owner is not None and not isinstance(owner, type(sys)):
+        return f"{type(owner).__name__}.{getattr(target, '__name__', '?')}"
+    return getattr(target, "__qualname__", None) or type(target).__name__
