@@ -282,3 +282,25 @@ def test_the_report_of_a_real_run_renders_in_headless_chromium(tmp_path):
     near = (np.abs(pixels - blue).max(axis=2) <= 12).sum()
     assert near > 600, near  # the loss curve (its legend swatch is 144 pixels)
     assert (pixels.min(axis=2) < 200).mean() > 0.02  # the page is not blank
+
+
+def test_the_page_is_written_as_o_writes_never_through_a_symlink(tmp_path):
+    """A program that steps no optimizer (no torch needed) still gets its page; a report path that
+    is a symlink the tree planted is refused, as `-o` refuses it, and nothing is written."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "planted.html").symlink_to(tmp_path / "outside.html")
+
+    def run(report: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "torchlint", "run", "--report", report, "--", sys.executable, "-c",
+                               "print(1)"], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+
+    refused = run("planted.html")
+    assert refused.returncode == 2 and refused.stdout == "1\n"
+    assert "error: --report planted.html: is a symbolic link; not overwritten" in refused.stderr
+    assert not (tmp_path / "outside.html").exists()
+    written = run("page.html")
+    assert written.returncode == 0 and written.stdout == "1\n", written.stderr
+    page = (project / "page.html").read_text(encoding="utf-8")
+    assert "No optimizer step ran under the monitors" in page and "exited with code 0" in page

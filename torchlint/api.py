@@ -292,16 +292,16 @@ def _verify(report: CheckReport, verify: VerifyRequest, cache_root: Optional[Pat
         report.findings = [f for f in report.findings if f.verify and f.verify.verified]
 
 
-def write_output_file(path: str, text: str, roots: list[Path]) -> None:
-    """The report to `-o PATH`, never through a symlink the checked tree planted."""
+def write_output_file(path: str, text: str, roots: list[Path], option: str = "--output-file") -> None:
+    """The report to `-o PATH` (or the file of `option`), never through a symlink the checked tree planted."""
     from torchlint.output.output_file import OutputFileError, write_report
 
     try:
         write_report(path, text, roots)
     except OutputFileError as exc:
-        raise CheckError(f"--output-file {printable(path)}: {exc}") from None
+        raise CheckError(f"{option} {printable(path)}: {exc}") from None
     except OSError as exc:
-        raise CheckError(f"--output-file {printable(path)}: {exc.strerror or exc}") from None
+        raise CheckError(f"{option} {printable(path)}: {exc.strerror or exc}") from None
 
 
 # -- editors: one in-memory document, linted as `check` would lint that file ------------------

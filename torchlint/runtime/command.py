@@ -11,7 +11,7 @@ from typing import Callable, Optional
 
 import click
 
-from torchlint.api import CheckError, CheckRequest, Sources, check, resolver_for
+from torchlint.api import CheckError, CheckRequest, Sources, check, resolver_for, write_output_file
 from torchlint.config import CliOverrides, ConfigError
 from torchlint.diagnostics import Finding
 from torchlint.linter import FileTask
@@ -118,13 +118,15 @@ def run_command(opts: RunOptions, write_output: Callable[[str, str, list[Path]],
 
     text = render_report(opts.output_format, findings, Sources(tasks), report.parse_errors, cwd, False, opts.quiet)
     _emit(opts, text, cwd, write_output)
-    status = "\n".join([_status(opts, outcome, obs, cwd), *(["note: " + n for n in compile_notes(obs, cwd)]),
-                         *([_unfinished(static)] if stopped else [])])
+    status = "\n".join([_status(opts, outcome, obs, cwd), *([_unfinished(static)] if stopped else [])])
     if not opts.quiet:
-        click.echo(status, err=True)
-    if opts.html_report:
-        write_output(opts.html_report, render_html(findings, obs, cwd, shlex.join(opts.command), status),
-                     [cwd, project_root(cwd)])
+        click.echo("\n".join([status, *("note: " + n for n in compile_notes(obs, cwd))]), err=True)
+    if opts.html_report:  # the page shows the compile notes itself
+        try:  # written as -o writes: never through a symlink
+            write_output_file(opts.html_report, render_html(findings, obs, cwd, shlex.join(opts.command), status),
+                              [cwd, project_root(cwd)], option="--report")
+        except CheckError as exc:
+            raise _fail(str(exc)) from None
     for error in obs.internal_errors:
         click.echo(f"warning: torchlint run monitor: {error}", err=True)
     code = exit_code(outcome, obs.budget_reached, report.internal_errors > 0,

@@ -105,8 +105,10 @@ def chart(lines: list[Line], chart_id: str, offset: int = 0, marker: Optional[tu
     body = _axes(xs, ys, x_label + (" (log scale)" if ys.log else ""))
     if marker:
         x = LEFT + inner_w * xs.fraction(marker[0])
+        right = x > LEFT + inner_w / 2  # the label on the side with room
         body.append(f'<line class="marker" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{TOP + inner_h}" stroke="#cc0000" '
-                    f'stroke-dasharray="4 3"/><text x="{x + 4:.1f}" y="{TOP + 12}" class="tick">{escape(marker[1])}</text>')
+                    f'stroke-dasharray="4 3"/><text x="{x - 6 if right else x + 6:.1f}" y="{TOP + 24}" class="tick" '
+                    f'text-anchor="{"end" if right else "start"}">{escape(marker[1])}</text>')
     for index, line in enumerate(lines):
         stroke = colour(offset + index)
         drawn, crosses = [], []
