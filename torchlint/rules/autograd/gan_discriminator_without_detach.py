@@ -106,18 +106,30 @@ class GanDiscriminatorWithoutDetach(Rule):
 
     ## Example
     ```python
-    fake = netG(noise)
-    d_loss = criterion(netD(real), ones) + criterion(netD(fake), zeros)
-    d_loss.backward()
-    optimizer_D.step()
+    for real, _ in loader:
+        fake = netG(torch.randn(real.size(0), nz))
+        d_loss = criterion(netD(real), ones) + criterion(netD(fake), zeros)
+        optimizer_D.zero_grad()
+        d_loss.backward()
+        optimizer_D.step()
+        g_loss = criterion(netD(fake), ones)
+        optimizer_G.zero_grad()
+        g_loss.backward()
+        optimizer_G.step()
     ```
 
     ## Use instead
     ```python
-    fake = netG(noise)
-    d_loss = criterion(netD(real), ones) + criterion(netD(fake.detach()), zeros)
-    d_loss.backward()
-    optimizer_D.step()
+    for real, _ in loader:
+        fake = netG(torch.randn(real.size(0), nz))
+        d_loss = criterion(netD(real), ones) + criterion(netD(fake.detach()), zeros)
+        optimizer_D.zero_grad()
+        d_loss.backward()
+        optimizer_D.step()
+        g_loss = criterion(netD(fake), ones)
+        optimizer_G.zero_grad()
+        g_loss.backward()
+        optimizer_G.step()
     ```
 
     ## Fix safety

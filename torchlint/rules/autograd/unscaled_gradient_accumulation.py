@@ -136,6 +136,7 @@ class UnscaledGradientAccumulation(Rule):
 
     ## Example
     ```python
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     for i, (x, y) in enumerate(loader):
         loss = criterion(model(x), y)
         loss.backward()
@@ -146,6 +147,7 @@ class UnscaledGradientAccumulation(Rule):
 
     ## Use instead
     ```python
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     for i, (x, y) in enumerate(loader):
         loss = criterion(model(x), y) / accum_steps
         loss.backward()

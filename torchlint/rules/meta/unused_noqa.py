@@ -39,12 +39,13 @@ class UnusedNoqa(Rule):
 
     ## Example
     ```python
-    x = torch.zeros(3)  # noqa: TL801, E501
+    x = torch.zeros(3, device="cuda")  # noqa: TL801, E501
     ```
+    The line once read `torch.zeros(3).cuda()`; since the fix, TL801 has nothing to report there.
 
     ## Use instead
     ```python
-    x = torch.zeros(3)  # noqa: E501
+    x = torch.zeros(3, device="cuda")  # noqa: E501
     ```
 
     ## Fix safety
