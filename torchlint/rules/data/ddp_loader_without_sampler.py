@@ -172,21 +172,31 @@ class DdpLoaderWithoutSampler(Rule):
 
     ## Example
     ```python
-    model = DDP(Net().to(rank), device_ids=[rank])
-    loader = DataLoader(dataset, batch_size=32, shuffle=True)
-    for epoch in range(epochs):
-        for x, y in loader:
-            ...
+    import torchvision
+
+    def train(rank, epochs):
+        model = DDP(Net().to(rank), device_ids=[rank])
+        dataset = torchvision.datasets.CIFAR10("data", train=True, download=True)
+        loader = DataLoader(dataset, batch_size=32, shuffle=True)
+        for epoch in range(epochs):
+            for x, y in loader:
+                F.cross_entropy(model(x.to(rank)), y.to(rank)).backward()
     ```
 
     ## Use instead
     ```python
-    sampler = DistributedSampler(dataset, shuffle=True)
-    loader = DataLoader(dataset, batch_size=32, sampler=sampler)
-    for epoch in range(epochs):
-        sampler.set_epoch(epoch)
-        for x, y in loader:
-            ...
+    import torchvision
+    from torch.utils.data.distributed import DistributedSampler
+
+    def train(rank, epochs):
+        model = DDP(Net().to(rank), device_ids=[rank])
+        dataset = torchvision.datasets.CIFAR10("data", train=True, download=True)
+        sampler = DistributedSampler(dataset, shuffle=True)
+        loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+        for epoch in range(epochs):
+            sampler.set_epoch(epoch)
+            for x, y in loader:
+                F.cross_entropy(model(x.to(rank)), y.to(rank)).backward()
     ```
     An `IterableDataset` takes no sampler: split its stream by `dist.get_rank()` and
     `dist.get_world_size()` in `__iter__`.

@@ -88,7 +88,12 @@ class IterableDatasetWithoutWorkerSharding(Rule):
 
     ## Example
     ```python
+    from torch.utils.data import IterableDataset
+
     class Lines(IterableDataset):
+        def __init__(self, path):
+            self.path = path
+
         def __iter__(self):
             with open(self.path) as f:
                 yield from f
@@ -98,12 +103,20 @@ class IterableDatasetWithoutWorkerSharding(Rule):
 
     ## Use instead
     ```python
+    import itertools
+    from torch.utils.data import IterableDataset
+
     class Lines(IterableDataset):
+        def __init__(self, path):
+            self.path = path
+
         def __iter__(self):
             info = torch.utils.data.get_worker_info()
             start, step = (info.id, info.num_workers) if info else (0, 1)
             with open(self.path) as f:
                 yield from itertools.islice(f, start, None, step)
+
+    loader = DataLoader(Lines("data.txt"), batch_size=32, num_workers=4)
     ```
 
     ## Fix safety

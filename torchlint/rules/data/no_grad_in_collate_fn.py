@@ -35,12 +35,16 @@ class NoGradInCollateFn(Rule):
     def collate(batch):
         with torch.no_grad():
             return torch.stack(batch)
+
+    loader = DataLoader(dataset, batch_size=32, collate_fn=collate)
     ```
 
     ## Use instead
     ```python
     def collate(batch):
         return torch.stack(batch)
+
+    loader = DataLoader(dataset, batch_size=32, collate_fn=collate)
     ```
 
     ## Fix safety

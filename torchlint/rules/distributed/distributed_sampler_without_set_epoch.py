@@ -72,6 +72,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     ## Example
     ```python
+    from torch.utils.data.distributed import DistributedSampler
+
     sampler = DistributedSampler(ds)
     loader = DataLoader(ds, sampler=sampler)
     for epoch in range(epochs):
@@ -81,6 +83,8 @@ class DistributedSamplerWithoutSetEpoch(Rule):
 
     ## Use instead
     ```python
+    from torch.utils.data.distributed import DistributedSampler
+
     sampler = DistributedSampler(ds)
     loader = DataLoader(ds, sampler=sampler)
     for epoch in range(epochs):

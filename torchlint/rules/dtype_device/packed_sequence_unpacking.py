@@ -39,12 +39,16 @@ class PackedSequenceUnpacking(Rule):
 
     ## Example
     ```python
+    from torch.nn.utils.rnn import pack_padded_sequence
+
     packed, lengths = pack_padded_sequence(emb, lens, batch_first=True)
     out, _ = lstm(packed)
     ```
 
     ## Use instead
     ```python
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
     packed = pack_padded_sequence(emb, lens, batch_first=True)
     out, _ = lstm(packed)
     out, lengths = pad_packed_sequence(out, batch_first=True)
