@@ -38,12 +38,20 @@ class CheckpointWithoutUseReentrant(Rule):
 
     ## Example
     ```python
-    h = checkpoint(self.block, h)
+    from torch.utils.checkpoint import checkpoint
+
+    class Net(nn.Module):
+        def forward(self, h):
+            return checkpoint(self.block, h)
     ```
 
     ## Use instead
     ```python
-    h = checkpoint(self.block, h, use_reentrant=False)
+    from torch.utils.checkpoint import checkpoint
+
+    class Net(nn.Module):
+        def forward(self, h):
+            return checkpoint(self.block, h, use_reentrant=False)
     ```
 
     ## Fix safety

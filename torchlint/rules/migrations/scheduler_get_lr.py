@@ -70,14 +70,18 @@ class SchedulerGetLr(Rule):
 
     ## Example
     ```python
-    scheduler.step()
-    writer.add_scalar("lr", scheduler.get_lr()[0], step)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
+    for step in range(steps):
+        scheduler.step()
+        writer.add_scalar("lr", scheduler.get_lr()[0], step)
     ```
 
     ## Use instead
     ```python
-    scheduler.step()
-    writer.add_scalar("lr", scheduler.get_last_lr()[0], step)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=30)
+    for step in range(steps):
+        scheduler.step()
+        writer.add_scalar("lr", scheduler.get_last_lr()[0], step)
     ```
 
     ## Fix safety

@@ -36,11 +36,15 @@ class TorchvisionPretrained(Rule):
 
     ## Example
     ```python
+    import torchvision
+
     net = torchvision.models.resnet50(pretrained=True)
     ```
 
     ## Use instead
     ```python
+    import torchvision
+
     net = torchvision.models.resnet50(weights=torchvision.models.ResNet50_Weights.IMAGENET1K_V1)
     ```
 

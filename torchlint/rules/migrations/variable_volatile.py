@@ -41,6 +41,8 @@ class VariableVolatile(Rule):
 
     ## Example
     ```python
+    from torch.autograd import Variable
+
     x = Variable(images, volatile=True)
     preds = model(x)
     ```

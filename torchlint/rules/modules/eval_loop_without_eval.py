@@ -82,20 +82,32 @@ class EvalLoopWithoutEval(Rule):
 
     ## Example
     ```python
+    import torchvision
+
     def validate(model, loader):
+        correct = 0
         with torch.no_grad():
             for x, y in loader:
                 correct += (model(x).argmax(1) == y).sum().item()
+        return correct
+
+    validate(torchvision.models.resnet50(), val_loader)
     ```
 
     ## Use instead
     ```python
+    import torchvision
+
     def validate(model, loader):
+        correct = 0
         model.eval()
         with torch.no_grad():
             for x, y in loader:
                 correct += (model(x).argmax(1) == y).sum().item()
         model.train()
+        return correct
+
+    validate(torchvision.models.resnet50(), val_loader)
     ```
 
     ## Fix safety

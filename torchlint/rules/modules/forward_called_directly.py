@@ -73,11 +73,13 @@ class ForwardCalledDirectly(Rule):
 
     ## Example
     ```python
+    model = nn.Linear(16, 4)
     out = model.forward(x)
     ```
 
     ## Use instead
     ```python
+    model = nn.Linear(16, 4)
     out = model(x)
     ```
 

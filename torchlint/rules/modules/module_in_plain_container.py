@@ -122,12 +122,18 @@ class ModuleInPlainContainer(Rule):
 
     ## Example
     ```python
-    self.layers = [nn.Linear(d, d) for _ in range(n)]
+    class MLP(nn.Module):
+        def __init__(self, d, n):
+            super().__init__()
+            self.layers = [nn.Linear(d, d) for _ in range(n)]
     ```
 
     ## Use instead
     ```python
-    self.layers = nn.ModuleList([nn.Linear(d, d) for _ in range(n)])
+    class MLP(nn.Module):
+        def __init__(self, d, n):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(d, d) for _ in range(n)])
     ```
 
     ## Fix safety

@@ -109,14 +109,26 @@ class TrainModeNotRestored(Rule):
 
     ## Example
     ```python
+    def train_one_epoch(model, loader):
+        for x, y in loader:
+            optimizer.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            optimizer.step()
+
     for epoch in range(epochs):
-        train_one_epoch(model, loader)  # calls loss.backward()
+        train_one_epoch(model, loader)
         model.eval()
         validate(model)
     ```
 
     ## Use instead
     ```python
+    def train_one_epoch(model, loader):
+        for x, y in loader:
+            optimizer.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            optimizer.step()
+
     for epoch in range(epochs):
         model.train()
         train_one_epoch(model, loader)

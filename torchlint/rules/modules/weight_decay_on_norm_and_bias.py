@@ -69,12 +69,25 @@ class WeightDecayOnNormAndBias(Rule):
 
     ## Example
     ```python
-    model = Transformer()
+    class Block(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.norm = nn.LayerNorm(d)
+            self.fc = nn.Linear(d, d)
+
+    model = Block(512)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
     ```
 
     ## Use instead
     ```python
+    class Block(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.norm = nn.LayerNorm(d)
+            self.fc = nn.Linear(d, d)
+
+    model = Block(512)
     decay = [p for n, p in model.named_parameters() if p.ndim > 1]
     no_decay = [p for n, p in model.named_parameters() if p.ndim <= 1]  # norms and biases
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},

@@ -137,12 +137,14 @@ class CheckpointPicklesObjects(Rule):
 
     ## Example
     ```python
+    args = parser.parse_args()
     torch.save({"model": model.state_dict(), "args": args, "epoch": epoch}, path)
     ckpt = torch.load(path)  # UnpicklingError
     ```
 
     ## Use instead
     ```python
+    args = parser.parse_args()
     torch.save({"model": model.state_dict(), "args": vars(args), "epoch": epoch}, path)
     ckpt = torch.load(path)
     ```

@@ -48,11 +48,17 @@ class SaveWholeModule(Rule):
 
     ## Example
     ```python
+    import torchvision
+
+    model = torchvision.models.resnet18(num_classes=10)
     torch.save(model, "model.pt")
     ```
 
     ## Use instead
     ```python
+    import torchvision
+
+    model = torchvision.models.resnet18(num_classes=10)
     torch.save(model.state_dict(), "model.pt")
     model.load_state_dict(torch.load("model.pt", weights_only=True))
     ```
