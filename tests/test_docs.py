@@ -79,23 +79,42 @@ def test_torchlints_own_codes_are_explained_but_not_selectable(run_cli):
     assert "TL002" not in catalog.static_codes() and "TL003" not in catalog.static_codes()  # no selection turns them off
 
 
-# The `## Example` of these rules is not flagged when linted alone: fragments that need
-# context the example does not show (other files, a training loop around it). Listed so
-# that every other rule keeps flagging its own documented example; shorten this list.
-EXAMPLE_NEEDS_CONTEXT = frozenset({
-    "TL001", "TL110", "TL112", "TL208", "TL305", "TL307", "TL308", "TL501", "TL502", "TL602", "TL603", "TL701",
-    "TL703", "TL704", "TL705", "TL708", "TL902", "TL903", "TL908", "TL910"})
+# Every static rule flags its own documented `## Example` and is silent on its `## Use instead`,
+# each linted alone after these imports: the docs show what the rule catches, not a fragment that
+# needs context the reader cannot see.
 EXAMPLE_IMPORTS = ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nimport numpy as np\n"
                    "import torch.distributed as dist\nfrom torch.utils.data import DataLoader, Dataset\n"
                    "from torch.nn.parallel import DistributedDataParallel as DDP\n")
+# Rules whose `## Use instead` has no python block to lint, each with the reason.
+FIX_WITHOUT_CODE = {"TL000": "the fix is to repair the syntax or the encoding, said in prose"}
 
 
-@pytest.mark.parametrize("rule", [r for r in catalog.static_rules() if r.code not in EXAMPLE_NEEDS_CONTEXT],
-                         ids=lambda r: r.code)
-def test_a_rule_flags_its_own_documented_example(rule):
+def _lint_doc_blocks(rule, section: str) -> set[str] | None:
+    """The codes found in the python blocks of `section`, or None when it has none. The rules a
+    `# noqa:` of the blocks names are enabled too: TL001 judges only enabled codes."""
     from torchlint.checker import check_source
 
-    blocks = re.findall(r"```python\n(.*?)```", doc_sections(rule_doc(rule.code))["Example"], re.S)
-    assert blocks, f"{rule.code}: the Example section has no python block"
-    found = check_source("example.py", (EXAMPLE_IMPORTS + "\n".join(blocks)).encode("utf-8"), [rule])
-    assert rule.code in {f.code for f in found}, f"{rule.code} is silent on its own documented example"
+    blocks = re.findall(r"```python\n(.*?)```", doc_sections(rule_doc(rule.code))[section], re.S)
+    if not blocks:
+        return None
+    source = EXAMPLE_IMPORTS + "\n".join(blocks)
+    named = set(re.findall(r"TL\d{3}", " ".join(re.findall(r"#\s*noqa:([^\n]*)", source))))
+    others = [r for r in catalog.static_rules() if r.code in named and r.code != rule.code]
+    return {f.code for f in check_source("example.py", source.encode("utf-8"), [rule, *others])}
+
+
+@pytest.mark.parametrize("rule", catalog.static_rules(), ids=lambda r: r.code)
+def test_a_rule_flags_its_own_documented_example(rule):
+    found = _lint_doc_blocks(rule, "Example")
+    assert found is not None, f"{rule.code}: the Example section has no python block"
+    assert rule.code in found, f"{rule.code} is silent on its own documented example"
+
+
+@pytest.mark.parametrize("rule", catalog.static_rules(), ids=lambda r: r.code)
+def test_a_rule_is_silent_on_its_documented_fix(rule):
+    found = _lint_doc_blocks(rule, "Use instead")
+    if rule.code in FIX_WITHOUT_CODE:
+        assert found is None, f"{rule.code} has a python fix now: drop it from FIX_WITHOUT_CODE"
+        return
+    assert found is not None, f"{rule.code}: the Use instead section has no python block"
+    assert rule.code not in found, f"{rule.code} flags its own documented fix"
