@@ -122,3 +122,14 @@ def literal(node: Optional[ast.AST]) -> Any:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return ...
+
+
+def bound_arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> list[tuple[str, ast.expr]]:
+    """(parameter name, argument) for the arguments of `call` that bind a named parameter of
+    `fn` (a method called through an attribute skips its `self`/`cls`)."""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    bound: list[tuple[str, ast.expr]] = [(p, a) for p, a in zip(params, call.args) if not isinstance(a, ast.Starred)]
+    names = set(params) | {a.arg for a in fn.args.kwonlyargs}
+    return bound + [(k.arg, k.value) for k in call.keywords if k.arg in names]

@@ -106,16 +106,6 @@ def wraps_ddp(fn: _Function, call_name: _Resolve) -> bool:
     return any(isinstance(n, ast.Call) and call_name(n) == DDP for n in iter_scope(fn.body))
 
 
-def bound_arguments(fn: _Function, call: ast.Call) -> list[tuple[str, ast.expr]]:
-    """(parameter name, argument) for the arguments of `call` that bind a named parameter of `fn`."""
-    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
-        params = params[1:]
-    bound: list[tuple[str, ast.expr]] = [(p, a) for p, a in zip(params, call.args) if not isinstance(a, ast.Starred)]
-    names = set(params) | {a.arg for a in fn.args.kwonlyargs}
-    return bound + [(k.arg, k.value) for k in call.keywords if k.arg in names]
-
-
 def loop_shards_batches(loop: ast.For) -> bool:
     """`if i % world != rank: continue`, or `x[rank::world]` / `x.chunk(world)[rank]` in the
     body: the loop itself takes each rank's part of every batch."""

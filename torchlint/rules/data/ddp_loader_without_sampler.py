@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from torchlint.analysis import ddp_sharding as shard
+from torchlint.analysis.astutil import bound_arguments
 from torchlint.analysis.dataloader import iterated
 from torchlint.analysis.loops import is_backward, is_optimizer_step
 from torchlint.analysis.scopes import iter_scope
@@ -258,7 +259,7 @@ class DdpLoaderWithoutSampler(Rule):
             self.assigned[(id(ctx.scope), id(fn))].update(t.id for t in ctx.parent.targets if isinstance(t, ast.Name))
         self.passed[(id(ctx.scope), id(fn))].update(a.id for a in (*node.args, *(k.value for k in node.keywords))
                                                    if isinstance(a, ast.Name))
-        for param, arg in shard.bound_arguments(fn, node):
+        for param, arg in bound_arguments(fn, node):
             if isinstance(arg, ast.Name) and param in self._training_parameters(fn, foreign, ctx):
                 self._candidate(arg, node.lineno, ctx)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Callable, Optional
 
+from torchlint.analysis.astutil import bound_arguments
 from torchlint.analysis.loops import method_name
 from torchlint.analysis.scopes import assigned_names, iter_scope
 from torchlint.analysis.torch_api import DATALOADER
@@ -157,7 +158,7 @@ class DistributedSamplerWithoutSetEpoch(Rule):
         fn = ctx.called_function(node)
         if fn is None:
             return
-        for param, arg in _bound_arguments(fn, node):
+        for param, arg in bound_arguments(fn, node):
             if isinstance(arg, ast.Name) and param in _iterated_parameters(fn, ctx):
                 found = self._loader_sampler(arg, node.lineno, ctx)
                 if found is not None:
@@ -213,16 +214,6 @@ def _imported_loader_sampler(name: ast.Name, ctx: FileContext) -> Optional[tuple
 
     sampler = _shuffling_sampler(found[1], module.call_name, module_value)
     return (sampler, False) if sampler is not None else None
-
-
-def _bound_arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> list[tuple[str, ast.expr]]:
-    """(parameter name, argument) for the arguments of `call` that bind a named parameter of `fn`."""
-    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-    if params and params[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
-        params = params[1:]
-    bound: list[tuple[str, ast.expr]] = [(p, a) for p, a in zip(params, call.args) if not isinstance(a, ast.Starred)]
-    names = set(params) | {a.arg for a in fn.args.kwonlyargs}
-    return bound + [(k.arg, k.value) for k in call.keywords if k.arg in names]
 
 
 def _iterated_parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef, ctx: FileContext) -> frozenset[str]:
