@@ -97,10 +97,11 @@ def _text(e: run.Event) -> str:
 def describe(e: run.Event, cwd: Path) -> str:
     text = (f"{e['exception']}: {e['message']}" if e.get("message") else e["exception"]).rstrip(" .")
     if e.get("detail"):
-        text += f" ({'; '.join(d.rstrip(' .') for d in e['detail'])})"
-    where = f" in `{e['site'][2]}` ({run.where(e['site'], cwd)})" if e.get("site") else ""
+        text += f" ({'; '.join(d.strip(' .:-') for d in e['detail'])})"
+    verb = " at" if e.get("verb") == "signal" else ", raised in"  # a fatal signal is not raised
+    where = f"{verb} `{e['site'][2]}` ({run.where(e['site'], cwd)})" if e.get("site") else ""
     rank = f" in rank {e['rank']}" if e.get("world", 1) > 1 else ""
-    return f"{text}, raised{where}{rank} after {e['step']} optimizer step(s)"
+    return f"{text}{where}{rank} after {e['step']} optimizer step(s)"
 
 
 def _through(frames: list[list], path: str, rows: run.Rows) -> Optional[list]:
