@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from torchlint.rules.meta.program_crashed import describe
+from torchlint.rules.meta.program_crashed import describe, name_runtime_causes
 from torchlint.runtime.analysis import fault_crash
 from torchlint.runtime.command import _killed
+from torchlint.runtime.judging import RuntimeProblem
 from torchlint.runtime.launcher import Outcome
 from torchlint.runtime.support import UserCode, crash_fields, embedded_traceback
 
@@ -89,3 +90,13 @@ def test_a_program_killed_unseen_is_a_crash_unless_torchlint_stopped_it():
     assert _killed(Outcome(returncode=-2, interrupted=True), counts) == []
     assert _killed(Outcome(returncode=1), counts) == []
     assert _killed(Outcome(returncode=-6), counts + [{"kind": "crash"}]) == []  # faulthandler's dump says more
+
+
+def test_a_crash_names_the_runtime_finding_at_its_line():
+    crash = RuntimeProblem("TL020", ["/p/train.py", 4, "<module>", 1, 4],
+                           "the program crashed: IndexError: Target 5 is out of bounds, raised in ...")
+    labels = RuntimeProblem("TL221", ["/p/train.py", 4, "<module>", 1, 4], "labels ... range over [1, 5]")
+    elsewhere = RuntimeProblem("TL121", ["/p/train.py", 3, "<module>", 1, 4], "NaN")
+    name_runtime_causes([crash, labels, elsewhere])
+    assert crash.message.endswith("raised in ...; TL221 reported this line")
+    assert labels.message == "labels ... range over [1, 5]"

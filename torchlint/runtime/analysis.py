@@ -15,6 +15,7 @@ from torchlint import catalog
 from torchlint.diagnostics import Finding
 from torchlint.files import display_path
 from torchlint.records import RuntimeResult
+from torchlint.rules.meta.program_crashed import name_runtime_causes
 from torchlint.runtime.judging import Observation, RuntimeProblem, StaticJudge
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
 from torchlint.source import DecodeFailure, SourceFile, decode_source
@@ -108,6 +109,7 @@ def runtime_problems(obs: Observation, static: list[Finding], cwd: Path) -> list
     for check in catalog.runtime_checks():
         found = check.problems(obs, static, cwd)
         problems += _dedupe(found) if check.one_per_site else found
+    name_runtime_causes(problems)
     return problems
 
 
