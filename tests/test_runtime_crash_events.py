@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from torchlint.rules.meta.program_crashed import describe, name_runtime_causes
+from torchlint.diagnostics import Finding
+from torchlint.rules.meta.program_crashed import confirm_by_crash, describe, name_runtime_causes
 from torchlint.runtime.analysis import fault_crash
 from torchlint.runtime.command import _killed
 from torchlint.runtime.judging import RuntimeProblem
@@ -100,3 +101,16 @@ def test_a_crash_names_the_runtime_finding_at_its_line():
     name_runtime_causes([crash, labels, elsewhere])
     assert crash.message.endswith("raised in ...; TL221 reported this line")
     assert labels.message == "labels ... range over [1, 5]"
+
+
+def test_a_crash_a_rule_documents_confirms_it_in_place(tmp_path):
+    """TL306's documented ValueError at the DataLoader it flags, raised through that line."""
+    script = str(tmp_path / "train.py")
+    static = Finding(code="TL306", message="m", path="train.py", row=5, col=1, end_row=5, end_col=9)
+    elsewhere = Finding(code="TL306", message="m", path="train.py", row=9, col=1, end_row=9, end_col=9)
+    crash = {"exception": "ValueError", "message": "persistent_workers option needs num_workers > 0", "step": 0,
+             "site": [script, 5, "main", 2, 6], "frames": [[script, 5, "main", 2, 6]]}
+    assert confirm_by_crash([static, elsewhere], [crash], tmp_path) == {0: ["TL306 at train.py:5"]}
+    assert static.runtime is not None and static.runtime.confirmed
+    assert "ValueError: persistent_workers option needs num_workers > 0" in static.runtime.evidence
+    assert elsewhere.runtime is None  # not on the traceback
