@@ -146,3 +146,61 @@ def test_a_crash_without_a_static_finding_names_the_rule_it_matches(tmp_path):
     [crash] = findings_of(run(tmp_path, text))
     assert crash["code"] == "TL020" and crash["location"]["row"] == 4
     assert crash["message"].endswith("(the failure TL101 describes)")
+
+
+# Crashes no sys.excepthook of ours sees, in one run: a forked trainer whose DataLoader worker
+# raised (multiprocessing prints the child's exception itself; the worker's traceback is text in
+# the message), a forked child that aborts (a fatal signal: faulthandler's dump), and a main
+# process whose own excepthook (rich's, loguru's) replaced ours.
+UNHOOKED = textwrap.dedent("""
+    import multiprocessing
+    import os
+    import sys
+    import traceback
+
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+
+    class Broken(Dataset):
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, i):
+            return torch.ones(2)[5]  # worker
+
+
+    def trainer():
+        for batch in DataLoader(Broken(), num_workers=1):
+            pass
+
+
+    def aborts():
+        os.abort()  # abort
+
+
+    if __name__ == "__main__":
+        for target in (trainer, aborts):
+            child = multiprocessing.get_context("fork").Process(target=target)
+            child.start()
+            child.join()
+        sys.excepthook = lambda *exc: traceback.print_exception(*exc)
+        raise ValueError("main failed")  # main
+""")
+
+
+def test_crashes_no_excepthook_of_ours_sees_are_findings(tmp_path):
+    result = run(tmp_path, UNHOOKED)
+    assert result.returncode == 1, result.stderr
+    assert "Process ForkProcess-1:\nTraceback" in result.stderr  # what multiprocessing prints is unchanged
+    assert "runtime/monitor.py" not in result.stderr  # the hooks that saw the crashes are not in a traceback
+    crashes = {f["location"]["row"]: f["message"] for f in findings_of(result) if f["code"] == "TL020"}
+    assert crashes == {
+        row_of(UNHOOKED, "worker"): "the program crashed: IndexError: index 5 is out of bounds for dimension 0 with "
+                                    "size 2 (Caught IndexError in DataLoader worker process 0), raised in "
+                                    f"`__getitem__` (train.py:{row_of(UNHOOKED, 'worker')}) after 0 optimizer step(s)",
+        row_of(UNHOOKED, "abort"): "the program crashed: Fatal Python error: Aborted at `aborts` "
+                                   f"(train.py:{row_of(UNHOOKED, 'abort')}) after 0 optimizer step(s)",
+        row_of(UNHOOKED, "main"): "the program crashed: ValueError: main failed, raised in `<module>` "
+                                  f"(train.py:{row_of(UNHOOKED, 'main')}) after 0 optimizer step(s)",
+    }

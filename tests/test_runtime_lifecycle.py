@@ -84,6 +84,9 @@ def test_a_program_killed_by_a_signal_exits_128_plus_the_signal(tmp_path):
     result = torchlint_run("--", sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGUSR1)",
                            cwd=tmp_path)
     assert result.returncode == 128 + 10, result.stderr
+    assert "was killed by SIGUSR1 (signal 10)" in result.stderr  # no handler saw it: the kill is the crash
+    assert "TL020 the program crashed: killed by SIGUSR1 (signal 10) after 0 optimizer step(s)" in result.stderr
+    assert "All checks passed!" not in result.stderr
 
 
 @pytest.mark.parametrize("options, expected", [(["--max-steps", "2"], 123), (["--max-steps", "0"], 0),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Optional
 
@@ -14,6 +15,7 @@ from torchlint import catalog
 from torchlint.diagnostics import Finding
 from torchlint.files import display_path
 from torchlint.records import RuntimeResult
+from torchlint.rules.meta.program_crashed import name_runtime_causes
 from torchlint.runtime.judging import Observation, RuntimeProblem, StaticJudge
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
 from torchlint.source import DecodeFailure, SourceFile, decode_source
@@ -30,7 +32,44 @@ def load_events(directory: Path) -> list[dict[str, Any]]:
                 events.append(json.loads(line))
             except json.JSONDecodeError:  # a line cut short by a kill
                 continue
+    for path in sorted(directory.glob("fault-*.txt")):
+        crash = fault_crash(path.read_text(encoding="utf-8", errors="replace")[:100_000], int(path.stem[6:]), events)
+        if crash is not None:
+            events.append(crash)
     return events
+
+
+_FAULT = re.compile(r"^Fatal Python error: (.+)$", re.M)
+_FAULT_FRAME = re.compile(r'^  File "(.+)", line (\d+) in (.+)$')
+
+
+def fault_crash(text: str, pid: int, events: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """The `crash` event of a process a fatal signal killed, from faulthandler's dump (the
+    monitor's fault-PID.txt): the innermost frame of the user's files that process loaded."""
+    fatal = _FAULT.search(text)
+    if fatal is None:
+        return None
+    mine = [e for e in events if e.get("pid") == pid]
+    counts = [e for e in mine if e.get("kind") == "counts"]
+    last = counts[-1] if counts else {}
+    user: set[str] = set()  # the user's files any process loaded (a forked child may have written none)
+    for e in events:
+        if e.get("kind") == "counts":
+            user.update(e.get("files") or [], [e["main"]] if e.get("main") else [])
+    current = text.find("Current thread")
+    frames: list[list] = []
+    for line in text[current if current >= 0 else fatal.end():].splitlines()[1:]:
+        match = _FAULT_FRAME.match(line)
+        if not match:
+            break
+        path = os.path.realpath(match[1])
+        if path in user:
+            row = int(match[2])
+            frames.insert(0, [path, row, match[3], row, row])  # most recent call first in the dump
+    rank = next((e.get("rank", 0) for e in mine if e.get("kind") == "process"), 0)
+    return {"kind": "crash", "pid": pid, "rank": rank, "world": 1, "site": frames[-1] if frames else None,
+            "step": last.get("steps", 0), "exception": "Fatal Python error", "message": fatal[1].strip(),
+            "detail": [], "frames": frames, "verb": "signal"}
 
 
 def static_monitors() -> dict[str, StaticJudge]:
@@ -70,6 +109,7 @@ def runtime_problems(obs: Observation, static: list[Finding], cwd: Path) -> list
     for check in catalog.runtime_checks():
         found = check.problems(obs, static, cwd)
         problems += _dedupe(found) if check.one_per_site else found
+    name_runtime_causes(problems)
     return problems
 
 

@@ -4,6 +4,7 @@ executed, and report each static finding's runtime verdict plus the runtime-only
 from __future__ import annotations
 
 import shlex
+import signal
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,7 +91,8 @@ def run_command(opts: RunOptions, write_output: Callable[[str, str, list[Path]],
         outcome = run_program(opts.command, program_env(Path(events_dir), opts.max_steps), opts.timeout or None)
         if outcome.start_error:
             raise _fail(outcome.start_error)
-        obs = Observation(load_events(Path(events_dir)))
+        events = load_events(Path(events_dir))
+        obs = Observation(events + _killed(outcome, events))
 
     # `check` on the Python files the program executed.
     request.paths = sorted(f for f in obs.files if f.endswith(".py") and Path(f).is_file())
@@ -145,6 +147,25 @@ def _emit(opts: RunOptions, text: str, cwd: Path, write_output: Callable[[str, s
         click.echo(text, nl=False, err=True)
 
 
+def _killed(outcome: Outcome, events: list[dict]) -> list[dict]:
+    """The `crash` event of a program a signal killed that no hook of its own saw (SIGKILL, as
+    the kernel's OOM killer sends it; faulthandler's dump, when there is one, is the crash)."""
+    code = outcome.returncode
+    if code is None or code >= 0 or outcome.timed_out or outcome.interrupted or any(
+            e.get("kind") == "crash" for e in events):
+        return []
+    steps = max((e.get("steps", 0) for e in events if e.get("kind") == "counts"), default=0)
+    return [{"kind": "crash", "site": None, "pid": 0, "rank": 0, "world": 1, "step": steps, "frames": [],
+             "exception": f"killed by {signal_name(-code)}", "message": "", "detail": []}]
+
+
+def signal_name(number: int) -> str:
+    try:
+        return f"{signal.Signals(number).name} (signal {number})"
+    except ValueError:
+        return f"signal {number}"
+
+
 def exit_code(outcome: Outcome, budget_reached: bool, lint_failed: bool, confirmed: bool) -> int:
     """torchlint's own failure first, then the program's fate, then the findings."""
     if lint_failed:
@@ -195,6 +216,8 @@ def _status(opts: RunOptions, outcome: Outcome, obs: Observation, cwd: Path) -> 
     elif obs.budget_reached:
         how = (f"exited with code {outcome.returncode} after the step budget ({budget}) stopped a process at "
                f"{obs.steps} optimizer step(s)")
+    elif outcome.returncode is not None and outcome.returncode < 0:
+        how = f"was killed by {signal_name(-outcome.returncode)} after {obs.steps} optimizer step(s)"
     else:
         how = f"exited with code {outcome.returncode} after {obs.steps} optimizer step(s)"
     lines = [f"torchlint run: `{command}` {how} in {outcome.wall_seconds:.1f} s; "

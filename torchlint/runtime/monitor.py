@@ -51,6 +51,7 @@ def _check_monitors() -> list[tuple[str, Any]]:
 
 
 _support = _sibling("support")
+_crash_hooks = _sibling("crash_hooks")
 _wrappers = _sibling("wrappers")
 _recorder = _sibling("recorder")
 MONITORS = _check_monitors()
@@ -142,6 +143,8 @@ class Monitor:
         # torch.compiler.is_compiling once torch is in: dynamo traces it as True, so every hook and
         # wrapper steps aside in the regions it compiles (fullgraph=True cannot trace our frames).
         self.compiling: Callable[[], bool] = _never
+        self.crashed: Optional[BaseException] = None  # the exception recorded as this process's crash
+        self.excepthook: Optional[Callable] = None  # ours, once installed (start_from_environment)
         self.plugins = [cls() for _, cls in MONITORS] + [_recorder.SeriesRecorder()]  # the --report series
         self._hooks = {name: [getattr(p, name) for p in self.plugins if hasattr(p, name)] for name in HOOKS}
 
@@ -211,6 +214,7 @@ class Monitor:
         self.script = os.path.abspath(argv0) if argv0.endswith(".py") and os.path.isfile(argv0) else None
         self.sink.write({"kind": "process", "pid": os.getpid(), "ppid": os.getppid(), "argv": list(sys.argv),
                          "rank": _support.env_rank()})
+        _crash_hooks.patch_process_bootstrap(self)
         if "torch" in sys.modules and hasattr(sys.modules["torch"], "nn"):
             self.install_torch()
         else:
@@ -241,7 +245,8 @@ class Monitor:
 
         self.user.add_excluded(os.path.dirname(torch.__file__))
         self.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", _never)
-        own_files = {__file__, _wrappers.__file__, *(sys.modules[cls.__module__].__file__ for _, cls in MONITORS)}
+        own_files = {__file__, _wrappers.__file__, _support.__file__,
+                     *(sys.modules[cls.__module__].__file__ for _, cls in MONITORS)}
         self.patch(warnings, "warn", _support.transparent_warn(warnings.warn, own_files, self._caused_by_us,
                                                                      self.compiling))
         self.roots = weakref.WeakSet()
@@ -419,8 +424,23 @@ class Monitor:
     # -- crashes ------------------------------------------------------------------------
 
     def record_crash(self, kind: type, value: BaseException, tb: Any) -> None:
+        if value is self.crashed:  # seen by our excepthook already
+            return
+        self.crashed = value
         site, data = _support.crash_fields(self.user, kind, value, tb)
         self.record("crash", site, always=True, **data)
+        self.dump()
+
+    def at_exit(self) -> None:
+        """The last counters; and the crash, if the program's own excepthook (rich, loguru)
+        replaced ours: Python sets sys.last_value before it calls whichever hook is there."""
+        value = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+        replaced = self.excepthook is not None and sys.excepthook is not self.excepthook  # else ours saw it all
+        if replaced and isinstance(value, Exception) and value.__traceback__ is not None and self.crashed is None:
+            try:
+                self.record_crash(type(value), value, value.__traceback__)
+            except Exception as exc:
+                self.internal_error("at_exit", exc)
         self.dump()
 
 
@@ -443,21 +463,7 @@ def start_from_environment() -> Optional[Monitor]:
     monitor = Monitor(_support.FileSink(directory), max_steps=int(os.environ.get(ENV_MAX_STEPS, "0") or 0))
     set_current(monitor)
     monitor.install()
-    atexit.register(monitor.dump)
-    sys.excepthook = _crash_hook(monitor, sys.excepthook)
+    atexit.register(monitor.at_exit)
+    sys.excepthook = monitor.excepthook = _crash_hooks.excepthook(monitor, sys.excepthook)
+    _crash_hooks.log_fatal_signals(directory)
     return monitor
-
-
-def _crash_hook(monitor: Monitor, previous: Callable) -> Callable:
-    """Records the exception that ends the process (the crash is a result), then hands it to the
-    hook that was there, which prints the traceback exactly as before."""
-
-    def excepthook(kind: type, value: BaseException, tb: Any) -> None:
-        if not issubclass(kind, KeyboardInterrupt):
-            try:
-                monitor.record_crash(kind, value, tb)
-            except Exception:  # the traceback must still be printed
-                pass
-        previous(kind, value, tb)
-
-    return excepthook

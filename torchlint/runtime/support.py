@@ -255,7 +255,9 @@ class TorchImportHook:
 
 
 def crash_fields(user: UserCode, kind: type, value: BaseException, tb: Any) -> tuple[Optional[list], dict]:
-    """The site (the innermost user frame) and fields of the `crash` event of an exception."""
+    """The site (the innermost user frame) and fields of the `crash` event of an exception. An
+    exception that carries another process's traceback in its message (a DataLoader worker's,
+    torch.multiprocessing.spawn's) is that exception, raised where that traceback ends."""
     frames = []
     while tb is not None:
         code = tb.tb_frame.f_code
@@ -265,8 +267,37 @@ def crash_fields(user: UserCode, kind: type, value: BaseException, tb: Any) -> t
         tb = tb.tb_next
     name = kind.__qualname__ if kind.__module__ in ("builtins", "__main__") else f"{kind.__module__}.{kind.__qualname__}"
     message, detail = error_summary(value, 2)
+    embedded = embedded_traceback(str(value))
+    if embedded is not None:
+        inner, last = embedded
+        name, _, inner_message = last.partition(": ")
+        detail = [sentence(line) for line in error_lines(value)[:1]]  # "Caught IndexError in DataLoader worker ..."
+        message = sentence(inner_message.strip())
+        # A frame read from text has no code object: its function's lines are unknown.
+        frames += [[user.realpath(path), row, function, row, row] for path, row, function in inner
+                   if user.is_user(path)]
     return frames[-1] if frames else None, {"exception": name, "message": message, "detail": detail,
                                             "frames": frames[-CRASH_FRAMES:]}
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+_FRAME = re.compile(r'^  File "(.+)", line (\d+), in (.+)$')
+
+
+def embedded_traceback(text: str) -> Optional[tuple[list[tuple[str, int, str]], str]]:
+    """The frames (outermost first) and the final `Type: message` line of the last traceback
+    printed in `text`, or None when there is none."""
+    start = text.rfind(_TRACEBACK)
+    if start < 0:
+        return None
+    frames: list[tuple[str, int, str]] = []
+    for line in text[start + len(_TRACEBACK):].splitlines()[1:]:
+        match = _FRAME.match(line)
+        if match:
+            frames.append((match[1], int(match[2]), match[3]))
+        elif line and not line[0].isspace():
+            return (frames, line.strip()) if frames else None
+    return None
 
 
 _CURRENT: Any = None  # the Monitor of this process

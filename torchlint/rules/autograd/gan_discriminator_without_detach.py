@@ -146,7 +146,8 @@ class GanDiscriminatorWithoutDetach(Rule):
     severity = "warning"
     tags = ("correctness", "training-loop")
     requires_text = ("backward",)
-    evidence = Evidence(probe=probe_gan_detach)
+    evidence = Evidence(probe=probe_gan_detach,
+                        crash=r"Trying to backward through the graph a second time")
 
     def setup(self, ctx: FileContext) -> None:
         self._bodies: dict[int, list[ast.AST]] = {}

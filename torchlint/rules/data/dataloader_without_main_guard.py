@@ -121,7 +121,8 @@ class DataloaderWithoutMainGuard(Rule):
     severity = "warning"
     tags = ("portability", "data-loading")
     requires_text = ('DataLoader',)
-    evidence = Evidence(probe=probe_main_guard)
+    evidence = Evidence(probe=probe_main_guard,
+                        crash=r"An attempt has been made to start a new process before")
 
     def end_file(self, ctx: FileContext) -> None:
         if ctx.source.path.endswith(".ipynb"):

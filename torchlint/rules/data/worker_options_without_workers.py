@@ -83,7 +83,8 @@ class WorkerOptionsWithoutWorkers(Rule):
     tags = ("correctness", "data-loading")
     requires_text = ("persistent_workers", "prefetch_factor")
     precision = "very-high"
-    evidence = Evidence(probe=probe_worker_options)
+    evidence = Evidence(probe=probe_worker_options,
+                        crash=r"persistent_workers option needs num_workers|prefetch_factor option could only be specified")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_name(node) != DATALOADER or has_star_kwargs(node):

@@ -114,7 +114,8 @@ class Float64FromNumpy(Rule):
     severity = "warning"
     tags = ("performance", "dtype", "numpy")
     requires_text = ('numpy',)
-    evidence = Evidence(probe=probe_float64_from_numpy, slice="call", judge=judge_float64_from_numpy)
+    evidence = Evidence(probe=probe_float64_from_numpy, slice="call", judge=judge_float64_from_numpy,
+                        crash=r"must have the same dtype|expected scalar type \w+ but found Double|found dtype Double")
 
     def _float64_source(self, node: ast.AST, ctx: FileContext) -> Optional[str]:
         name = ctx.call_name(node)

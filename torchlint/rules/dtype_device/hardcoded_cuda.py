@@ -72,7 +72,8 @@ class HardcodedCuda(Rule):
     default_enabled = False
     tags = ("portability", "device")
     requires_text = ('cuda',)
-    evidence = Evidence(reason='portability depends on the machine the code will run on, not on this one')
+    evidence = Evidence(reason='portability depends on the machine the code will run on, not on this one',
+                        crash=r"Torch not compiled with CUDA enabled|No CUDA GPUs are available|Found no NVIDIA driver")
     precision = "medium"
 
     def _guarded(self, ctx: FileContext) -> bool:

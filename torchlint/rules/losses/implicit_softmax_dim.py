@@ -164,7 +164,8 @@ class ImplicitSoftmaxDim(Rule):
     precision = "very-high"
 
     evidence = Evidence(probe=probe_implicit_softmax_dim, slice="call", judge=judge_implicit_softmax_dim,
-                        runtime=run_verdict, monitor=ImplicitDimMonitor)
+                        runtime=run_verdict, monitor=ImplicitDimMonitor,
+                        crash=r"missing 1 required positional arguments?: .dim.|unexpected keyword argument .axis.")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_name(node)

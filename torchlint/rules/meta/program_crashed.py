@@ -27,7 +27,14 @@ class ProgramCrashed(RuntimeCheck):
     `element 0 of tensors does not require grad`, {rule:label-float-cast}'s `expected target dtype
     to be Long`, {rule:unsafe-torch-load}'s `UnpicklingError` of a weights-only `torch.load`),
     that finding is reported `confirmed` with the exception as its evidence, and TL020 names it;
-    without one, TL020 names the rule whose failure it matches.
+    without one, TL020 names the rule whose failure it matches, and a runtime check that reported
+    the line the program died at ({rule:label-unusable-by-loss}'s out-of-range labels).
+
+    Crashes Python's `sys.excepthook` never sees count too: an exception in a `multiprocessing`
+    child, one under the program's own excepthook, a traceback that a DataLoader worker or a
+    `torch.multiprocessing.spawn` child sends its parent as text (TL020 is at the child's line), a
+    fatal signal such as a segfault (the frames of `faulthandler`'s dump) and a kill nothing in
+    the program can see (SIGKILL, as the OOM killer sends it; no frame).
 
     ## Why is this bad?
     A crashed run judged nothing after the crash, and a report that reads "All checks passed!"
@@ -97,10 +104,11 @@ def _text(e: run.Event) -> str:
 def describe(e: run.Event, cwd: Path) -> str:
     text = (f"{e['exception']}: {e['message']}" if e.get("message") else e["exception"]).rstrip(" .")
     if e.get("detail"):
-        text += f" ({'; '.join(d.rstrip(' .') for d in e['detail'])})"
-    where = f" in `{e['site'][2]}` ({run.where(e['site'], cwd)})" if e.get("site") else ""
+        text += f" ({'; '.join(d.strip(' .:-') for d in e['detail'])})"
+    verb = " at" if e.get("verb") == "signal" else ", raised in"  # a fatal signal is not raised
+    where = f"{verb} `{e['site'][2]}` ({run.where(e['site'], cwd)})" if e.get("site") else ""
     rank = f" in rank {e['rank']}" if e.get("world", 1) > 1 else ""
-    return f"{text}, raised{where}{rank} after {e['step']} optimizer step(s)"
+    return f"{text}{where}{rank} after {e['step']} optimizer step(s)"
 
 
 def _through(frames: list[list], path: str, rows: run.Rows) -> Optional[list]:
@@ -149,3 +157,14 @@ def crash_messages(crashes: list[run.Event], explained: dict[int, list[str]],
             tail = f" (the failure {' / '.join(codes)} describes)" if codes else ""
         out.append((e.get("site"), f"the program crashed: {describe(e, cwd)}{tail}"))
     return out
+
+
+def name_runtime_causes(problems: list[run.RuntimeProblem]) -> None:
+    """A crash at a line where a runtime check reported a problem (TL221's labels out of range at
+    the loss that raised `Target 5 is out of bounds`) names that finding (in place)."""
+    for crash in problems:
+        if crash.code != ProgramCrashed.code or not crash.site:
+            continue
+        causes = sorted({p.code for p in problems if p.code != crash.code and p.site and p.site[:2] == crash.site[:2]})
+        if causes:
+            crash.message += f"; {', '.join(causes)} reported this line"

@@ -146,7 +146,8 @@ class TensorFromNdarrayList(Rule):
     tags = ("performance", "numpy")
     precision = "high"
     requires_text = ("numpy",)
-    evidence = Evidence(probe=probe_ndarray_list)
+    evidence = Evidence(probe=probe_ndarray_list,
+                        crash=r"len\(\) of unsized object")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if len(node.args) != 1 or ctx.call_name(node) != "torch.tensor":

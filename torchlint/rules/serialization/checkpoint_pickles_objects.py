@@ -163,7 +163,8 @@ class CheckpointPicklesObjects(Rule):
     severity = "warning"
     tags = ("correctness", "serialization")
     requires_text = ("save",)
-    evidence = Evidence(probe=probe_checkpoint_objects)
+    evidence = Evidence(probe=probe_checkpoint_objects,
+                        crash=r"UnpicklingError|Weights only load failed|WeightsUnpickler")
 
     def setup(self, ctx: FileContext) -> None:
         self._facts: Optional[_FileFacts] = None
