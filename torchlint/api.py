@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from torchlint.cache import CACHE_DIR_NAME, Cache
 from torchlint.cache import refusal as cache_refusal
 from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, ConfigResolver, Settings
-from torchlint.checker import RuleError
 from torchlint.diagnostics import CONFIG_ERROR, INTERNAL_ERROR, SYNTAX_ERROR_CODE, Finding, tool_finding
 from torchlint.files import Discovery, display_path
 from torchlint.analysis.project_index import new_run
@@ -31,6 +30,7 @@ from torchlint.project_root import project_root
 from torchlint.safe_io import format_size, printable
 
 if TYPE_CHECKING:
+    from torchlint.checker import RuleError
     from torchlint.fix.files import FixReport
 
 LINT, SHOW_FILES, ADD_NOQA, FIX_ONLY = "lint", "show-files", "add-noqa", "fix-only"

@@ -20,7 +20,6 @@ from torchlint.output import FORMATS, ROOT_RELATIVE_FORMATS
 from torchlint.output.ci_safe import COMMAND_FORMATS, finish_streams, guarded_streams, raw_streams, write_commands
 from torchlint.output.color import CHOICES as COLOR_CHOICES, Palette, use_color
 from torchlint.output.report import render_report
-from torchlint.output.sarif import truncation_warning
 from torchlint.project_root import project_root
 from torchlint.safe_io import printable
 from torchlint.selection import SelectionError, parse_list
@@ -251,7 +250,11 @@ def _show_fixes(report) -> None:  # type: ignore[no-untyped-def]
 def _finish_report(o: SimpleNamespace, report: api.CheckReport) -> None:
     """The findings in the chosen format, ruff's fix hint, and the exit code."""
     findings, cwd, fix_report = report.findings, report.cwd, report.fix_report
-    over_limit = truncation_warning(len(findings)) if o.output_format == "sarif" else None
+    over_limit = None
+    if o.output_format == "sarif":
+        from torchlint.output.sarif import truncation_warning
+
+        over_limit = truncation_warning(len(findings))
     if over_limit:
         click.echo(f"warning: {over_limit}", err=True)
     palette = Palette(o.output_format in TEXT_FORMATS

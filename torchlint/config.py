@@ -16,15 +16,10 @@ from torchlint.options import (DEFAULT_EXCLUDES, DEFAULT_TORCH_VERSION, DEFAULT_
                                check_table, check_torch_version, expect_list)
 from torchlint.globs import translate
 from torchlint.project_torch import project_torch_floor
-from torchlint import catalog
+from torchlint.rules import lazy
 from torchlint.safe_io import RefusedFile, is_within, read_regular_file
 from torchlint.selection import SelectionError, SelectionLayer, parse_list, resolve
 from torchlint.settings_fields import CliOverrides, SettingsFields, row_fields
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 CONFIG_FILES = (".torchlint.toml", "torchlint.toml", "pyproject.toml")
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
@@ -132,6 +127,11 @@ def parse_torch_version(value: str) -> tuple[int, int]:
 
 
 def load_toml(path: Path) -> dict[str, Any]:
+    # Imported here: a run with no config file (most one-file runs) never parses TOML.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         # A config file in an untrusted checkout may be a link to /proc or a device.
         return tomllib.loads(read_regular_file(str(path), MAX_CONFIG_BYTES).decode("utf-8"))
@@ -167,6 +167,8 @@ def _validate_options(path: Path, table: Any) -> dict[str, dict[str, Any]]:
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: `options` must be a table of per-rule tables")
     out: dict[str, dict[str, Any]] = {}
+    if table:
+        from torchlint import catalog  # imports every rule: only for a config with rule options
     for rule_key, values in table.items():
         rule = catalog.static_rule(rule_key)
         if rule is None:
@@ -230,11 +232,11 @@ def _rule_options(where: Path, values: dict[str, Any], cli: CliOverrides, root: 
     torch_version = cli.torch_version or values.get("torch-version") or project_torch_floor(root, load_toml) \
         or DEFAULT_TORCH_VERSION
     module_bases = values.get("module-bases", [])
-    for rule in catalog.static_rules():
-        if "torch-version" in rule.options:
-            options.setdefault(rule.code, {}).setdefault("torch-version", torch_version)
-        if module_bases and "module-bases" in rule.options:
-            options.setdefault(rule.code, {}).setdefault("module-bases", module_bases)
+    for code, rule in lazy.by_code().items():  # the index: no rule is imported
+        if "torch-version" in rule.option_keys:
+            options.setdefault(code, {}).setdefault("torch-version", torch_version)
+        if module_bases and "module-bases" in rule.option_keys:
+            options.setdefault(code, {}).setdefault("module-bases", module_bases)
     return options
 
 
@@ -247,7 +249,7 @@ def resolve_fixable(fixable: list[str], extend: list[str], unfixable: list[str])
     """Codes matched by `fixable` or `extend-fixable` and not by `unfixable`."""
     def matches(selectors: list[str], code: str) -> bool:
         return any(s == "ALL" or code.startswith(s) for s in selectors)
-    return frozenset(code for code in catalog.static_codes()
+    return frozenset(code for code in lazy.static_codes()
                      if matches(fixable + extend, code) and not matches(unfixable, code))
 
 

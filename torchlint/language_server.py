@@ -1,6 +1,6 @@
 """`torchlint server`: a Language Server Protocol server (on pygls) for editors.
 
-- Diagnostics on open, on change (debounced: linting waits until typing pauses) and on
+- Diagnostics on open, on change (a lone edit at once; while typing, linting waits until it pauses) and on
   save, with the rule code, severity, and the rule's documentation as `codeDescription`.
 - Diagnostics are pulled (`textDocument/diagnostic`) by a client that can, pushed otherwise.
 - Code actions: the finding's quick fix when the rule offers one (an unsafe one only with the
@@ -48,6 +48,9 @@ from torchlint.notebook import Cell, Notebook, is_notebook
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file, refusal, too_large_message
 from torchlint.source import DecodeFailure, decode_source, physical_lines
 
+# A lone edit is linted at once (after one short tick that gathers the changes a client sends
+# together); an edit that follows another within DEBOUNCE_SECONDS waits until typing pauses.
+QUICK_SECONDS = 0.005
 DEBOUNCE_SECONDS = 0.3
 
 
@@ -58,6 +61,7 @@ class TorchlintServer(LanguageServer):
             types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")], notebook="*")])
         super().__init__("torchlint", __version__, notebook_document_sync=notebooks)
         self.pending: dict[str, asyncio.TimerHandle] = {}  # per document or notebook URI
+        self.last_change: dict[str, float] = {}  # per URI: loop time of the last scheduled change
         self.findings: dict[str, list[Finding]] = {}  # per document or cell URI, from the last lint
         self.notebook_cells: dict[str, set[str]] = {}  # notebook URI -> cell URIs last published
         self.client_settings = SettingsStore()
@@ -222,12 +226,18 @@ class TorchlintServer(LanguageServer):
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     def schedule(self, uri: str, action: Optional[Callable[[str], None]] = None) -> None:
+        loop = asyncio.get_running_loop()
         previous = self.pending.pop(uri, None)
         if previous is not None:
             previous.cancel()
-        self.pending[uri] = asyncio.get_running_loop().call_later(DEBOUNCE_SECONDS, action or self.lint, uri)
+        now = loop.time()
+        typing = previous is not None or now - self.last_change.get(uri, float("-inf")) < DEBOUNCE_SECONDS
+        self.last_change[uri] = now
+        delay = DEBOUNCE_SECONDS if typing else QUICK_SECONDS
+        self.pending[uri] = loop.call_later(delay, action or self.lint, uri)
 
     def cancel(self, uri: str) -> None:
+        self.last_change.pop(uri, None)
         pending = self.pending.pop(uri, None)
         if pending is not None:
             pending.cancel()

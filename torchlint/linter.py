@@ -6,24 +6,23 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchlint.budget import DEFAULT_LINT_TIMEOUT, LintTimeout, cpu_budget, describe_timeout
 from torchlint.cache import content_hash, settings_key
-from torchlint.checker import RuleError, check_source
 from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
 from torchlint import notebook
 from torchlint.analysis.project_index import ProjectIndex, new_run
-from torchlint.rules.base import Rule
-from torchlint import catalog
+from torchlint.rules import lazy
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
 from torchlint.source import DecodeFailure, SourceFile, decode_source
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the walk is imported when a file is linted: a cache hit never needs it
     from torchlint.cache import Cache
+    from torchlint.checker import RuleError
 
 # Below this many files per worker, process start-up costs more than it saves (a
 # pre-commit run on three files stays in one process).
@@ -54,11 +53,13 @@ class FileResult:
     parse_error: Optional[Finding] = None  # also reported when TL000 is not selected
     timed_out: bool = False  # ran past lint-timeout: never cached (the next run tries again)
     deps: dict[str, Optional[str]] = field(default_factory=dict)  # other files read: path -> hash (None: absent)
+    digest: Optional[str] = field(default=None, compare=False)  # hash of the bytes linted (`lint_task_hashed`)
 
 
 @lru_cache(maxsize=64)
-def rule_classes_for(codes: frozenset[str]) -> list[type[Rule]]:
-    return [catalog.by_code()[c] for c in sorted(codes) if c != SYNTAX_ERROR_CODE]  # type: ignore[misc]
+def rule_classes_for(codes: frozenset[str]) -> list[lazy.LazyRule]:
+    """The rules of `codes`, each imported only once a file's text can wake it."""
+    return [lazy.by_code()[c] for c in sorted(codes) if c != SYNTAX_ERROR_CODE]
 
 
 def lint_bytes(task: FileTask, data: bytes) -> FileResult:
@@ -94,6 +95,8 @@ def _lint_with_index(task: FileTask, data: bytes, rule_errors: list[RuleError],
     options = {code: dict(values) for code, values in task.options}
     parse_all = SYNTAX_ERROR_CODE in task.codes
     if not notebook.is_notebook(task.display):
+        from torchlint.checker import check_source
+
         return check_source(task.display, data, classes, options=options, parse_all=parse_all,
                             rule_errors=rule_errors, index=index)
     # The notebook's code, not its JSON, is held to max-file-size. Fix edits count rows
@@ -152,51 +155,73 @@ def lint_task(task: FileTask) -> FileResult:
     return lint_bytes(task, data)
 
 
+def lint_task_hashed(task: FileTask) -> FileResult:
+    """`lint_task`, also recording the hash of the bytes it linted: the cache stores a result
+    under the content it came from, read once, where it was linted (the parent holds no bytes)."""
+    data, failed = read_task(task)
+    if failed is not None:
+        return failed
+    assert data is not None
+    result = lint_bytes(task, data)
+    result.digest = content_hash(data)
+    return result
+
+
 def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional["Cache"] = None) -> list[FileResult]:
     """Lint every task, reusing cached results, in worker processes when it pays off.
     Results come back in task order, so output is identical for any `jobs`."""
     results: list[Optional[FileResult]] = [None] * len(tasks)
     new_run()  # modules may have appeared or gone since the last run in this process
-    todo: list[tuple[int, FileTask, Optional[tuple[str, str, Optional[os.stat_result]]]]] = []
+    # A file to lint travels as its path: the worker reads and hashes it, so the parent never
+    # holds the bytes of the files (its memory stays flat in the bytes linted).
+    todo: list[tuple[int, FileTask, Optional[tuple[str, Optional[os.stat_result]]]]] = []
     for i, task in enumerate(tasks):
         record = None
         if cache is not None and task.data is None:
             settings = settings_key(task.codes, task.options, cache.roots_key(task.index_roots))
+            stat: Optional[os.stat_result] = None
             try:
                 stat = os.stat(task.path)
-                hit, data, digest = cache.lookup(task.path, settings, task.display, stat, read_limit(task))
+                hit = cache.lookup(task.path, settings, task.display, stat, read_limit(task))[0]
             except (OSError, RefusedFile):
-                hit = data = digest = stat = None  # type: ignore[assignment]  # read_task reports it
+                hit = None  # the worker's read reports it
             if hit is not None:
                 results[i] = FileResult(task.display, hit[0], parse_error=hit[1], deps=hit[2])
                 continue
-            if data is None:
-                data, failed = read_task(task)
-                if failed is not None:
-                    results[i] = failed
-                    continue
-            assert data is not None
-            record = (settings, digest or content_hash(data), stat)
-            task = replace(task, data=data)
+            record = (settings, stat)
         todo.append((i, task, record))
 
+    lint = lint_task_hashed if cache is not None else lint_task
     workers = min(jobs or os.cpu_count() or 1, max(1, len(todo) // MIN_FILES_PER_WORKER))
     if workers > 1:
         from concurrent.futures import ProcessPoolExecutor  # only runs big enough to need it pay the import
 
+        _preload(todo[0][1].codes)
         with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
             chunk = max(1, min(64, len(todo) // (workers * 8)))
-            done = list(pool.map(lint_task, [t for _, t, _ in todo], chunksize=chunk))
+            done = list(pool.map(lint, [t for _, t, _ in todo], chunksize=chunk))
     else:
-        done = [lint_task(t) for _, t, _ in todo]
+        done = [lint(t) for _, t, _ in todo]
     for (i, task, record), result in zip(todo, done):
         results[i] = result
-        if cache is not None and record is not None and result.internal_error is None and not result.timed_out:
-            cache.store(task.path, record[0], record[1], record[2], result.findings, result.parse_error,
+        if record is not None and result.digest is not None and result.internal_error is None \
+                and not result.timed_out:
+            assert cache is not None
+            # The stat was taken before the read: a file changed in between is re-hashed next run.
+            cache.store(task.path, record[0], result.digest, record[1], result.findings, result.parse_error,
                         result.deps)
     if cache is not None:
         cache.save()
     return results  # type: ignore[return-value]
+
+
+def _preload(codes: frozenset[str]) -> None:
+    """Import the walk and the selected rules before forking, so workers share them instead
+    of each importing its own copy (one-file runs import only what the file wakes)."""
+    import torchlint.checker  # noqa: F401
+
+    for rule in rule_classes_for(codes):
+        rule.load()
 
 
 def _mp_context():  # type: ignore[no-untyped-def]

@@ -27,14 +27,16 @@ import json
 import re
 import tokenize
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from torchlint.checker import RuleClass, check_source, syntax_error_finding
-from torchlint.diagnostics import Finding
+from torchlint.diagnostics import Finding, syntax_error_finding
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, format_size
 from torchlint.records import Edit, Fix
 from torchlint.noqa import Suppression, parse as parse_directives
 from torchlint.source import SourceFile, newer_syntax_hint, physical_lines
+
+if TYPE_CHECKING:  # the walk is imported when a notebook is linted, not by a cache hit
+    from torchlint.checker import RuleClass
 
 NOTEBOOK_SUFFIX = ".ipynb"
 SIZE_FACTOR = 10  # a notebook may be this many times max-file-size (outputs are not linted)
@@ -283,6 +285,8 @@ def lint_cells(notebook: Notebook, rule_classes: Sequence[RuleClass], parse_all:
     # noqa comments as written, including those on the lines of the cells just blanked.
     findings = Suppression(parse_directives(text)).apply(findings)
     starts = tuple(cell.first_row for cell in notebook.cells)
+    from torchlint.checker import check_source
+
     findings += [f for f in check_source(path, program.encode("utf-8"), rule_classes, parse_all=parse_all,
                                          options=options, rule_errors=rule_errors, index=index,
                                          cell_starts=starts)

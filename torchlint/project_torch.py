@@ -5,7 +5,6 @@ dependencies`), `setup.cfg` (`[options] install_requires`), `requirements*.txt` 
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 from pathlib import Path
@@ -66,6 +65,8 @@ def _from_setup_cfg(root: Path) -> Optional[str]:
     text = _text(path) if _inside(path, root) else None
     if text is None:
         return None
+    import configparser  # only for a project that has a setup.cfg
+
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(text)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Optional
@@ -149,6 +148,8 @@ def replace_atomically(path: str, data: bytes, mode: Optional[int] = None, durab
     (uid, gid) the new file gets; `before_replace` runs last and may raise to cancel."""
     directory = os.path.dirname(path) or "."
     sweep_stale_temps(directory)
+    import tempfile  # only when writing: a lint run does not pay for it
+
     fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:

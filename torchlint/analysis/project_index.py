@@ -154,6 +154,23 @@ def new_run() -> None:
     gc.unfreeze()
 
 
+# How many objects were frozen after the last full collection: see `_freeze`.
+_FROZEN_AFTER_COLLECT = 0
+
+
+def _freeze() -> None:
+    """`gc.freeze()`, and a full collection whenever the frozen set has doubled since the last
+    one: freezing also froze the cyclic garbage of the files linted since, which would
+    otherwise grow a worker with every file it lints. Doubling keeps the cost amortised."""
+    global _FROZEN_AFTER_COLLECT
+    gc.freeze()
+    if gc.get_freeze_count() > 2 * _FROZEN_AFTER_COLLECT + 100_000:
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+        _FROZEN_AFTER_COLLECT = gc.get_freeze_count()
+
+
 def _signature(st: os.stat_result) -> tuple[int, int, int]:
     return st.st_size, st.st_mtime_ns, st.st_ino
 
@@ -254,8 +271,8 @@ class ProjectIndex:
         # A kept tree is a million long-lived objects that every full collection would walk
         # again (it doubled the cold lint of a large tree): keep them out of the cyclic GC.
         # ASTs hold no cycles, so reference counting still frees them when they are dropped;
-        # cycles frozen with them wait for the next run's `new_run`.
-        gc.freeze()
+        # cycles frozen with them are collected once the frozen set has doubled (`_freeze`).
+        _freeze()
         if len(_PARSED) > _MEMO_SIZE:
             _PARSED.popitem(last=False)
         return info

@@ -1,0 +1,71 @@
+"""Start-up imports only what a run needs (issue 23): selection and settings read the generated
+rule index (torchlint/rules/index.py) instead of importing every rule, the walk imports a rule
+only when the file's text can wake it, and a cache hit imports none. Timings live in
+benchmarks/startup.py; these tests check what is imported, which does not depend on load."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from torchlint import catalog
+from torchlint.linter import rule_classes_for
+from torchlint.rules import lazy
+from torchlint.selection import STATIC
+
+
+def test_the_index_describes_every_static_rule_as_its_class_does():
+    rules = catalog.static_rules()
+    assert sorted(lazy.by_code()) == [r.code for r in rules]
+    texts = ["", "import torch\nloss.backward()\n", "from torch.utils.data import DataLoader\nx.data.zero_()\n"]
+    for rule in rules:
+        entry = lazy.by_code()[rule.code]
+        assert entry.load() is rule
+        assert (entry.name, entry.default_enabled, entry.option_keys) == (rule.name, rule.default_enabled,
+                                                                         tuple(sorted(rule.options)))
+        assert [entry.applies_to(t) for t in texts] == [rule.applies_to(t) for t in texts], rule.code
+    assert STATIC.default == frozenset(r.code for r in rules if r.default_enabled)
+    assert lazy.runtime_codes() == catalog.runtime_codes()
+
+
+def test_the_walk_gets_stand_ins_that_build_the_real_rule():
+    classes = rule_classes_for(frozenset({"TL000", "TL101"}))
+    assert [c.code for c in classes] == ["TL101"]  # TL000 is the parser's, not a walk rule's
+    assert isinstance(classes[0], lazy.LazyRule) and classes[0].load() is catalog.static_rule("TL101")
+
+
+_PROBE = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from torchlint import api
+
+    def rule_modules():
+        return sorted(m for m in sys.modules if m.startswith("torchlint.rules.") and m.count(".") >= 3)
+
+    root = Path(sys.argv[1])
+    hit = api.check(api.CheckRequest([str(root / "hit.py")], isolated=True, cwd=root, cache_dir=root / "cache"))
+    after_hit = rule_modules()
+    cold = api.check(api.CheckRequest([str(root / "cold.py")], isolated=True, cwd=root, no_cache=True))
+    print(json.dumps([after_hit, rule_modules(), [f.code for f in hit.findings], [f.code for f in cold.findings]]))
+""")
+
+
+def test_a_cache_hit_imports_no_rule_and_a_cold_file_only_the_rules_its_text_wakes(tmp_path):
+    from torchlint import api
+
+    hit_text = "import torch\n\nnet = torch.nn.Linear(4, 2)\nwith torch.no_grad():\n    loss = net(x).mean()\n    loss.backward()\n"
+    cold_text = "import torch\nimport torch.nn.functional as F\n\nloss = F.cross_entropy(out, y.float())\n"
+    (tmp_path / "hit.py").write_text(hit_text)
+    (tmp_path / "cold.py").write_text(cold_text)
+    warm = api.check(api.CheckRequest([str(tmp_path / "hit.py")], isolated=True, cwd=tmp_path,
+                                      cache_dir=tmp_path / "cache"))  # fills the cache
+    assert [f.code for f in warm.findings] == ["TL101"]
+    done = subprocess.run([sys.executable, "-c", _PROBE, str(tmp_path)], capture_output=True, text=True, check=True)
+    after_hit, after_cold, hit_codes, cold_codes = json.loads(done.stdout)
+    assert hit_codes == ["TL101"] and after_hit == []  # served from the cache, no rule imported
+    woken = {r.module for r in lazy.by_code().values()
+             if r.default_enabled and r.code != "TL000" and r.applies_to(cold_text)}
+    assert "TL201" in cold_codes and set(after_cold) == woken
+    assert len(woken) < len(STATIC.default) / 4  # the bite: most rules stay unimported
