@@ -5,6 +5,7 @@
     pip install ruff flake8 torchfix==0.7.0      # the peers; missing ones are skipped
     python benchmarks/speed.py                   # all corpora, all tools
     python benchmarks/speed.py --corpus timm --skip torchfix
+    python benchmarks/speed.py --corpus transformers-models --skip torchfix,flake8,ruff --no-scaling --copies 8
 
 Not a test: timings on shared machines are noisy. Run it on an idle machine.
 """
@@ -121,6 +122,30 @@ def scaling(jobs: int | None) -> None:
         print(f"  {fraction:<8.0%}{files:>7}{m.cpu:>9.2f}{m.wall:>9.2f}{1000 * m.cpu / files:>13.2f}")
 
 
+def copies(name: str, count: int, jobs: int | None) -> None:
+    """Peak RSS of a cold run (cache on, the default) over 1 and `count` copies of a corpus:
+    memory must stay flat in the number of files, not grow with the bytes linted."""
+    source = corpus_path(name)
+    work = Path(tempfile.mkdtemp(prefix="torchlint-bench-copies-"))
+    try:
+        for n in range(count):
+            shutil.copytree(source, work / f"copy{n}")
+        print(f"\n## peak RSS, {name}: 1 copy against {count} (torchlint cold, cache on)")
+        rss = []
+        for dirs in ([work / "copy0"], sorted(work.iterdir())):
+            cache_dir = tempfile.mkdtemp(prefix="torchlint-bench-cache-")
+            try:
+                m = measure("torchlint", tool_commands([str(d) for d in dirs], cache_dir, jobs)["torchlint cold"])
+            finally:
+                shutil.rmtree(cache_dir, ignore_errors=True)
+            rss.append(m.rss_mb)
+            print(f"  {len(dirs)} cop{'y' if len(dirs) == 1 else 'ies'}: {m.cpu:.2f} CPU s, {m.wall:.2f} s wall, "
+                  f"peak RSS {m.rss_mb:.0f} MB" + ("" if m.ok else f"   FAILED {m.note}"))
+        print(f"  ratio {count} copies / 1 copy: {rss[1] / rss[0]:.2f}x (target <= 1.3x)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--floor":
         floor(sys.argv[2:])
@@ -130,11 +155,14 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="comma-separated tools to skip (torchfix, flake8, ruff, ...)")
     parser.add_argument("--jobs", type=int, default=None, help="torchlint --jobs (default: all cores)")
     parser.add_argument("--no-scaling", action="store_true", help="skip the three-size scaling run")
+    parser.add_argument("--copies", type=int, default=0, help="also compare peak RSS on 1 and N copies of each corpus")
     args = parser.parse_args()
     skip = {s for s in args.skip.split(",") if s}
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
     for name in args.corpus.split(","):
         run_corpus(name, [str(corpus_path(name))], skip, args.jobs)
+        if args.copies > 1:
+            copies(name, args.copies, args.jobs)
     if not args.no_scaling:
         scaling(args.jobs)
 

@@ -1,0 +1,76 @@
+"""The runs people feel: `torchlint check` on one file (cold, and a warm cache hit), on three
+files, and `--version`, against `python -c pass` and ruff (when installed). Prints the median
+CPU milliseconds (user + system, children included) of repeated fresh processes and the
+ratios against the targets of issue 23 (one file cold <= 40 ms, warm hit <= 30 ms).
+
+    python benchmarks/startup.py              # 15 runs of each
+    python benchmarks/startup.py --runs 30
+
+Not a test: timings on shared machines are noisy (the median of CPU time is the least noisy
+figure a fresh process gives). Run with bytecode caching on, as users have it: with
+PYTHONDONTWRITEBYTECODE set and no __pycache__, every run compiles torchlint afresh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FILES = [REPO / "examples" / name for name in ("train_ddp.py", "verify_demo.py", "train_clean.py")]
+TARGETS = {"check one file, cold": 40.0, "check one file, warm hit": 30.0}
+
+
+def cpu_ms(cmd: list[str], cwd: Path, runs: int) -> float:
+    """Median CPU milliseconds of `cmd` over `runs` fresh processes."""
+    times = []
+    for _ in range(runs):
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, _, usage = os.wait4(proc.pid, 0)
+        times.append(1000 * (usage.ru_utime + usage.ru_stime))
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    if sys.flags.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("note: PYTHONDONTWRITEBYTECODE is set; the figures include compiling torchlint on every run")
+    work = Path(tempfile.mkdtemp(prefix="torchlint-startup-"))
+    try:
+        files = [shutil.copy(f, work / f.name) for f in FILES if f.is_file()]
+        one, three = [Path(files[0]).name], [Path(f).name for f in files[:3]]
+        py = sys.executable
+        tl = [py, "-m", "torchlint"]
+        subprocess.run([*tl, "check", *one, "--exit-zero", "-q"], cwd=work, capture_output=True)  # fill the cache
+        rows = {
+            "python -c pass": [py, "-c", "pass"],
+            "torchlint --version": [*tl, "--version"],
+            "check one file, cold": [*tl, "check", *one, "--no-cache", "--exit-zero", "-q"],
+            "check one file, warm hit": [*tl, "check", *one, "--exit-zero", "-q"],
+            "check three files, cold": [*tl, "check", *three, "--no-cache", "--exit-zero", "-q"],
+        }
+        if shutil.which("ruff") or subprocess.run([py, "-m", "ruff", "--version"], capture_output=True).returncode == 0:
+            rows["ruff check one file"] = [py, "-m", "ruff", "check", "--no-cache", "--exit-zero", "-q", *one]
+        measured = {name: cpu_ms(cmd, work, args.runs) for name, cmd in rows.items()}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    base = measured["python -c pass"]
+    ruff = measured.get("ruff check one file")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, median of {args.runs} runs")
+    print(f"  {'command':<28}{'CPU ms':>9}{'vs python -c pass':>19}{'vs ruff':>9}{'target':>9}")
+    for name, ms in measured.items():
+        target = TARGETS.get(name)
+        verdict = f"{ms / target:.2f}x" if target else "-"
+        print(f"  {name:<28}{ms:>9.1f}{ms / base:>18.1f}x{(f'{ms / ruff:.1f}x' if ruff else '-'):>9}{verdict:>9}")
+
+
+if __name__ == "__main__":
+    main()
