@@ -304,6 +304,8 @@ def _written_files(notebook: Notebook, program: str, rule_classes: Sequence[Rule
     """Findings for the Python files that `%%writefile` cells write, each linted on its own (it
     is a module, not part of the kernel's program), already placed in their cell: row r of the
     body is row r + 1 of the cell. The notebook's file-level `# torchlint: noqa` covers them."""
+    from torchlint.checker import check_source
+
     directives = parse_directives(program)
     out: list[Finding] = []
     for cell in notebook.cells:
