@@ -63,8 +63,8 @@ class GradientAlwaysZero(RuntimeCheck):
     everywhere at **every** one of those steps (at least two). A parameter that is frozen
     (`requires_grad=False`, so no gradient at all), one whose loss term is masked for a step,
     and one with a gradient hook (which may zero it on purpose) are not reported; a missing
-    gradient (`None`) is TL120's, and a `zero_grad()` between the backward and the step is
-    TL104's.
+    gradient (`None`) is TL120's, a `zero_grad()` between the backward and the step TL104's,
+    and a `cross_entropy` over a single class (every gradient through it is zero) TL422's.
 
     ## Why is this bad?
     A gradient that is zero at every step means the loss does not depend differentiably on the
@@ -108,9 +108,11 @@ class GradientAlwaysZero(RuntimeCheck):
     @classmethod
     def problems(cls, obs: run.Observation, static: list[Finding], cwd: Path) -> list[run.RuntimeProblem]:
         """The run's findings of this check."""
+        # A single-class cross_entropy zeroes every gradient through it: TL422 names that cause.
+        single_class = {e["pid"] for e in obs.by_kind["loss"] if e["fn"] == "cross_entropy" and e.get("classes") == 1}
         by_site: dict[tuple, list[dict]] = defaultdict(list)
         for e in obs.by_kind["step"]:
-            if e.get("grads_checked"):
+            if e.get("grads_checked") and e["pid"] not in single_class:
                 by_site[(tuple(e["site"][:2]) if e["site"] else None, e["pid"], e["optimizer"])].append(e)
         out = []
         for steps in by_site.values():
