@@ -41,7 +41,7 @@ class WorkerSampleMonitor:
             original(fetcher, *args, **kwargs)
             fetcher.dataset_iter = monitor.recording(m, fetcher.dataset_iter, head)
 
-        fetcher_class.__init__ = init  # type: ignore[method-assign]
+        fetcher_class.__init__ = init  # type: ignore[method-assign,assignment]
 
     def recording(self, m: Any, iterator: Any, head: dict) -> Any:
         """`iterator`, yielding the same items, that writes the first items' fingerprints."""
