@@ -19,13 +19,15 @@ class BatchNormStatsMonitor:
     run under no_grad / inference_mode (`bn_stats`, at once), or with grad but with an output
     no backward reached before an optimizer stepped over the model (`bn_stats`, then). Layers
     whose momentum is None or whose statistics were reset after training began (a
-    recalibration, as `swa_utils.update_bn` does) are left out."""
+    recalibration, as `swa_utils.update_bn` does) are left out, and so is a batch whose tensor
+    a backward-reaching forward took (a metric on the training batch)."""
 
     def __init__(self) -> None:
         self.layers: Any = weakref.WeakKeyDictionary()  # root module -> [(name, BatchNorm layer)]
         self.recalibrated: Any = weakref.WeakSet()  # layers reset after the first step
         self.pending: list[dict] = []  # grad-enabled forwards awaiting a backward
         self.overlap: dict[tuple[int, int], bool] = {}  # (optimizer, module) -> optimizer holds its parameters
+        self.trained: list[int] = []  # data_ptr of the inputs of the last forwards a backward reached
 
     def install(self, m: Any, torch: Any) -> None:
         norm_base = torch.nn.modules.batchnorm._NormBase
@@ -50,7 +52,7 @@ class BatchNormStatsMonitor:
             self.layers[module] = found
 
     def forward(self, m: Any, module: Any, args: Any, output: Any, root: bool) -> None:
-        if not root or not m.steps or not module.training:
+        if not root or not module.training:
             return
         layers = self.layers.get(module)
         if not layers:
@@ -62,20 +64,24 @@ class BatchNormStatsMonitor:
             return
         import torch
 
-        site = m.user.site(3)
+        inputs = m.tensors(args)
+        batch = inputs[0].data_ptr() if inputs else None
         if not torch.is_grad_enabled():
-            mode = "inference_mode" if torch.is_inference_mode_enabled() else "no_grad"
-            m.record("bn_stats", site, module=type(module).__name__, layers=updating, mode=mode)
+            if m.steps and (batch is None or batch not in self.trained):
+                mode = "inference_mode" if torch.is_inference_mode_enabled() else "no_grad"
+                m.record("bn_stats", m.user.site(3), module=type(module).__name__, layers=updating, mode=mode)
             return
         outputs = [t for t in m.tensors(output) if t.requires_grad]
         if not outputs:
             return
-        entry = {"ref": weakref.ref(module), "site": site, "layers": updating, "reached": False}
+        # Before the first step too: a forward a backward reaches marks its batch as training data.
+        entry = {"ref": weakref.ref(module), "site": m.user.site(3), "layers": updating, "reached": False,
+                 "batch": batch, "late": bool(m.steps)}
 
         def reached(grad: Any) -> None:
             entry["reached"] = True
 
-        entry["handle"] = outputs[0].register_hook(reached)
+        entry["handle"] = outputs[0].register_hook(reached)  # the hook fires only if a backward gets there
         self.pending.append(entry)
         if len(self.pending) > 64:
             self.pending[:-64] = []
@@ -91,11 +97,14 @@ class BatchNormStatsMonitor:
             if entry["reached"] or not self.trains(optimizer, module):
                 if entry["reached"]:
                     entry["handle"].remove()
+                    self.trained = [*self.trained[-15:], entry["batch"]]
                 else:
                     kept.append(entry)
                 continue
             entry["handle"].remove()
-            m.record("bn_stats", entry["site"], module=type(module).__name__, layers=entry["layers"], mode="unreached")
+            if entry["late"] and (entry["batch"] is None or entry["batch"] not in self.trained):
+                m.record("bn_stats", entry["site"], module=type(module).__name__, layers=entry["layers"],
+                         mode="unreached")
         self.pending = kept
 
     def trains(self, optimizer: Any, module: Any) -> bool:
@@ -119,7 +128,8 @@ class BatchNormUpdatedOutsideTraining(RuntimeCheck):
     without `no_grad`). A recalibration of the statistics is not reported:
     `torch.optim.swa_utils.update_bn`, or any loop that sets the layers' `momentum` to `None`
     or calls `reset_running_stats()` first. Neither are an EMA or teacher copy that no
-    optimizer trains, nor BatchNorm layers put in eval mode on their own (frozen BatchNorm).
+    optimizer trains, BatchNorm layers put in eval mode on their own (frozen BatchNorm), and a
+    forward on the very batch tensor a training forward took (accuracy on the training batch).
 
     ## Why is this bad?
     In train mode BatchNorm normalises with the batch's own statistics and folds them into its
