@@ -23,7 +23,7 @@ class ZeroGradientMonitor:
         self.checked: Any = weakref.WeakKeyDictionary()  # optimizer -> steps checked
 
     def step(self, m: Any, optimizer: Any, site: Optional[list], event: dict) -> None:
-        # Only fresh gradients: a zero_grad between the backward and the step is TL104's.
+        # Only fresh gradients: a zero_grad between the backward and the step is zero-grad-between-backward-and-step's.
         if not m.backward_since_step or (m.last_grad_event or ("",))[0] != "backward":
             return
         done = self.checked.get(optimizer, 0)
@@ -63,8 +63,9 @@ class GradientAlwaysZero(RuntimeCheck):
     everywhere at **every** one of those steps (at least two). A parameter that is frozen
     (`requires_grad=False`, so no gradient at all), one whose loss term is masked for a step,
     and one with a gradient hook (which may zero it on purpose) are not reported; a missing
-    gradient (`None`) is TL120's, a `zero_grad()` between the backward and the step TL104's,
-    and a `cross_entropy` over a single class (every gradient through it is zero) TL422's.
+    gradient (`None`) is {rule:parameter-without-gradient}'s, a `zero_grad()` between the
+    backward and the step {rule:zero-grad-between-backward-and-step}'s, and a `cross_entropy`
+    over a single class (every gradient through it is zero) {rule:single-class-cross-entropy}'s.
 
     ## Why is this bad?
     A gradient that is zero at every step means the loss does not depend differentiably on the
@@ -108,7 +109,7 @@ class GradientAlwaysZero(RuntimeCheck):
     @classmethod
     def problems(cls, obs: run.Observation, static: list[Finding], cwd: Path) -> list[run.RuntimeProblem]:
         """The run's findings of this check."""
-        # A single-class cross_entropy zeroes every gradient through it: TL422 names that cause.
+        # A single-class cross_entropy zeroes every gradient through it: single-class-cross-entropy names that cause.
         single_class = {e["pid"] for e in obs.by_kind["loss"] if e["fn"] == "cross_entropy" and e.get("classes") == 1}
         by_site: dict[tuple, list[dict]] = defaultdict(list)
         for e in obs.by_kind["step"]:

@@ -30,7 +30,7 @@ class UnoptimizedParameterMonitor:
     def install(self, m: Any, torch: Any) -> None:
         original = torch.optim.Optimizer.add_param_group
         monitor = self
-        m.notes["optimized"] = self.is_optimized  # TL721 asks whether a module trains
+        m.notes["optimized"] = self.is_optimized  # batchnorm-updated-outside-training asks whether a module trains
 
         @functools.wraps(original)
         def add_param_group(optimizer: Any, param_group: Any) -> Any:
