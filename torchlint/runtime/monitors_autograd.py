@@ -293,7 +293,7 @@ class ZeroGradientMonitor:
         self.checked: Any = weakref.WeakKeyDictionary()  # optimizer -> steps checked
 
     def step(self, m: Any, optimizer: Any, site: Optional[list], event: dict) -> None:
-        # Only fresh gradients: a zero_grad between the backward and the step is TL104's.
+        # Only fresh gradients: a zero_grad between the backward and the step is zero-grad-between-backward-and-step's.
         if not m.backward_since_step or (m.last_grad_event or ("",))[0] != "backward":
             return
         done = self.checked.get(optimizer, 0)
@@ -341,7 +341,7 @@ class UnoptimizedParameterMonitor:
     def install(self, m: Any, torch: Any) -> None:
         original = torch.optim.Optimizer.add_param_group
         monitor = self
-        m.notes["optimized"] = self.is_optimized  # TL721 asks whether a module trains
+        m.notes["optimized"] = self.is_optimized  # batchnorm-updated-outside-training asks whether a module trains
 
         @functools.wraps(original)
         def add_param_group(optimizer: Any, param_group: Any) -> Any:

@@ -105,6 +105,7 @@ class GradientAlwaysZero(RuntimeCheck):
     seen = "gradients exactly zero at every step: the parameters never learn"
     monitor = ZeroGradientMonitor
     severity = "warning"
+    peer_checks = {"TA103": "covered at run time, more strictly: zero at every checked step, not for one batch"}  # rules_docs/peer-parity.md
 
     @classmethod
     def problems(cls, obs: run.Observation, static: list[Finding], cwd: Path) -> list[run.RuntimeProblem]:
