@@ -79,6 +79,7 @@ HOOKS = {
     "softmax_output": "(m, name, result): it returned",
     "load": "(m, args, kwargs, event): torch.load is called; may add fields to its `load` event",
     "worker_start": "(m, loader_site, key, num_workers, worker_id): in a DataLoader worker, after worker_init_fn",
+    "dump": "(m, event): the `counts` event is written (at steps and at exit); may add the state it has so far",
 }
 
 
@@ -172,8 +173,10 @@ class Monitor:
 
     def dump(self) -> None:
         """Counters and the user files loaded so far (rewritten at each step and at exit)."""
-        self.sink.write({"kind": "counts", "pid": os.getpid(), "rank": self.rank(), "counts": dict(self.counts),
-                         "steps": self.steps, "files": self.user.files(), "main": self._main_file()})
+        event = {"kind": "counts", "pid": os.getpid(), "rank": self.rank(), "counts": dict(self.counts),
+                 "steps": self.steps, "files": self.user.files(), "main": self._main_file()}
+        self.call("dump", event)
+        self.sink.write(event)
 
     def _main_file(self) -> Optional[str]:
         # Python deletes __main__.__file__ when the script ends, before atexit: fall back to argv.

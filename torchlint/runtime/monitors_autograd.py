@@ -6,6 +6,7 @@ the classes whose hooks (monitor.HOOKS) record what the runtime judges read."""
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import weakref
@@ -280,6 +281,115 @@ class NonFiniteMonitor:
                     return
 
 
+# TL122, from torchlint.rules.autograd.gradient_always_zero
+class ZeroGradientMonitor:
+    """At each optimizer's first CHECKED steps that follow a backward: how many of its trainable
+    parameters held a gradient (`grads_checked`) and which of those gradients were exactly zero
+    everywhere (`zero_grads`), added to the `step` event. One device sync per step and device."""
+
+    CHECKED = 20  # steps per optimizer; later steps cost nothing
+
+    def __init__(self) -> None:
+        self.checked: Any = weakref.WeakKeyDictionary()  # optimizer -> steps checked
+
+    def step(self, m: Any, optimizer: Any, site: Optional[list], event: dict) -> None:
+        # Only fresh gradients: a zero_grad between the backward and the step is zero-grad-between-backward-and-step's.
+        if not m.backward_since_step or (m.last_grad_event or ("",))[0] != "backward":
+            return
+        done = self.checked.get(optimizer, 0)
+        if done >= self.CHECKED:
+            return
+        self.checked[optimizer] = done + 1
+        import torch
+
+        params = [p for group in optimizer.param_groups for p in group["params"]
+                  if p.requires_grad and p.grad is not None and not p.grad.is_sparse and p.grad.numel()
+                  and not p._backward_hooks]  # a hook may zero the gradient on purpose (a freeze)
+        event["grads_checked"] = len(params)
+        if not params:
+            return
+        norms = torch._foreach_norm([p.grad for p in params], float("inf"))
+        by_device: dict[Any, list[int]] = {}
+        for index, norm in enumerate(norms):
+            by_device.setdefault(norm.device, []).append(index)
+        zero = [False] * len(params)
+        for indices in by_device.values():
+            flags = torch.stack([norms[i] for i in indices]).eq(0).tolist()
+            for i, flag in zip(indices, flags):
+                zero[i] = flag
+        if any(zero):
+            names = m.parameter_names()
+            event["zero_grads"] = [names.get(id(p), f"<tensor of shape {tuple(p.shape)}>")
+                                   for p, flag in zip(params, zero) if flag]
+
+
+# TL123, from torchlint.rules.autograd.parameter_not_optimized
+class UnoptimizedParameterMonitor:
+    """Every parameter any optimizer was given (`add_param_group`, construction included), and,
+    at the first CHECKED optimizer steps, the parameters of the root modules that hold a
+    gradient but are in no optimizer (modules in eval mode left out: a teacher). Those still in
+    no optimizer are added to the `counts` event as `unoptimized` (the judge reads the last)."""
+
+    CHECKED = 10  # steps of the process; later steps cost nothing
+
+    def __init__(self) -> None:
+        self.optimized: dict[int, Any] = {}  # id(param) -> weakref (tensors compare elementwise)
+        self.sites: Any = weakref.WeakKeyDictionary()  # optimizer -> where the program built it
+        self.candidates: dict[int, dict] = {}
+        self.steps_checked = 0
+
+    def install(self, m: Any, torch: Any) -> None:
+        original = torch.optim.Optimizer.add_param_group
+        monitor = self
+        m.notes["optimized"] = self.is_optimized  # batchnorm-updated-outside-training asks whether a module trains
+
+        @functools.wraps(original)
+        def add_param_group(optimizer: Any, param_group: Any) -> Any:
+            result = original(optimizer, param_group)
+            try:
+                if optimizer not in monitor.sites:
+                    monitor.sites[optimizer] = m.user.site(2)
+                monitor.note(optimizer.param_groups[-1]["params"])
+            except Exception as exc:
+                m.internal_error("UnoptimizedParameterMonitor.add_param_group", exc)
+            return result
+
+        m.patch(torch.optim.Optimizer, "add_param_group", add_param_group)
+
+    def note(self, params: Any) -> None:
+        for p in params:
+            self.optimized[id(p)] = weakref.ref(p)
+            self.candidates.pop(id(p), None)
+
+    def is_optimized(self, p: Any) -> bool:
+        ref = self.optimized.get(id(p))
+        return ref is not None and ref() is p
+
+    def step(self, m: Any, optimizer: Any, site: Optional[list], event: dict) -> None:
+        if optimizer not in self.sites:  # built before the monitors, or add_param_group overridden
+            self.sites[optimizer] = None
+            self.note(p for group in optimizer.param_groups for p in group["params"])
+        if self.steps_checked >= self.CHECKED:
+            return
+        self.steps_checked += 1
+        for root in list(m.roots or ()):
+            found = {id(p): name for name, p in root.named_parameters()
+                     if p.requires_grad and p.grad is not None and id(p) not in self.candidates
+                     and not self.is_optimized(p)}
+            if not found:
+                continue
+            for module in root.modules():  # a module in eval mode (a teacher) is not meant to train
+                for p in module.parameters(recurse=False):
+                    if id(p) in found and module.training:
+                        self.candidates[id(p)] = {"name": found[id(p)], "module": type(root).__name__,
+                                                  "site": self.sites.get(optimizer) or site,
+                                                  "optimizer": type(optimizer).__name__}
+
+    def dump(self, m: Any, event: dict) -> None:
+        if self.candidates:
+            event["unoptimized"] = list(self.candidates.values())
+
+
 MONITORS: tuple[tuple[str, type], ...] = (
     ("TL102", DataWriteMonitor),
     ("TL103", StaleGradientMonitor),
@@ -287,4 +397,6 @@ MONITORS: tuple[tuple[str, type], ...] = (
     ("TL107", GraphKeptMonitor),
     ("TL120", GradientlessParameterMonitor),
     ("TL121", NonFiniteMonitor),
+    ("TL122", ZeroGradientMonitor),
+    ("TL123", UnoptimizedParameterMonitor),
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import os
 import random
 import sys
@@ -134,6 +135,90 @@ class WorkerStreamMonitor:
         return self.rounded(list(draw(self.DRAWS))) if draw is not None else None
 
 
+# TL321, from torchlint.rules.data.duplicate_worker_samples
+class WorkerSampleMonitor:
+    """In each DataLoader worker of an IterableDataset: fingerprints of the first SAMPLES
+    samples its iterator yields (before collation), written as one `worker_samples` event when
+    it has them or when the iterator ends. Read-only: the samples go on to the batch unchanged."""
+
+    SAMPLES = 8
+
+    def worker_start(self, m: Any, loader_site: Optional[list], key: str, num_workers: int, worker_id: int) -> None:
+        import torch
+        from torch.utils.data import get_worker_info
+        from torch.utils.data._utils import fetch
+
+        info = get_worker_info()
+        if info is None or num_workers < 2 or not isinstance(info.dataset, torch.utils.data.IterableDataset):
+            return
+        monitor = self
+        fetcher_class = fetch._IterableDatasetFetcher
+        original = fetcher_class.__dict__["__init__"]
+        head = {"kind": "worker_samples", "pid": os.getpid(), "site": loader_site, "loader": key,
+                "worker_id": worker_id, "num_workers": num_workers, "dataset": type(info.dataset).__name__}
+
+        @functools.wraps(original)
+        def init(fetcher: Any, *args: Any, **kwargs: Any) -> None:
+            fetcher_class.__init__ = original  # type: ignore[method-assign]  # once per worker
+            original(fetcher, *args, **kwargs)
+            fetcher.dataset_iter = monitor.recording(m, fetcher.dataset_iter, head)
+
+        fetcher_class.__init__ = init  # type: ignore[method-assign,assignment]
+
+    def recording(self, m: Any, iterator: Any, head: dict) -> Any:
+        """`iterator`, yielding the same items, that writes the first items' fingerprints."""
+        prints: list[str] = []
+        try:
+            while True:
+                try:
+                    item = next(iterator)  # not `for`: __iter__ may return an object with only __next__
+                except StopIteration:
+                    return
+                if len(prints) < self.SAMPLES:
+                    try:
+                        prints.append(self.fingerprint(item))
+                    except Exception as exc:
+                        m.internal_error("WorkerSampleMonitor.fingerprint", exc)
+                        prints.append("?")
+                    if len(prints) == self.SAMPLES:
+                        m.sink.write({**head, "samples": prints})
+                yield item
+        finally:
+            if len(prints) < self.SAMPLES:
+                m.sink.write({**head, "samples": prints})
+
+    def fingerprint(self, item: Any) -> str:
+        digest = hashlib.blake2b(digest_size=8)
+        self.feed(digest, item, 0)
+        return digest.hexdigest()
+
+    def feed(self, digest: Any, value: Any, depth: int) -> None:
+        import torch
+
+        if isinstance(value, torch.Tensor):
+            value = value.detach().cpu().contiguous()
+            digest.update(f"T{value.dtype}{tuple(value.shape)}".encode())
+            try:
+                digest.update(value.view(-1).view(torch.uint8).numpy().tobytes())
+            except Exception:  # no numpy in the program's environment
+                digest.update(repr(value.tolist()).encode())
+        elif depth < 4 and isinstance(value, (list, tuple)):
+            digest.update(f"L{len(value)}".encode())
+            for element in value:
+                self.feed(digest, element, depth + 1)
+        elif depth < 4 and isinstance(value, dict):
+            digest.update(f"D{len(value)}".encode())
+            for k in sorted(value, key=repr):
+                digest.update(repr(k).encode())
+                self.feed(digest, value[k], depth + 1)
+        elif hasattr(value, "tobytes") and hasattr(value, "dtype"):  # a numpy array or scalar
+            digest.update(f"N{value.dtype}{getattr(value, 'shape', ())}".encode())
+            digest.update(value.tobytes())
+        else:
+            digest.update(repr(value)[:10_000].encode())
+
+
 MONITORS: tuple[tuple[str, type], ...] = (
     ("TL320", WorkerStreamMonitor),
+    ("TL321", WorkerSampleMonitor),
 )

@@ -160,10 +160,34 @@ class DivergenceMonitor:
             m.record("diverged", site, first=track["first"], value=value, always=True)
 
 
+# TL423, from torchlint.rules.losses.loss_shapes_broadcast
+class LossBroadcastMonitor:
+    """A watched loss whose input and target broadcast to a shape with more elements than
+    either (`(N, 1)` against `(N,)` is `(N, N)`): the broadcast shape, added to its `loss` event
+    as `broadcast` with whether the input requires grad. Shapes only: no device sync."""
+
+    ELEMENTWISE = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "poisson_nll_loss",
+                   "gaussian_nll_loss")
+
+    def loss(self, m: Any, name: str, inp: Any, target: Any, event: dict, budget: bool) -> None:
+        if name not in self.ELEMENTWISE or inp.shape == target.shape:
+            return
+        import torch
+
+        try:
+            shape = torch.broadcast_shapes(inp.shape, target.shape)
+        except RuntimeError:
+            return  # the loss itself raises
+        if shape.numel() > max(inp.numel(), target.numel()):
+            event["broadcast"] = list(shape)
+            event["input_requires_grad"] = inp.requires_grad
+
+
 MONITORS: tuple[tuple[str, type], ...] = (
     ("TL401", SoftmaxInputMonitor),
     ("TL402", FunctionalDropoutMonitor),
     ("TL403", ImplicitDimMonitor),
     ("TL420", FirstLossMonitor),
     ("TL421", DivergenceMonitor),
+    ("TL423", LossBroadcastMonitor),
 )

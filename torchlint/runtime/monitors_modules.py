@@ -106,6 +106,112 @@ class EvalBackwardMonitor:
         self.pending = kept
 
 
+# TL721, from torchlint.rules.modules.batchnorm_updated_outside_training
+class BatchNormStatsMonitor:
+    """After the first optimizer step, root forwards of a model that trains (some parameter is
+    in an optimizer), in train mode, whose BatchNorm layers update running statistics
+    (train mode, `track_running_stats`, a momentum) with a batch that never reaches a backward:
+    run under no_grad / inference_mode (`bn_stats`, at once), or with grad but with an output
+    no backward reached before an optimizer stepped over the model (`bn_stats`, then). Layers
+    whose momentum is None or whose statistics were reset after training began (a
+    recalibration, as `swa_utils.update_bn` does) are left out, and so is a batch whose tensor
+    a backward-reaching forward took (a metric on the training batch)."""
+
+    def __init__(self) -> None:
+        self.layers: Any = weakref.WeakKeyDictionary()  # root module -> [(name, BatchNorm layer)]
+        self.recalibrated: Any = weakref.WeakSet()  # layers reset after the first step
+        self.pending: list[dict] = []  # grad-enabled forwards awaiting a backward
+        self.overlap: dict[tuple[int, int], bool] = {}  # (optimizer, module) -> optimizer holds its parameters
+        self.trained: list[int] = []  # data_ptr of the inputs of the last forwards a backward reached
+
+    def install(self, m: Any, torch: Any) -> None:
+        norm_base = torch.nn.modules.batchnorm._NormBase
+        original = norm_base.reset_running_stats
+        monitor = self
+
+        @functools.wraps(original)
+        def reset_running_stats(layer: Any) -> None:
+            original(layer)
+            if m.steps:  # BatchNorm's own __init__ resets too
+                monitor.recalibrated.add(layer)
+
+        m.patch(norm_base, "reset_running_stats", reset_running_stats)
+
+    def first_forward(self, m: Any, module: Any, args: Any, site: Optional[list]) -> None:
+        import torch
+
+        norms = (torch.nn.modules.batchnorm._BatchNorm, torch.nn.SyncBatchNorm)
+        found = [(name or type(module).__name__, sub) for name, sub in module.named_modules()
+                 if isinstance(sub, norms) and sub.track_running_stats]
+        if found:
+            self.layers[module] = found
+
+    def forward(self, m: Any, module: Any, args: Any, output: Any, root: bool) -> None:
+        if not root or not module.training:
+            return
+        layers = self.layers.get(module)
+        if not layers:
+            return
+        updating = [name for name, layer in layers if layer.training and layer.momentum is not None
+                    and layer.running_mean is not None and layer not in self.recalibrated]
+        trains = m.notes.get("optimized")
+        if not updating or trains is None or not any(trains(p) for p in module.parameters()):
+            return
+        import torch
+
+        inputs = m.tensors(args)
+        batch = inputs[0].data_ptr() if inputs else None
+        if not torch.is_grad_enabled():
+            if m.steps and (batch is None or batch not in self.trained):
+                mode = "inference_mode" if torch.is_inference_mode_enabled() else "no_grad"
+                m.record("bn_stats", m.user.site(3), module=type(module).__name__, layers=updating, mode=mode)
+            return
+        outputs = [t for t in m.tensors(output) if t.requires_grad]
+        if not outputs:
+            return
+        # Before the first step too: a forward a backward reaches marks its batch as training data.
+        entry = {"ref": weakref.ref(module), "site": m.user.site(3), "layers": updating, "reached": False,
+                 "batch": batch, "late": bool(m.steps)}
+
+        def reached(grad: Any) -> None:
+            entry["reached"] = True
+
+        entry["handle"] = outputs[0].register_hook(reached)  # the hook fires only if a backward gets there
+        self.pending.append(entry)
+        if len(self.pending) > 64:
+            self.pending[:-64] = []
+
+    def step(self, m: Any, optimizer: Any, site: Optional[list], event: dict) -> None:
+        """The pending forwards of the models this optimizer trains are settled: a forward no
+        backward reached fed its batch to the running statistics only."""
+        kept = []
+        for entry in self.pending:
+            module = entry["ref"]()
+            if module is None:
+                continue
+            if entry["reached"] or not self.trains(optimizer, module):
+                if entry["reached"]:
+                    entry["handle"].remove()
+                    self.trained = [*self.trained[-15:], entry["batch"]]
+                else:
+                    kept.append(entry)
+                continue
+            entry["handle"].remove()
+            if entry["late"] and (entry["batch"] is None or entry["batch"] not in self.trained):
+                m.record("bn_stats", entry["site"], module=type(module).__name__, layers=entry["layers"],
+                         mode="unreached")
+        self.pending = kept
+
+    def trains(self, optimizer: Any, module: Any) -> bool:
+        key = (id(optimizer), id(module))
+        known = self.overlap.get(key)
+        if known is None:
+            ids = {id(p) for group in optimizer.param_groups for p in group["params"]}
+            known = self.overlap[key] = any(id(p) in ids for p in module.parameters())
+        return known
+
+
 MONITORS: tuple[tuple[str, type], ...] = (
     ("TL720", EvalBackwardMonitor),
+    ("TL721", BatchNormStatsMonitor),
 )

@@ -15,7 +15,8 @@ from typing import Any, Callable
 LABEL_CHECK_LIMIT = 50
 CLASS_INDEX_LOSSES = ("cross_entropy", "nll_loss")
 MONITORED_LOSSES = CLASS_INDEX_LOSSES + ("binary_cross_entropy", "binary_cross_entropy_with_logits", "mse_loss",
-                                         "l1_loss", "smooth_l1_loss", "huber_loss")
+                                         "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "poisson_nll_loss",
+                                         "gaussian_nll_loss")
 SOFTMAXES = ("softmax", "log_softmax", "softmin")
 
 
