@@ -76,4 +76,4 @@ RULES: tuple[tuple[str, str, str, str, bool, tuple[str, ...], tuple[str, ...]], 
     ('TL909', 'data-index-on-scalar', 'torchlint.rules.migrations.data_index_on_scalar', 'DataIndexOnScalar', True, ('.data[0]',), ()),
     ('TL910', 'scheduler-get-lr', 'torchlint.rules.migrations.scheduler_get_lr', 'SchedulerGetLr', True, ('get_lr',), ()),
 )
-RUNTIME_CODES: tuple[str, ...] = ('TL020', 'TL120', 'TL121', 'TL220', 'TL221', 'TL222', 'TL320', 'TL420', 'TL421', 'TL422', 'TL520', 'TL720')
+RUNTIME_CODES: tuple[str, ...] = ('TL020', 'TL120', 'TL121', 'TL122', 'TL123', 'TL220', 'TL221', 'TL222', 'TL320', 'TL321', 'TL420', 'TL421', 'TL422', 'TL423', 'TL520', 'TL720', 'TL721')
