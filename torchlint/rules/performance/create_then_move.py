@@ -45,6 +45,7 @@ def probe_create_then_move(params: dict, device: str) -> tuple[str, str]:
 class CreatedThenMoved(Violation):
     factory: str  # `torch.zeros`
     like: Optional[str] = None  # a `*_like` factory's input, as written
+    by_type: bool = False  # moved by `.type(cuda type)`/`.type_as(x)`, which set the dtype too
 
     def message(self) -> str:
         if self.like is not None:
@@ -53,7 +54,8 @@ class CreatedThenMoved(Violation):
         return f"`{self.factory}(...)` is allocated on the CPU, then copied to the device"
 
     def help_text(self) -> str:
-        return f"Pass `device=` to `{self.factory}`"
+        return f"Pass `device=` and `dtype=` to `{self.factory}`" if self.by_type else \
+            f"Pass `device=` to `{self.factory}`"
 
 
 class CreateThenMove(Rule):
@@ -62,8 +64,9 @@ class CreateThenMove(Rule):
 
     ## What it does
     Flags a tensor factory immediately moved to a device: `torch.zeros(...).to(device)`,
-    `torch.randn(...).cuda()`, `torch.tensor(data).to(x.device)`. A `.to(dtype)` alone is not
-    flagged.
+    `torch.randn(...).cuda()`, `torch.tensor(data).to(x.device)`, and the same moves spelled
+    `.type(torch.cuda.FloatTensor)` or `.type_as(x)`. A `.to(dtype)` or `.type(torch.float16)`
+    alone is not flagged.
 
     For `*_like` factories (`zeros_like`, `randn_like`, ...) the tensor is allocated on the
     *input's* device, not the CPU; the message says so (a copy follows only when that device is
@@ -107,12 +110,14 @@ class CreateThenMove(Rule):
     severity = "info"
     default_enabled = False
     tags = ("performance", "device")
-    requires_text = ('.to(', '.cuda(')
+    requires_text = ('.to(', '.cuda(', '.type(', '.type_as(')
     evidence = Evidence(probe=probe_create_then_move)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func
-        if not isinstance(func, ast.Attribute) or func.attr not in ("to", "cuda"):
+        if not isinstance(func, ast.Attribute) or func.attr not in ("to", "cuda", "type", "type_as"):
+            return
+        if func.attr in ("type", "type_as") and not _moves_by_type(node, ctx):
             return
         inner = func.value
         factory = ctx.call_name(inner)
@@ -125,7 +130,7 @@ class CreateThenMove(Rule):
                 conversion_target(k.value, ctx, k.arg) for k in node.keywords if k.arg in ("device", "dtype")]
             if "device" not in targets:
                 return  # a dtype change, or not known to be a move
-        target = _literal_device(node)
+        target = "cuda" if func.attr == "type" else None if func.attr == "type_as" else _literal_device(node)
         if target is not None and target.startswith("cpu"):
             return  # `.to("cpu")` on a CPU tensor returns the tensor itself: nothing is copied
         if _one_shot(ctx):
@@ -134,10 +139,23 @@ class CreateThenMove(Rule):
             source = ast.unparse(inner.args[0]) if inner.args else "the input"  # type: ignore[attr-defined]
             violation = CreatedThenMoved(factory=factory, like=source)
         else:
-            violation = CreatedThenMoved(factory=factory)
-        self.report(node, violation,
-                    fix=_fix(node, inner, factory, ctx) if isinstance(inner, ast.Call) else None,
+            violation = CreatedThenMoved(factory=factory, by_type=func.attr in ("type", "type_as"))
+        fixable = isinstance(inner, ast.Call) and func.attr in ("to", "cuda")
+        self.report(node, violation, fix=_fix(node, inner, factory, ctx) if fixable else None,  # type: ignore[arg-type]
                     params={"target": target})
+
+
+def _moves_by_type(call: ast.Call, ctx: FileContext) -> bool:
+    """`.type(torch.cuda.FloatTensor)` (a CUDA tensor type: a copy to the GPU, as `.cuda()`),
+    or `.type_as(other)` (to `other`'s device, as `.to(other.device)`). A CPU tensor type is
+    TL209's; `.type(torch.float16)` is a dtype change only."""
+    if len(call.args) != 1 or call.keywords:
+        return False
+    if call.func.attr == "type_as":  # type: ignore[attr-defined]
+        return True
+    arg = call.args[0]
+    name = ctx.qualname(arg) if not isinstance(arg, ast.Constant) else arg.value
+    return isinstance(name, str) and name.startswith("torch.cuda.") and name.endswith("Tensor")
 
 
 _ONE_SHOT_PARTS = ("warm", "demo", "example")
