@@ -75,6 +75,7 @@ class CheckRequest:
     cwd: Optional[Path] = None
     resolver: Optional[ConfigResolver] = None  # settings already resolved for these overrides
     notify: Callable[[str], None] = _ignore
+    progress: Optional[Callable[[int, int], None]] = None  # (files linted, files in all), after each file
     read_stdin: Callable[[int], bytes] = _read_stdin
 
 
@@ -134,7 +135,7 @@ def check(request: CheckRequest) -> CheckReport:
     # --verify builds probes from the findings: lint afresh rather than trust cached ones.
     cache_root = None if request.no_cache else cache_root_for(request.cache_dir, resolver, request.notify)
     cache = Cache(cache_root, resolver.default.root, read=request.verify is None) if cache_root is not None else None
-    report.results = run_tasks(tasks, jobs=request.jobs, cache=cache)
+    report.results = run_tasks(tasks, jobs=request.jobs, cache=cache, progress=request.progress)
     if request.action == ADD_NOQA:
         _add_noqa(report)
         return report

@@ -20,9 +20,11 @@ from torchlint.output import FORMATS, ROOT_RELATIVE_FORMATS
 from torchlint.output.ci_safe import COMMAND_FORMATS, finish_streams, guarded_streams, raw_streams, write_commands
 from torchlint.output.color import CHOICES as COLOR_CHOICES, Palette, use_color
 from torchlint.output.report import render_report
+from torchlint.progress import progress_for
 from torchlint.project_root import project_root
 from torchlint.safe_io import printable
 from torchlint.selection import SelectionError, parse_list
+from torchlint.watch import watch
 
 EXIT_FINDINGS, EXIT_ERROR = 1, 2
 # Formats other programs parse: a statistics table in their place would break the reader.
@@ -118,8 +120,7 @@ def main() -> None:
 @settings_flag("ignore")
 @click.option("--output-format", type=click.Choice(sorted(FORMATS)), default="full", show_default=True)
 @click.option("-o", "--output-file", type=click.Path(dir_okay=False, writable=True), help="Write the report to this file.")
-@click.option("--statistics", is_flag=True,
-              help="Show counts for every rule with findings (with --output-format full, concise or json).")
+@click.option("--statistics", is_flag=True, help="Show counts for every rule with findings (with --output-format full, concise or json).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="Use this config file for every file.")
 @click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
@@ -131,6 +132,7 @@ def main() -> None:
 @click.option("--show-files", is_flag=True, help="List the files that would be checked, then exit.")
 @click.option("--show-settings", is_flag=True, help="Print the settings resolved for the first path, then exit.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
+@click.option("-w", "--watch", is_flag=True, help="Lint again whenever a file changes (needs torchlint[watch]).")
 @click.option("--color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
               help="Colour text output: auto = on a terminal, unless NO_COLOR is set (FORCE_COLOR forces it).")
 @click.option("--project-root", "project_root_option", type=click.Path(file_okay=False, exists=True, path_type=Path),
@@ -169,12 +171,21 @@ def check(paths: tuple[str, ...], **options: Any) -> None:
         except ConfigError as exc:
             raise _fail(str(exc)) from None
         return
+    if o.watch:  # ruff's --watch; it refuses stdin, --show-files and --add-noqa itself
+        watch(paths, lambda: _check_once(o, request), refuse=o.show_files or o.add_noqa or bool(o.stdin_filename))
+    _check_once(o, request)
+
+
+def _check_once(o: SimpleNamespace, request: api.CheckRequest) -> None:
     if not o.output_file and not o.show_files and sys.stdout is None:
         raise _fail("standard output is closed; write the report to a file with -o FILE")
+    request.progress = progress = progress_for(o.quiet or o.show_files)
     try:
         report = api.check(request)
     except api.CheckError as exc:
         raise _fail(str(exc)) from None
+    finally:
+        progress.close()
     if o.show_files:
         for task in sorted(report.tasks, key=lambda t: t.display):
             click.echo(task.display)

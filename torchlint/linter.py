@@ -9,7 +9,7 @@ import traceback
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from torchlint.budget import DEFAULT_LINT_TIMEOUT, LintTimeout, cpu_budget, describe_timeout
 from torchlint.cache import content_hash, settings_key
@@ -167,9 +167,11 @@ def lint_task_hashed(task: FileTask) -> FileResult:
     return result
 
 
-def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional["Cache"] = None) -> list[FileResult]:
+def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional["Cache"] = None,
+              progress: Optional[Callable[[int, int], None]] = None) -> list[FileResult]:
     """Lint every task, reusing cached results, in worker processes when it pays off.
-    Results come back in task order, so output is identical for any `jobs`."""
+    Results come back in task order, so output is identical for any `jobs`. `progress` is
+    told `(files done, files in all)` after each file (the CLI's progress line)."""
     results: list[Optional[FileResult]] = [None] * len(tasks)
     new_run()  # modules may have appeared or gone since the last run in this process
     # A file to lint travels as its path: the worker reads and hashes it, so the parent never
@@ -199,9 +201,10 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
         _preload(todo[0][1].codes)
         with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
             chunk = max(1, min(64, len(todo) // (workers * 8)))
-            done = list(pool.map(lint, [t for _, t, _ in todo], chunksize=chunk))
+            done = _counted(pool.map(lint, [t for _, t, _ in todo], chunksize=chunk), len(tasks) - len(todo),
+                            len(tasks), progress)
     else:
-        done = [lint(t) for _, t, _ in todo]
+        done = _counted((lint(t) for _, t, _ in todo), len(tasks) - len(todo), len(tasks), progress)
     for (i, task, record), result in zip(todo, done):
         results[i] = result
         if record is not None and result.digest is not None and result.internal_error is None \
@@ -213,6 +216,19 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
     if cache is not None:
         cache.save()
     return results  # type: ignore[return-value]
+
+
+def _counted(results: Iterable[FileResult], cached: int, total: int,
+             progress: Optional[Callable[[int, int], None]]) -> list[FileResult]:
+    """The results, in order, telling `progress` of each (the `cached` hits count as done)."""
+    if progress is None:
+        return list(results)
+    done: list[FileResult] = []
+    progress(cached, total)
+    for result in results:
+        done.append(result)
+        progress(cached + len(done), total)
+    return done
 
 
 def _preload(codes: frozenset[str]) -> None:
