@@ -68,12 +68,38 @@ def _step_role(call: ast.Call) -> Optional[str]:
     return role(receiver_name(call))
 
 
+def _regenerated_and_zeroed(fake: ast.AST, backward: ast.Call, nodes: list[ast.AST]) -> bool:
+    """After the discriminator's backward, the generator's gradients are zeroed
+    (`optimizer_G.zero_grad()`, `netG.zero_grad()`) before its step, and the generator step
+    does not reuse `fake`'s freed graph (it runs the generator again): the stray gradients are
+    discarded and nothing raises, so only compute is lost."""
+    after = [n for n in nodes if getattr(n, "lineno", 0) > backward.lineno]
+    g_step = min((c.lineno for c in after if isinstance(c, ast.Call) and is_optimizer_step(c)
+                  and _step_role(c) == "G"), default=0)
+    zeroed = any(isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "zero_grad"
+                 and role(receiver_name(c)) == "G" and c.lineno < g_step for c in after)
+    if not zeroed:
+        return False
+    if not isinstance(fake, ast.Name):
+        return True  # `D(G(z))` inline: each use runs the generator again
+    rebound = min((a.lineno for a in after if isinstance(a, ast.Assign)
+                   and any(isinstance(t, ast.Name) and t.id == fake.id for t in a.targets)), default=g_step)
+    return not any(isinstance(n, ast.Name) and n.id == fake.id and isinstance(n.ctx, ast.Load)
+                   and n.lineno < min(rebound, g_step) for n in after)
+
+
 class FakeNotDetached(Violation):
     fake: str  # the generator's output as written, when it is short
+    # The generator step runs the generator again and zeroes its gradients first: the update is
+    # right, and the cost is a generator backward every discriminator step.
+    wasted_only: bool = False
     help = "Give the discriminator `fake.detach()` for its own step"
 
     def message(self) -> str:
         shown = f"`{self.fake}`" if len(self.fake) <= 24 else "the generator's output"
+        if self.wasted_only:
+            return (f"The discriminator loss gets {shown} without `.detach()`: a wasted backward through the "
+                    "generator every step")
         return f"The discriminator loss gets {shown} without `.detach()`: its backward runs into the generator"
 
 
@@ -93,7 +119,9 @@ class GanDiscriminatorWithoutDetach(Rule):
 
     Not flagged: `retain_graph=` or `inputs=` on the backward, bodies that toggle
     `requires_grad` (freezing the generator), and any name that does not read as a generator
-    or discriminator.
+    or discriminator. Where the generator step runs the generator again and zeroes its
+    gradients before stepping, the update is right and the message says what is lost: a
+    backward through the generator on every discriminator step.
 
     ## Why is this bad?
     Without `.detach()`, the discriminator loss's backward continues into the generator's graph:
@@ -168,7 +196,8 @@ class GanDiscriminatorWithoutDetach(Rule):
         fake = self._undetached_fake(func.value.id, node, nodes, ctx)
         if fake is None:
             return
-        self.report(node, FakeNotDetached(fake=dotted(fake)), params={"detached": False})
+        self.report(node, FakeNotDetached(fake=dotted(fake), wasted_only=_regenerated_and_zeroed(fake, node, nodes)),
+                    params={"detached": False})
 
     def _toggles_grad(self, body: ast.AST) -> bool:
         """`p.requires_grad = False`, `requires_grad_(False)`, `set_requires_grad(netG, False)`
