@@ -337,6 +337,9 @@ class UnoptimizedParameterMonitor:
         self.sites: Any = weakref.WeakKeyDictionary()  # optimizer -> where the program built it
         self.candidates: dict[int, dict] = {}
         self.steps_checked = 0
+        # id(module) -> (weakref, storage pointers of the state it was loaded from): a target
+        # network (`q_target.load_state_dict(q.state_dict())`) is updated by copying, not stepped.
+        self.loaded: dict[int, tuple[Any, frozenset]] = {}
 
     def install(self, m: Any, torch: Any) -> None:
         original = torch.optim.Optimizer.add_param_group
@@ -355,6 +358,19 @@ class UnoptimizedParameterMonitor:
             return result
 
         m.patch(torch.optim.Optimizer, "add_param_group", add_param_group)
+        original_load = torch.nn.Module.load_state_dict
+
+        @functools.wraps(original_load)
+        def load_state_dict(module: Any, state_dict: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original_load(module, state_dict, *args, **kwargs)
+            try:
+                ptrs = frozenset(v.data_ptr() for v in state_dict.values() if isinstance(v, torch.Tensor))
+                monitor.loaded[id(module)] = (weakref.ref(module), ptrs)
+            except Exception as exc:
+                m.internal_error("UnoptimizedParameterMonitor.load_state_dict", exc)
+            return result
+
+        m.patch(torch.nn.Module, "load_state_dict", load_state_dict)
 
     def note(self, params: Any) -> None:
         for p in params:
@@ -373,6 +389,8 @@ class UnoptimizedParameterMonitor:
             return
         self.steps_checked += 1
         for root in list(m.roots or ()):
+            if self.copies_optimized(root):
+                continue
             found = {id(p): name for name, p in root.named_parameters()
                      if p.requires_grad and p.grad is not None and id(p) not in self.candidates
                      and not self.is_optimized(p)}
@@ -384,6 +402,15 @@ class UnoptimizedParameterMonitor:
                         self.candidates[id(p)] = {"name": found[id(p)], "module": type(root).__name__,
                                                   "site": self.sites.get(optimizer) or site,
                                                   "optimizer": type(optimizer).__name__}
+
+    def copies_optimized(self, module: Any) -> bool:
+        """Was `module` loaded from the live state of parameters an optimizer steps (a target
+        network)? `state_dict()` shares their storage; a checkpoint from disk does not."""
+        entry = self.loaded.get(id(module))
+        if entry is None or entry[0]() is not module:
+            return False
+        live = {ref().data_ptr() for ref in self.optimized.values() if ref() is not None}
+        return bool(entry[1] & live)
 
     def dump(self, m: Any, event: dict) -> None:
         if self.candidates:
