@@ -98,8 +98,7 @@ class FakeNotDetached(Violation):
     def message(self) -> str:
         shown = f"`{self.fake}`" if len(self.fake) <= 24 else "the generator's output"
         if self.wasted_only:
-            return (f"The discriminator loss gets {shown} without `.detach()`: a wasted backward through the "
-                    "generator every step")
+            return f"The discriminator loss gets {shown} undetached: a wasted generator backward every step"
         return f"The discriminator loss gets {shown} without `.detach()`: its backward runs into the generator"
 
 
