@@ -3,18 +3,19 @@ with results served from the cache when a file has not changed."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import traceback
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
 
 from torchlint.budget import DEFAULT_LINT_TIMEOUT, LintTimeout, cpu_budget, describe_timeout
 from torchlint.cache import content_hash, settings_key
 from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
-from torchlint import notebook
+from torchlint import gcpolicy, notebook
 from torchlint.analysis.project_index import ProjectIndex, new_run
 from torchlint.rules import lazy
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
@@ -193,18 +194,19 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
             record = (settings, stat)
         todo.append((i, task, record))
 
-    lint = lint_task_hashed if cache is not None else lint_task
+    lint = partial(gcpolicy.settled, lint_task_hashed if cache is not None else lint_task)
     workers = min(jobs or os.cpu_count() or 1, max(1, len(todo) // MIN_FILES_PER_WORKER))
-    if workers > 1:
-        from concurrent.futures import ProcessPoolExecutor  # only runs big enough to need it pay the import
+    with gcpolicy.batch():
+        if workers > 1:
+            from concurrent.futures import ProcessPoolExecutor  # only runs big enough to need it pay the import
 
-        _preload(todo[0][1].codes)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context()) as pool:
-            chunk = max(1, min(64, len(todo) // (workers * 8)))
-            done = _counted(pool.map(lint, [t for _, t, _ in todo], chunksize=chunk), len(tasks) - len(todo),
-                            len(tasks), progress)
-    else:
-        done = _counted((lint(t) for _, t, _ in todo), len(tasks) - len(todo), len(tasks), progress)
+            _preload(todo[0][1].codes)
+            with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(), initializer=gc.disable) as pool:
+                chunk = max(1, min(64, len(todo) // (workers * 8)))
+                done = _counted(pool.map(lint, [t for _, t, _ in todo], chunksize=chunk),
+                                len(tasks) - len(todo), len(tasks), progress)
+        else:
+            done = _counted((lint(t) for _, t, _ in todo), len(tasks) - len(todo), len(tasks), progress)
     for (i, task, record), result in zip(todo, done):
         results[i] = result
         if record is not None and result.digest is not None and result.internal_error is None \

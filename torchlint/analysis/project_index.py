@@ -154,21 +154,28 @@ def new_run() -> None:
     gc.unfreeze()
 
 
-# How many objects were frozen after the last full collection: see `_freeze`.
-_FROZEN_AFTER_COLLECT = 0
+# How many `_freeze` calls there have been, and how many there were at the last full
+# collection: see `_freeze`.
+_FREEZES = 0
+_FREEZES_AT_COLLECT = 0
 
 
 def _freeze() -> None:
-    """`gc.freeze()`, and a full collection whenever the frozen set has doubled since the last
-    one: freezing also froze the cyclic garbage of the files linted since, which would
-    otherwise grow a worker with every file it lints. Doubling keeps the cost amortised."""
-    global _FROZEN_AFTER_COLLECT
+    """`gc.freeze()`, and a full collection whenever the calls since the last one outnumber
+    the calls before it: freezing also froze the cyclic garbage of the files linted since,
+    which would otherwise grow a worker with every file it lints. Doubling keeps the cost
+    amortised. Calls stand in for objects because `gc.get_freeze_count()` walks the whole
+    frozen list (3 CPU-s over transformers' models/ when it was asked at every call)."""
+    global _FREEZES, _FREEZES_AT_COLLECT
+    if not gc.isenabled():
+        return  # a batch lint (`gcpolicy.batch`) collects and freezes after each file
     gc.freeze()
-    if gc.get_freeze_count() > 2 * _FROZEN_AFTER_COLLECT + 100_000:
+    _FREEZES += 1
+    if _FREEZES > 2 * _FREEZES_AT_COLLECT + 8:
         gc.unfreeze()
         gc.collect()
         gc.freeze()
-        _FROZEN_AFTER_COLLECT = gc.get_freeze_count()
+        _FREEZES_AT_COLLECT = _FREEZES
 
 
 def _signature(st: os.stat_result) -> tuple[int, int, int]:
