@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 
 from torchlint import budget
 from torchlint.analysis import inference
-from torchlint.analysis.nodes import iter_children, node_fields
+from torchlint.analysis.nodes import LEAF_TYPES, iter_children, node_fields
 from torchlint.analysis.project_index import ProjectIndex
 from torchlint.analysis.semantic import SemanticModel
 from torchlint.diagnostics import Finding, syntax_error_finding
@@ -133,6 +133,7 @@ class CheckResult:
 
 Handler = Callable[[ast.AST, FileContext], None]
 Dispatch = dict[type, list[Handler]]
+_Plan = tuple[Optional[list[Handler]], int, tuple[str, ...], Optional[list[Handler]]]
 
 
 class Walker:
@@ -145,6 +146,11 @@ class Walker:
         self.dispatch = dispatch
         self.leave = leave or {}
         self.errors: dict[str, RuleError] = {}
+        # Leaf types no rule listens for: `_children` does not even call `visit` on them
+        # (Name and Constant are about half of all nodes). A failed rule only ever removes
+        # handlers, so the set stays right for the rest of the walk.
+        self._plans: dict[type, _Plan] = {}
+        self._silent = frozenset(cls for cls in LEAF_TYPES if cls not in self.dispatch and cls not in self.leave)
 
     def _run(self, handlers: list[Handler], node: ast.AST) -> None:
         ctx = self.ctx
@@ -164,15 +170,21 @@ class Walker:
         for table in (self.dispatch, self.leave):
             for node_type, handlers in list(table.items()):
                 table[node_type] = [h for h in handlers if getattr(h, "__self__", None) is not rule]
+        self._plans.clear()
+
+    def _plan(self, cls: type) -> _Plan:
+        """What `visit` does with a node type, looked up once per type and walk (a failed
+        rule clears the table, as its handlers go)."""
+        plan = self._plans[cls] = (self.dispatch.get(cls), _KINDS.get(cls, _GENERIC), node_fields(cls),
+                                   self.leave.get(cls))
+        return plan
 
     def visit(self, node: ast.AST) -> None:
         cls = type(node)
-        handlers = self.dispatch.get(cls)
+        handlers, kind, fields, leave = self._plans.get(cls) or self._plan(cls)
         if handlers:
             self._run(handlers, node)
-        kind = _KINDS.get(cls, _GENERIC)
         if kind == _GENERIC:
-            fields = node_fields(cls)
             if fields:
                 self._children(node, fields)
         elif kind == _FUNCTION:
@@ -187,7 +199,6 @@ class Walker:
             self.ctx.classes.pop()
         else:
             self.ctx.add_import(node)  # a function-level import binds in that function
-        leave = self.leave.get(cls)
         if leave:
             self._run(leave, node)
 
@@ -196,14 +207,14 @@ class Walker:
             budget.check()  # the lint-timeout where no timer signal can stop the walk
         parents = self.ctx.parents
         parents.append(node)
-        visit = self.visit
+        visit, silent = self.visit, self._silent
         for field_name in fields:
             value = getattr(node, field_name, None)
             if type(value) is list:
                 for item in value:
-                    if isinstance(item, ast.AST):
+                    if type(item) not in silent and isinstance(item, ast.AST):
                         visit(item)
-            elif isinstance(value, ast.AST):
+            elif type(value) not in silent and isinstance(value, ast.AST):
                 visit(value)
         parents.pop()
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from torchlint.analysis.semantic import SemanticModel
 
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")
+_STATEMENT_FIELDS = (*_BLOCK_FIELDS, "handlers", "cases")
 _Block = tuple[int, str]
 
 
@@ -21,16 +22,23 @@ def _blocks(model: "SemanticModel") -> dict[int, _Block]:
     key = ("dominance-blocks",)
     found = model.memo.get(key)
     if found is None:
-        table: dict[int, _Block] = {}
-        for node in ast.walk(model.tree):
-            for name in _BLOCK_FIELDS:
-                value = getattr(node, name, None)
-                if isinstance(value, list):
-                    for child in value:
-                        if isinstance(child, ast.stmt):
-                            table[id(child)] = (id(node), name)
-        found = model.memo[key] = table
+        found = model.memo[key] = {}
+        _collect(model.tree, found)
     return found  # type: ignore[return-value]
+
+
+def _collect(node: ast.AST, table: dict[int, _Block]) -> None:
+    """Statements only: expressions hold none, and walking them was most of the cost."""
+    for name in _STATEMENT_FIELDS:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            for child in value:
+                if isinstance(child, ast.stmt):
+                    if name in _BLOCK_FIELDS:
+                        table[id(child)] = (id(node), name)
+                    _collect(child, table)
+                elif isinstance(child, (ast.excepthandler, ast.match_case)):
+                    _collect(child, table)
 
 
 def reaches_here(model: "SemanticModel", stmt: ast.AST) -> bool:

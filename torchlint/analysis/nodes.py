@@ -13,7 +13,7 @@ _PRIMITIVE_FIELDS = frozenset({
     "conversion", "is_async", "simple", "asname", "lineno", "col_offset", "end_lineno",
     "end_col_offset", "n", "s", "tag",
 })
-_LEAF_TYPES = frozenset({ast.Name, ast.Constant, ast.alias, ast.Pass, ast.Break, ast.Continue,
+LEAF_TYPES = frozenset({ast.Name, ast.Constant, ast.alias, ast.Pass, ast.Break, ast.Continue,
                          ast.Global, ast.Nonlocal})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
@@ -21,7 +21,7 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 def node_fields(cls: type) -> tuple[str, ...]:
     fields = _FIELDS.get(cls)
     if fields is None:
-        fields = () if cls in _LEAF_TYPES else tuple(f for f in getattr(cls, "_fields", ()) if f not in _PRIMITIVE_FIELDS)
+        fields = () if cls in LEAF_TYPES else tuple(f for f in getattr(cls, "_fields", ()) if f not in _PRIMITIVE_FIELDS)
         _FIELDS[cls] = fields
     return fields
 
