@@ -367,6 +367,9 @@ def check_file(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_
         break
     findings = _suppress(ctx, rules, walker)
     findings.sort(key=Finding.sort_key)
+    # The model's memo and scopes point back at it: dropping its state here lets reference
+    # counting free the file's analyses now, instead of a cyclic collection later.
+    ctx.__dict__.clear()
     return CheckResult(findings, sorted(walker.errors.values(), key=lambda e: e.code))
 
 
