@@ -1,4 +1,4 @@
-from torchlint.cli import main
+from torchlint.entry import main
 
 if __name__ == "__main__":
     main()

@@ -107,6 +107,7 @@ class CheckReport:
     noqa_added: int = 0
     noqa_errors: list[str] = field(default_factory=list)
     sources: Sources = field(default_factory=lambda: Sources([]))
+    cache_root: Optional[Path] = None  # the lint cache used, if any
 
     @property
     def settings(self) -> Settings:
@@ -135,6 +136,7 @@ def check(request: CheckRequest) -> CheckReport:
     # --verify builds probes from the findings: lint afresh rather than trust cached ones.
     cache_root = None if request.no_cache else cache_root_for(request.cache_dir, resolver, request.notify)
     cache = Cache(cache_root, resolver.default.root, read=request.verify is None) if cache_root is not None else None
+    report.cache_root = cache_root
     report.results = run_tasks(tasks, jobs=request.jobs, cache=cache, progress=request.progress)
     if request.action == ADD_NOQA:
         _add_noqa(report)

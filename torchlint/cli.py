@@ -11,8 +11,8 @@ from typing import Any, Callable, Optional
 
 import click
 
-from torchlint import __version__, api
-from torchlint.cli_tools import clean, show_settings
+from torchlint import __version__, api, replay
+from torchlint.cli_tools import clean, fix_summary, show_settings
 from torchlint.config import CliOverrides, ConfigError, check_torch_version
 from torchlint.diagnostics import Finding
 from torchlint.options import OPTIONS, OPTIONS_BY_KEY
@@ -251,11 +251,12 @@ def _request(paths: tuple[str, ...], o: SimpleNamespace) -> api.CheckRequest:
 
 
 def _notify(line: str) -> None:
+    replay.spoil()
     click.echo(line, err=True)
 
 
 def _show_fixes(report) -> None:  # type: ignore[no-untyped-def]
-    click.echo(_fix_summary(report), nl=False, err=report.stdin_output is not None)
+    click.echo(fix_summary(report), nl=False, err=report.stdin_output is not None)
 
 
 def _finish_report(o: SimpleNamespace, report: api.CheckReport) -> None:
@@ -291,8 +292,11 @@ def _finish_report(o: SimpleNamespace, report: api.CheckReport) -> None:
     _report_missing(report.missing)
     if report.internal_errors or (fix_report is not None and fix_report.errors):
         raise click.exceptions.Exit(EXIT_ERROR)
-    if findings and not o.exit_zero:
-        raise click.exceptions.Exit(EXIT_FINDINGS)
+    code = EXIT_FINDINGS if findings and not o.exit_zero else 0
+    if fix_report is None and not over_limit and not o.output_file:
+        replay.record_report(report, text, code, palette.enabled)
+    if code:
+        raise click.exceptions.Exit(code)
 
 
 def write_output_file(path: str, text: str, roots: list[Path]) -> None:
@@ -308,21 +312,6 @@ def _report_missing(missing: list[str]) -> None:
         click.echo(f"error: {printable(path)}: no such file or directory", err=True)
     if missing:
         raise click.exceptions.Exit(EXIT_ERROR)
-
-
-def _fix_summary(report) -> str:  # type: ignore[no-untyped-def]
-    """ruff's `--show-fixes` listing: fixes applied per file and rule."""
-    from torchlint import catalog
-
-    total = sum(report.applied.values())
-    if not total:
-        return "No fixes applied.\n"
-    lines = [f"Fixed {total} finding{'s' if total != 1 else ''}:"]
-    for fixed in report.files:
-        lines.append(f"- {fixed.display}:")
-        for code, count in sorted(fixed.applied.items()):
-            lines.append(f"    {count} × {code} ({catalog.by_code()[code].name})")
-    return "\n".join(lines) + "\n"
 
 
 def _finish_fix_only(check: api.CheckReport, *, diff: bool) -> None:

@@ -109,3 +109,18 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (frozenset, set)):
         return sorted(value)
     return str(value)
+
+
+def fix_summary(report) -> str:  # type: ignore[no-untyped-def]
+    """ruff's `--show-fixes` listing: fixes applied per file and rule."""
+    from torchlint import catalog
+
+    total = sum(report.applied.values())
+    if not total:
+        return "No fixes applied.\n"
+    lines = [f"Fixed {total} finding{'s' if total != 1 else ''}:"]
+    for fixed in report.files:
+        lines.append(f"- {fixed.display}:")
+        for code, count in sorted(fixed.applied.items()):
+            lines.append(f"    {count} × {code} ({catalog.by_code()[code].name})")
+    return "\n".join(lines) + "\n"

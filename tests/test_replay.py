@@ -1,0 +1,144 @@
+"""A repeat of `torchlint check FILE` with unchanged inputs is answered from its recorded
+output before click, the settings or any rule is imported (torchlint/replay.py, issue 23),
+and anything that could change the answer sends the run the normal way."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from torchlint import integrity, replay
+from torchlint.cli import main
+
+SOURCE = "import torch\n\nnet = torch.nn.Linear(4, 2)\nwith torch.no_grad():\n    loss = net(x).mean()\n    loss.backward()\n"
+ARGV = ["check", "train.py", "-q"]
+HEAVY = ("torchlint.rules.", "torchlint.config", "torchlint.api", "torchlint.checker", "click", "libcst", "pygls")
+
+
+def _age(*paths: Path) -> None:
+    """Older than the racy window, as files are between a user's edits and runs."""
+    past = time.time() - 3600
+    for path in paths:
+        os.utime(path, (past, past))
+
+
+@pytest.fixture
+def recorded(tmp_path, monkeypatch):
+    """A project whose `check train.py -q` this process ran and recorded; (stdout, exit code)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(replay, "_isatty", lambda fd: False)  # the subprocesses below run on pipes
+    monkeypatch.setattr(replay, "_pending", None)
+    monkeypatch.setattr(replay, "_spoiled", False)
+    # pytest names the phase (setup, call) in the environment; the subprocess gets none.
+    monkeypatch.setattr(replay, "_VOLATILE_ENV", replay._VOLATILE_ENV | {"PYTEST_CURRENT_TEST"})
+    (tmp_path / "train.py").write_text(SOURCE)
+    first = CliRunner().invoke(main, ARGV)  # fills the lint cache, which touches the directory
+    _age(tmp_path / "train.py", tmp_path)
+    replay.serve(ARGV)  # no record yet: notes that this run may make one
+    assert replay.pending()
+    second = CliRunner().invoke(main, ARGV)
+    assert (first.output, first.exit_code) == (second.output, second.exit_code)
+    assert "TL101" in second.output and second.exit_code == 1
+    return second.output, second.exit_code
+
+
+_PROBE = textwrap.dedent("""
+    import sys
+    sys.argv[1:] = {argv!r}
+    from torchlint.entry import main
+    try:
+        main()
+    finally:
+        sys.stderr.write(repr(sorted(m for m in sys.modules if m.startswith({heavy!r}))))
+""")
+
+
+def test_a_warm_repeat_prints_the_same_bytes_and_imports_no_rule(recorded, tmp_path):
+    text, code = recorded
+    probe = _PROBE.format(argv=ARGV, heavy=HEAVY)
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, env=env)
+    assert (done.stdout, done.returncode) == (text, code)
+    assert done.stderr == "[]"  # no rule, no settings, no click
+
+
+def _answers() -> bool:
+    try:
+        replay.serve(ARGV)
+    except SystemExit:
+        return True
+    return False
+
+
+def test_unchanged_inputs_are_answered_in_process_too(recorded, capsys):
+    capsys.readouterr()
+    assert _answers() and capsys.readouterr().out == recorded[0]
+
+
+@pytest.mark.parametrize("change", ["edit the file", "add a config", "another working directory", "add requirements",
+                                    "other flags", "other environment", "other cache"])
+def test_a_changed_input_goes_the_normal_way(recorded, tmp_path, monkeypatch, change):
+    if change == "edit the file":
+        (tmp_path / "train.py").write_text(SOURCE + "# edited\n")
+        _age(tmp_path / "train.py")  # even with its mtime put back, its ctime and size differ
+    elif change == "add a config":
+        (tmp_path / "torchlint.toml").write_text('select = ["TL2"]\n')
+    elif change == "another working directory":
+        sub = tmp_path / "sub"
+        sub.mkdir()
+        (tmp_path / "train.py").rename(sub / "train.py")
+        monkeypatch.chdir(sub)
+        assert not _answers()  # another working directory: another key
+        monkeypatch.chdir(tmp_path)
+        (sub / "train.py").rename(tmp_path / "train.py")
+    elif change == "add requirements":
+        (tmp_path / "requirements.txt").write_text("torch>=1.8\n")
+    elif change == "other flags":
+        monkeypatch.setattr(sys, "argv", ["torchlint", "check", "train.py"])
+        try:
+            replay.serve(["check", "train.py"])
+        except SystemExit:
+            pytest.fail("answered a command line it never recorded")
+        return
+    elif change == "other environment":
+        monkeypatch.setenv("NO_COLOR", "1")
+    elif change == "other cache":
+        index = next((tmp_path / ".torchlint_cache").rglob("index.json"))
+        index.write_bytes(index.read_bytes())  # rewritten, as another run's save does
+        os.replace(index, index.with_suffix(".tmp"))
+        os.replace(index.with_suffix(".tmp"), index)
+    assert not _answers()
+
+
+def test_only_plain_check_command_lines_over_files_are_answered():
+    assert replay.check_paths(["check", "a.py", "-q", "--select", "TL1", "--output-format=json"]) == ["a.py"]
+    for argv in (["check"], ["check", "-"], ["check", "a.py", "--fix"], ["check", "a.py", "--no-cache"],
+                 ["check", "a.py", "--output-format", "sarif"], ["check", "a.py", "--select"], ["rule", "TL101"],
+                 ["check", "--", "a.py"], ["check", "a.py", "--config", "x.toml"]):
+        assert replay.check_paths(argv) is None, argv
+
+
+def test_a_run_that_walked_a_directory_or_warned_is_not_recorded(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(replay, "_spoiled", False)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text(SOURCE)
+    _age(tmp_path / "pkg" / "a.py", tmp_path / "pkg", tmp_path)
+    monkeypatch.setattr(replay, "_pending", ("key", 0, 0, 0, 0, ("check", "pkg")))
+    assert not replay.record("", 0, ["pkg/a.py"], [], [str(tmp_path)], None, [str(tmp_path)])  # a new file in pkg/
+    monkeypatch.setattr(replay, "_pending", ("key", 0, 0, 0, 0, ("check", "pkg/a.py")))
+    replay.spoil()
+    assert not replay.record("", 0, ["pkg/a.py"], [], [str(tmp_path)], None, [str(tmp_path)])
+
+
+def test_records_live_beside_the_cache_key():
+    key = integrity.key_path()
+    assert key is not None and replay.user_dir() == str(key.parent / "replay")

@@ -1,0 +1,326 @@
+"""A warm repeat of `torchlint check FILE...`, answered before anything heavy is imported.
+
+The run people repeat most (pre-commit, an editor's save hook, the same files again) asks
+the same question of the same inputs. When such a run has printed its report on stdout and
+nothing on stderr, its answer is recorded: the exact stdout text and exit code, under a key
+of everything the command line and the process see (the arguments, the working directory,
+the environment, which streams are terminals, the Python and torchlint versions), with the
+stat of every input the answer came from: the checked files, the modules the project index
+read or looked for, every config file name in every directory above them (present or not),
+the settings roots (a new requirements file changes the torch floor), and the lint cache's
+index. The next identical run stats those inputs and, when all are as they were, prints the
+recorded text and exits with the recorded code: no click, no settings, no rule is imported.
+Anything else (a flag not listed in `_FLAGS`/`_VALUED`, a directory, stdin, a changed input)
+goes the normal way, which records afresh.
+
+Inputs modified within the last seconds are never recorded (git's "racy clean" rule, as in
+torchlint.cache): an edit that keeps size and mtime cannot be missed. The records live in
+the user's cache directory next to the MAC key (torchlint.integrity), in a directory of
+mode 0700 and a file of mode 0600 that this user owns; `marshal` reads them (no import
+cost), which is only safe because nothing but this user can write there. A record whose
+directory lies inside the checked tree is neither read nor written."""
+
+from __future__ import annotations
+
+import marshal
+import os
+import stat
+import sys
+import time
+
+from torchlint import __version__
+
+TYPE_CHECKING = False  # typing costs more to import than a whole replay
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+    from torchlint.api import CheckReport
+
+    Stat = Optional[tuple[int, ...]]
+
+_FORMAT = 1
+_RACY_SECONDS = 2.0
+_MAX_RECORDS = 32  # one file, bounded: pre-commit runs on ever-changing file lists
+_MAX_TEXT = 1 << 20  # characters of recorded stdout
+_MAX_BYTES = 16 << 20
+_FLAGS = frozenset({"-q", "--quiet", "--exit-zero", "--statistics"})
+_VALUED = frozenset({"--output-format", "--select", "--extend-select", "--ignore", "--color"})
+# Formats whose text depends on nothing but the findings, the files and the flags (not on
+# the git root, not written as CI commands).
+_FORMATS = frozenset({"full", "concise", "grouped", "json", "json-lines", "pylint", "junit", "rdjson"})
+_VOLATILE_ENV = frozenset({"_", "OLDPWD", "SHLVL"})  # differ between shells, read by nothing here
+CONFIG_NAMES = (".torchlint.toml", "torchlint.toml", "pyproject.toml")  # torchlint.config.CONFIG_FILES
+ROOT_NAMES = ("pyproject.toml", "setup.cfg")  # torchlint.project_torch reads these, and requirements*.txt
+
+_pending: "Optional[tuple[Any, ...]]" = None  # this process's key, when its run may be recorded
+_spoiled = False  # something went to stderr: the run is not recorded
+
+
+def check_paths(argv: list[str]) -> Optional[list[str]]:
+    """The files a `check` command line names, or None when this module must not answer it."""
+    if not argv or argv[0] != "check":
+        return None
+    paths: list[str] = []
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg.partition("=")
+        if arg in _FLAGS:
+            pass
+        elif name in _VALUED:
+            if not eq:
+                i += 1
+                if i == len(argv):
+                    return None
+                value = argv[i]
+            if name == "--output-format" and value not in _FORMATS:
+                return None
+        elif arg.startswith("-"):  # any other option, `-` (stdin) and `--`
+            return None
+        else:
+            paths.append(arg)
+        i += 1
+    return paths or None  # no path: the working directory is walked
+
+
+def user_dir() -> Optional[str]:
+    """Where records live: beside the MAC key (kept in step with integrity.key_path, which
+    costs hashlib to import)."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        base = xdg
+    else:
+        home = os.path.expanduser("~")
+        if not home or home == "~" or not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    return os.path.join(base, "torchlint", "replay")
+
+
+def _stat(path: str, follow: bool = False) -> Stat:
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_mode, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _key(argv: list[str], cwd: str) -> tuple[Any, ...]:
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k not in _VOLATILE_ENV))
+    ttys = tuple(_isatty(fd) for fd in (0, 1, 2))
+    return (_FORMAT, __version__, tuple(sys.version_info[:2]), sys.executable, cwd, tuple(argv), env, ttys)
+
+
+def _isatty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+def _trusted_dir(directory: str, paths: list[str]) -> bool:
+    """A record directory this user alone can write, outside the checked files' tree."""
+    real = os.path.realpath(directory)
+    for path in [os.getcwd(), *(os.path.dirname(os.path.realpath(p)) for p in paths)]:
+        if real == path or real.startswith(path.rstrip(os.sep) + os.sep):
+            return False
+    try:
+        st = os.lstat(directory)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and not st.st_mode & 0o077 and st.st_uid == os.geteuid()
+
+
+def _load(directory: str) -> dict[Any, Any]:
+    path = os.path.join(directory, f"records-{__version__}.bin")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return {}
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o077 or st.st_uid != os.geteuid() \
+                or st.st_size > _MAX_BYTES:
+            return {}
+        data = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+    except OSError:
+        return {}
+    finally:
+        os.close(fd)
+    try:
+        records = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
+        return {}
+    return records if type(records) is dict else {}
+
+
+def _valid(record: Any) -> bool:
+    return (type(record) is tuple and len(record) == 3 and type(record[0]) is str and type(record[1]) is int
+            and type(record[2]) is tuple)
+
+
+def serve(argv: list[str]) -> None:
+    """Answer `argv` from its record and exit, or return (after noting that the normal run
+    may record its answer)."""
+    global _pending
+    paths = check_paths(argv)
+    directory = user_dir()
+    if paths is None or directory is None or sys.stdout is None or not hasattr(os, "geteuid"):
+        return
+    try:
+        key = _key(argv, os.path.realpath(os.getcwd()))
+    except OSError:
+        return
+    _pending = key
+    if not _trusted_dir(directory, paths):
+        return
+    record: Any = _load(directory).get(key)
+    if not _valid(record) or not all(type(item) is tuple and len(item) == 3 and _stat(item[0], item[1]) == item[2]
+                                     for item in record[2]):
+        return
+    try:
+        sys.stdout.write(record[0])
+        sys.stdout.flush()
+    except (OSError, ValueError) as exc:
+        _write_failed(exc)
+    raise SystemExit(record[1])
+
+
+def _write_failed(exc: BaseException) -> None:
+    """As the normal path reports it (cli._output_failed): exit 2 with a message."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        sys.stderr.write(f"error: cannot write the report to standard output: {exc}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    raise SystemExit(2)
+
+
+def spoil() -> None:
+    """The run wrote to stderr (a warning, an error): its answer is not recorded."""
+    global _spoiled
+    _spoiled = True
+
+
+def pending() -> bool:
+    return _pending is not None and not _spoiled
+
+
+def record_report(report: CheckReport, text: str, code: int, color: bool) -> None:
+    """Record a finished `check` (cli._finish_report) whose only output is `text` on stdout."""
+    if not pending() or (not color and "\x1b" in text):  # click strips those: not the bytes we hold
+        return
+    from pathlib import Path
+
+    from torchlint.output.ci_safe import neutralize  # the bytes the stream filter lets out
+
+    resolver, root = report.resolver, report.cache_root
+    files = [t.path for t in report.tasks]
+    roots = sorted({str(resolver.default.root), *(str(resolver.for_file(Path(p)).root) for p in files)})
+    deps = sorted({dep for r in report.results for dep in r.deps})
+    index = str(root / __version__ / "index.json") if root is not None else None
+    record(neutralize(text), code, files, deps, roots, index,
+           [str(report.cwd), *roots, *([str(root)] if root is not None else [])])
+
+
+def record(text: str, code: int, files: list[str], deps: list[str], roots: list[str], cache_index: Optional[str],
+           untrusted: list[str]) -> bool:
+    """Record this run's answer (stdout `text`, exit `code`) under its key. `files`: the
+    checked files; `deps`: what the project index read or looked for; `roots`: the settings
+    roots; `untrusted`: directories the record must not lie in (the project, the cache).
+    Returns whether it was recorded."""
+    directory = user_dir()
+    if _pending is None or _spoiled or directory is None or len(text) > _MAX_TEXT:
+        return False
+    named = check_paths(list(_pending[5])) or []
+    if {os.path.abspath(p) for p in named} != {os.path.abspath(p) for p in files}:
+        return False  # a directory was walked: its listing is an input this record cannot hold
+    inputs = _inputs(files, deps, roots, cache_index)
+    if inputs is None:
+        return False
+    from torchlint import integrity  # the record goes only where a cache key can live
+
+    real = os.path.realpath(directory)
+    if integrity.load_key(untrusted) is None or any(
+            real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in map(os.path.realpath, untrusted)):
+        return False
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    except OSError:
+        return False
+    if not _trusted_dir(directory, files):
+        return False
+    records = _load(directory)
+    records.pop(_pending, None)
+    while len(records) >= _MAX_RECORDS:
+        records.pop(next(iter(records)))
+    records[_pending] = (text, code, inputs)
+    _write(directory, marshal.dumps(records))
+    return True
+
+
+def _inputs(files: list[str], deps: list[str], roots: list[str],
+            cache_index: Optional[str]) -> Optional[tuple[tuple[str, bool, Stat], ...]]:
+    """(path, followed, stat) of every input, or None when one cannot be recorded safely:
+    a checked file that is not a regular file reached without symlinks, or one modified too
+    recently to tell a later edit from it."""
+    now = time.time()
+    items: dict[str, tuple[str, bool, Stat]] = {}
+
+    def add(path: str, follow: bool = False, racy: bool = True) -> bool:
+        st = _stat(path, follow)
+        items[path] = (path, follow, st)
+        return st is None or not racy or now - st[4] / 1e9 >= _RACY_SECONDS
+
+    dirs: set[str] = {os.path.realpath(os.getcwd())}
+    for path in files:
+        absolute = os.path.abspath(path)
+        if os.path.realpath(absolute) != absolute or not add(path):
+            return None
+        st = items[path][2]
+        if st is None or not stat.S_ISREG(st[0]):
+            return None
+        dirs.add(os.path.dirname(absolute))
+    if not all(add(os.path.abspath(dep), follow=True) for dep in deps):
+        return None
+    for directory in sorted(dirs):
+        while True:
+            if not all(add(os.path.join(directory, name)) for name in CONFIG_NAMES):
+                return None
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+    for root in roots:  # the directory's own stat: a requirements file added or removed
+        if not add(root) or not all(add(os.path.join(root, name)) for name in ROOT_NAMES):
+            return None
+        try:
+            names = sorted(n for n in os.listdir(root) if n.startswith("requirements") and n.endswith(".txt"))
+        except OSError:
+            return None
+        if not all(add(os.path.join(root, name), follow=True) for name in names):
+            return None
+    if cache_index is not None:
+        add(cache_index, racy=False)  # replaced atomically, never edited in place: a new inode
+    return tuple(items.values())
+
+
+def _write(directory: str, data: bytes) -> None:
+    path = os.path.join(directory, f"records-{__version__}.bin")
+    tmp = os.path.join(directory, f".records-{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
