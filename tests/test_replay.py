@@ -84,7 +84,8 @@ def test_unchanged_inputs_are_answered_in_process_too(recorded, capsys):
 
 
 @pytest.mark.parametrize("change", ["edit the file", "add a config", "another working directory", "add requirements",
-                                    "other flags", "other environment", "other cache"])
+                                    "other flags", "other environment", "other cache",
+                                    "a repository appears"])
 def test_a_changed_input_goes_the_normal_way(recorded, tmp_path, monkeypatch, change):
     if change == "edit the file":
         (tmp_path / "train.py").write_text(SOURCE + "# edited\n")
@@ -110,6 +111,8 @@ def test_a_changed_input_goes_the_normal_way(recorded, tmp_path, monkeypatch, ch
         return
     elif change == "other environment":
         monkeypatch.setenv("NO_COLOR", "1")
+    elif change == "a repository appears":
+        (tmp_path / ".git").mkdir()
     elif change == "other cache":
         index = next((tmp_path / ".torchlint_cache").rglob("index.json"))
         index.write_bytes(index.read_bytes())  # rewritten, as another run's save does

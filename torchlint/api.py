@@ -246,14 +246,13 @@ def _add_noqa(report: CheckReport) -> None:
 def _fix(report: CheckReport, request: CheckRequest) -> Optional["FixReport"]:
     """Apply fixes where a file's settings ask for them (`--fix` or `fix = true`); None when
     no file does, so LibCST is never imported for a plain lint run."""
+    if not any(t.fixable for t, r in zip(report.tasks, report.results) if any(f.fix for f in r.findings)):
+        return None
+    from torchlint.fix.files import fix_results
     from torchlint.fix.policy import FixPolicy
 
     def policy_for(task: FileTask) -> FixPolicy:
         return FixPolicy(task.fixable, task.unsafe_fixes)
-
-    if not any(t.fixable for t, r in zip(report.tasks, report.results) if any(f.fix for f in r.findings)):
-        return None
-    from torchlint.fix.files import fix_results
 
     fixed = fix_results(report.tasks, report.results, policy_for, write=request.write_fixes)
     for error in fixed.errors:

@@ -24,7 +24,6 @@ from torchlint.progress import progress_for
 from torchlint.project_root import project_root
 from torchlint.safe_io import printable
 from torchlint.selection import SelectionError, parse_list
-from torchlint.watch import watch
 
 EXIT_FINDINGS, EXIT_ERROR = 1, 2
 # Formats other programs parse: a statistics table in their place would break the reader.
@@ -172,6 +171,8 @@ def check(paths: tuple[str, ...], **options: Any) -> None:
             raise _fail(str(exc)) from None
         return
     if o.watch:  # ruff's --watch; it refuses stdin, --show-files and --add-noqa itself
+        from torchlint.watch import watch  # logging and the watcher only for --watch
+
         watch(paths, lambda: _check_once(o, request), refuse=o.show_files or o.add_noqa or bool(o.stdin_filename))
     _check_once(o, request)
 

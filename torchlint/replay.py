@@ -7,9 +7,10 @@ of everything the command line and the process see (the arguments, the working d
 the environment, which streams are terminals, the Python and torchlint versions), with the
 stat of every input the answer came from: the checked files, the modules the project index
 read or looked for, every config file name in every directory above them (present or not),
-the settings roots (a new requirements file changes the torch floor), and the lint cache's
-index. The next identical run stats those inputs and, when all are as they were, prints the
-recorded text and exits with the recorded code: no click, no settings, no rule is imported.
+the settings roots (a new requirements file changes the torch floor), git's index (a cache
+directory git tracks is refused with a warning), and the lint cache's index. The next
+identical run stats those inputs and, when all are as they were, prints the recorded text
+and exits with the recorded code: no click, no settings, no rule is imported.
 Anything else (a flag not listed in `_FLAGS`/`_VALUED`, a directory, stdin, a changed input)
 goes the normal way, which records afresh.
 
@@ -97,11 +98,16 @@ def user_dir() -> Optional[str]:
     return os.path.join(base, "torchlint", "replay")
 
 
-def _stat(path: str, follow: bool = False) -> Stat:
+_LSTAT, _FOLLOW, _KIND = 0, 1, 2  # how an input is compared: its stat, its target's stat, its type only
+
+
+def _stat(path: str, how: int = _LSTAT) -> Stat:
     try:
-        st = os.stat(path) if follow else os.lstat(path)
+        st = os.stat(path) if how == _FOLLOW else os.lstat(path)
     except (OSError, ValueError):
         return None
+    if how == _KIND:
+        return (stat.S_IFMT(st.st_mode),)
     return st.st_mode, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
@@ -262,17 +268,17 @@ def record(text: str, code: int, files: list[str], deps: list[str], roots: list[
 
 
 def _inputs(files: list[str], deps: list[str], roots: list[str],
-            cache_index: Optional[str]) -> Optional[tuple[tuple[str, bool, Stat], ...]]:
-    """(path, followed, stat) of every input, or None when one cannot be recorded safely:
+            cache_index: Optional[str]) -> Optional[tuple[tuple[str, int, Stat], ...]]:
+    """(path, how it is compared, stat) of every input, or None when one cannot be recorded safely:
     a checked file that is not a regular file reached without symlinks, or one modified too
     recently to tell a later edit from it."""
     now = time.time()
-    items: dict[str, tuple[str, bool, Stat]] = {}
+    items: dict[str, tuple[str, int, Stat]] = {}
 
-    def add(path: str, follow: bool = False, racy: bool = True) -> bool:
-        st = _stat(path, follow)
-        items[path] = (path, follow, st)
-        return st is None or not racy or now - st[4] / 1e9 >= _RACY_SECONDS
+    def add(path: str, how: int = _LSTAT, racy: bool = True) -> bool:
+        st = _stat(path, how)
+        items[path] = (path, how, st)
+        return st is None or how == _KIND or not racy or now - st[4] / 1e9 >= _RACY_SECONDS
 
     dirs: set[str] = {os.path.realpath(os.getcwd())}
     for path in files:
@@ -283,16 +289,15 @@ def _inputs(files: list[str], deps: list[str], roots: list[str],
         if st is None or not stat.S_ISREG(st[0]):
             return None
         dirs.add(os.path.dirname(absolute))
-    if not all(add(os.path.abspath(dep), follow=True) for dep in deps):
+    if not all(add(os.path.abspath(dep), _FOLLOW) for dep in deps):
         return None
-    for directory in sorted(dirs):
-        while True:
-            if not all(add(os.path.join(directory, name)) for name in CONFIG_NAMES):
-                return None
-            parent = os.path.dirname(directory)
-            if parent == directory:
-                break
-            directory = parent
+    for directory in _ancestors(dirs):
+        if not all(add(os.path.join(directory, name)) for name in CONFIG_NAMES):
+            return None
+        # A cache directory git starts tracking is refused with a warning: the index
+        # changes (replaced whole by git, so no racy window); a repository appearing too.
+        if add(os.path.join(directory, ".git"), _KIND) and items[os.path.join(directory, ".git")][2]:
+            add(os.path.join(directory, ".git", "index"), racy=False)
     for root in roots:  # the directory's own stat: a requirements file added or removed
         if not add(root) or not all(add(os.path.join(root, name)) for name in ROOT_NAMES):
             return None
@@ -300,11 +305,24 @@ def _inputs(files: list[str], deps: list[str], roots: list[str],
             names = sorted(n for n in os.listdir(root) if n.startswith("requirements") and n.endswith(".txt"))
         except OSError:
             return None
-        if not all(add(os.path.join(root, name), follow=True) for name in names):
+        if not all(add(os.path.join(root, name), _FOLLOW) for name in names):
             return None
     if cache_index is not None:
         add(cache_index, racy=False)  # replaced atomically, never edited in place: a new inode
     return tuple(items.values())
+
+
+def _ancestors(dirs: set[str]) -> list[str]:
+    """Every directory at or above one of `dirs`, once each."""
+    found: dict[str, None] = {}
+    for directory in sorted(dirs):
+        while directory not in found:
+            found[directory] = None
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            directory = parent
+    return list(found)
 
 
 def _write(directory: str, data: bytes) -> None:
