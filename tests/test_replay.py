@@ -145,3 +145,10 @@ def test_a_run_that_walked_a_directory_or_warned_is_not_recorded(tmp_path, monke
 def test_records_live_beside_the_cache_key():
     key = integrity.key_path()
     assert key is not None and replay.user_dir() == str(key.parent / "replay")
+
+
+def test_version_is_answered_without_click_as_click_answers_it(tmp_path):
+    probe = _PROBE.format(argv=["--version"], heavy=HEAVY)
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True)
+    clicked = CliRunner().invoke(main, ["--version"], prog_name="torchlint")
+    assert (done.stdout, done.returncode, done.stderr) == (clicked.output, clicked.exit_code, "[]")

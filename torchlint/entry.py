@@ -1,6 +1,7 @@
 """The `torchlint` console script and `python -m torchlint`: a repeat of an earlier
-`check` whose inputs are unchanged is answered from its recorded output (torchlint/replay.py)
-before click, the settings or any rule is imported; anything else goes to the click app."""
+`check` whose inputs are unchanged is answered from its recorded output (torchlint/replay.py),
+and `--version` from the package, before click, the settings or any rule is imported;
+anything else goes to the click app."""
 
 from __future__ import annotations
 
@@ -8,9 +9,16 @@ import sys
 
 
 def main() -> None:
+    argv = sys.argv[1:]
+    if argv in (["--version"], ["-V"]):  # click's version_option prints the same line
+        from torchlint import __version__
+
+        sys.stdout.write(f"torchlint {__version__}\n")
+        sys.stdout.flush()
+        raise SystemExit(0)
     from torchlint import replay
 
-    replay.serve(sys.argv[1:])  # exits when it answers
+    replay.serve(argv)  # exits when it answers
     from torchlint.cli import main as cli_main
 
     cli_main()
