@@ -332,11 +332,12 @@ def document_task(path: Path, display: str, resolver: Optional[ConfigResolver], 
 
 
 def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = None,
-                  display: Optional[str] = None) -> list[Finding]:
+                  display: Optional[str] = None, deps: Optional[dict[str, Optional[str]]] = None) -> list[Finding]:
     """Findings for `data` as the contents of `path` (which need not exist on disk yet),
     with the rules and options the CLI would use for that path. A configuration error
     becomes one finding on line 1, so an editor shows it instead of going quiet; an error
-    outside a rule propagates (the face reports it)."""
+    outside a rule propagates (the face reports it). `deps`, when given, receives the other
+    files the project index read (path -> hash, None: absent), as the cache records them."""
     display = display or str(path)
     try:
         task = document_task(path, display, resolver, data)
@@ -344,7 +345,10 @@ def lint_document(path: Path, data: bytes, resolver: Optional[ConfigResolver] = 
         return [config_error_finding(display, exc)]
     rule_errors: list[RuleError] = []
     new_run()  # an editor lints on every change: modules may have appeared since
-    findings = lint_findings(task, data, rule_errors)
+    index = project_index(task)
+    findings = lint_findings(task, data, rule_errors, index)
+    if deps is not None and index is not None:
+        deps.update(index.deps)
     # A failing rule costs its own findings only: the editor shows one line saying so.
     return [f for f in findings if f.code in task.codes] + [rule_error_finding(display, e) for e in rule_errors]
 

@@ -49,9 +49,10 @@ from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_f
 from torchlint.source import DecodeFailure, decode_source, physical_lines
 
 # A lone edit is linted at once (after one short tick that gathers the changes a client sends
-# together); an edit that follows another within DEBOUNCE_SECONDS waits until typing pauses.
+# together); an edit that follows another within DEBOUNCE_SECONDS waits until typing pauses
+# (trailing edge: the wait restarts at every edit, so a burst is linted once).
 QUICK_SECONDS = 0.005
-DEBOUNCE_SECONDS = 0.3
+DEBOUNCE_SECONDS = 0.15
 
 
 class TorchlintServer(LanguageServer):
@@ -64,6 +65,9 @@ class TorchlintServer(LanguageServer):
         self.last_change: dict[str, float] = {}  # per URI: loop time of the last scheduled change
         self.findings: dict[str, list[Finding]] = {}  # per document or cell URI, from the last lint
         self.notebook_cells: dict[str, set[str]] = {}  # notebook URI -> cell URIs last published
+        # Per document URI: the files (real paths) its last lint read through the project index,
+        # so a saved import target re-lints the open documents that depend on it.
+        self.dependencies: dict[str, frozenset[str]] = {}
         self.client_settings = SettingsStore()
         self.pull_diagnostics = False  # the client asks for diagnostics (textDocument/diagnostic)
 
@@ -155,8 +159,10 @@ class TorchlintServer(LanguageServer):
                     document = self.document(uri, limit)
                     data = document.source.encode("utf-8", "surrogatepass")
                     # Over the cap: one diagnostic saying so, as `torchlint check` reports it.
+                    deps: dict[str, Optional[str]] = {}
                     findings = ([syntax_error_finding(str(path), too_large_message(len(data), limit), 1, 1)]
-                                if len(data) > limit else lint_document(path, data, resolver))
+                                if len(data) > limit else lint_document(path, data, resolver, deps=deps))
+                    self.dependencies[uri] = frozenset(os.path.realpath(d) for d in deps)
                 except Unreadable as exc:
                     findings = [syntax_error_finding(str(path), str(exc), 1, 1)]
                 except Exception as exc:
@@ -221,8 +227,20 @@ class TorchlintServer(LanguageServer):
             self.clear(gone)
         self.notebook_cells[notebook_uri] = set(cell_uris.values())
 
+    def relint_dependents(self, uri: str) -> None:
+        """After `uri` was saved: lint again the other open documents whose last lint read it
+        through the project index (the index reads saved files, so a save is when they change)."""
+        path = self.uri_path(uri, "untitled.py")
+        if path is None:
+            return
+        real = os.path.realpath(path)
+        for other, deps in list(self.dependencies.items()):
+            if other != uri and real in deps and unquote(other) in self.workspace.text_documents:
+                self.lint(other)
+
     def clear(self, uri: str) -> None:
         self.findings.pop(uri, None)
+        self.dependencies.pop(uri, None)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     def schedule(self, uri: str, action: Optional[Callable[[str], None]] = None) -> None:
@@ -329,6 +347,7 @@ def register_documents(server: TorchlintServer) -> None:
     def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:
         if not ls.pull_diagnostics:
             ls.lint(params.text_document.uri)
+            ls.relint_dependents(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, types.DiagnosticOptions(
         identifier=SOURCE, inter_file_dependencies=False, workspace_diagnostics=False))

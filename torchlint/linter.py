@@ -75,11 +75,13 @@ def lint_bytes(task: FileTask, data: bytes) -> FileResult:
         return FileResult(task.display, [f] if SYNTAX_ERROR_CODE in task.codes else [], parse_error=f, timed_out=True)
 
 
-def lint_findings(task: FileTask, data: bytes, rule_errors: list[RuleError]) -> list[Finding]:
+def lint_findings(task: FileTask, data: bytes, rule_errors: list[RuleError],
+                  index: Optional[ProjectIndex] = None) -> list[Finding]:
     """Every finding of one file's bytes under its task's rules and options, before the filter
     by code (the parse error is among them); a failing rule adds to `rule_errors`. Errors
-    outside a rule propagate. The CLI's files and the editors' documents both come here."""
-    return _lint_with_index(task, data, rule_errors, project_index(task))
+    outside a rule propagate. The CLI's files and the editors' documents both come here.
+    `index`: the task's project index when the caller wants its `deps` (None: made here)."""
+    return _lint_with_index(task, data, rule_errors, index if index is not None else project_index(task))
 
 
 def project_index(task: FileTask) -> Optional[ProjectIndex]:

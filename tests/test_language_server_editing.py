@@ -1,0 +1,112 @@
+"""The editor loop, in-process (no transport, no server start-up): a burst of edits is
+published once, with the last text's findings; a lone edit is linted without the typing
+debounce; a saved import target re-lints the open documents that read it through the project
+index; and what the server publishes equals `torchlint check` of the same text."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pygls")
+from lsprotocol import types  # noqa: E402
+
+from test_cli import BAD  # noqa: E402
+from test_language_server_limits import Recorder  # noqa: E402
+from torchlint import catalog  # noqa: E402
+from torchlint.api import CheckRequest, check  # noqa: E402
+from torchlint.language_server import DEBOUNCE_SECONDS, QUICK_SECONDS, register_documents  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ATTRIBUTE = catalog.by_name()["unregistered-tensor-attribute"].code  # asks the index: is Net an nn.Module?
+MODULES = FIXTURES / ATTRIBUTE / "projects" / "modules_across_files"
+
+
+def _server(root: Path) -> Recorder:
+    server = Recorder(root)
+    register_documents(server)
+    return server
+
+
+def _notify(server: Recorder, method: str, params: object) -> None:
+    server.protocol.fm.features[method](params)  # pygls passes the server itself
+
+
+def _change(server: Recorder, uri: str, version: int, text: str) -> None:
+    """What pygls does with a didChange: update the workspace's copy, then call the feature."""
+    params = types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)])
+    server.workspace.update_text_document(params.text_document, params.content_changes[0])
+    _notify(server, types.TEXT_DOCUMENT_DID_CHANGE, params)
+
+
+def _published(server: Recorder, uri: str) -> list[types.PublishDiagnosticsParams]:
+    return [p for p in server.sent if p.uri == uri]
+
+
+def _check(root: Path, name: str) -> list[tuple[int, int, str, str]]:
+    report = check(CheckRequest([name], cwd=root, no_cache=True))
+    return [(f.row, f.col, f.code, f.message) for f in report.findings]
+
+
+def _linted(server: Recorder, uri: str) -> list[tuple[int, int, str, str]]:
+    return [(f.row, f.col, f.code, f.message) for f in server.findings[uri]]
+
+
+def _diagnostics(params: types.PublishDiagnosticsParams) -> list[tuple[int, int, str]]:
+    return [(d.range.start.line + 1, d.range.start.character + 1, str(d.code)) for d in params.diagnostics]
+
+
+def test_a_burst_of_edits_is_published_once_with_the_last_texts_findings(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    server = _server(tmp_path)
+    uri = (tmp_path / "train.py").as_uri()
+    server.open(uri, "import torch\n")
+    texts = [BAD + "#" * k + "\n" for k in range(5)] + [BAD + "x = torch.symeig(3)\n"]
+
+    async def type_then_pause() -> None:
+        loop = asyncio.get_running_loop()
+        _change(server, uri, 2, texts[0])
+        # A lone edit waits one tick, not the typing debounce.
+        assert server.pending[uri].when() - loop.time() <= QUICK_SECONDS
+        for version, text in enumerate(texts[1:], 3):
+            _change(server, uri, version, text)  # within the same tick: typing
+        assert server.pending[uri].when() - loop.time() > QUICK_SECONDS
+        while uri in server.pending:
+            await asyncio.sleep(DEBOUNCE_SECONDS / 4)
+        await asyncio.sleep(2 * DEBOUNCE_SECONDS)  # nothing else is published later
+
+    asyncio.run(type_then_pause())
+    published = _published(server, uri)
+    assert len(published) == 1 and published[0].version == len(texts) + 1
+    (tmp_path / "train.py").write_text(texts[-1])
+    assert _linted(server, uri) == _check(tmp_path, "train.py")
+    assert _diagnostics(published[0]) == [(row, col, code) for row, col, code, _ in _linted(server, uri)]
+    assert "TL901" in {code for _, _, code in _diagnostics(published[0])}  # the last text's symeig
+
+
+def test_a_saved_import_target_re_lints_the_documents_that_import_it(tmp_path, monkeypatch):
+    root = tmp_path / "project"
+    shutil.copytree(MODULES, root)
+    (root / "torchlint.toml").write_text(f'extend-select = ["{ATTRIBUTE}"]\n')  # off by default
+    monkeypatch.chdir(root)
+    server = _server(root)
+    net, base, deep = (root / "models" / n for n in ("net.py", "base.py", "deep.py"))
+    for path in (net, base, deep):
+        server.open(path.as_uri(), path.read_text())
+        _notify(server, types.TEXT_DOCUMENT_DID_OPEN, types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+            uri=path.as_uri(), language_id="python", version=1, text=path.read_text())))
+    assert (12, ATTRIBUTE) in {(row, code) for row, _, code in _diagnostics(_published(server, net.as_uri())[-1])}
+    before = {p.as_uri(): len(_published(server, p.as_uri())) for p in (net, deep)}
+
+    base.write_text("class Base:\n    pass\n")  # no longer a LightningModule: Net is no Module
+    _notify(server, types.TEXT_DOCUMENT_DID_SAVE, types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=base.as_uri())))
+    assert len(_published(server, net.as_uri())) == before[net.as_uri()] + 1  # re-linted: it imports base.py
+    assert len(_published(server, deep.as_uri())) == before[deep.as_uri()]  # its chain does not go through base.py
+    assert _linted(server, net.as_uri()) == _check(root, "models/net.py")
+    assert (12, ATTRIBUTE) not in {(row, code) for row, _, code in _diagnostics(_published(server, net.as_uri())[-1])}
