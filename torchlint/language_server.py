@@ -1,7 +1,9 @@
 """`torchlint server`: a Language Server Protocol server (on pygls) for editors.
 
 - Diagnostics on open, on change (a lone edit at once; while typing, linting waits until it pauses) and on
-  save, with the rule code, severity, and the rule's documentation as `codeDescription`.
+  save, with the rule code, severity, and the rule's documentation as `codeDescription`. A save
+  also re-lints the open documents whose last lint read the saved file through the project
+  index (its reverse dependencies): the index reads files as saved.
 - Diagnostics are pulled (`textDocument/diagnostic`) by a client that can, pushed otherwise.
 - Code actions: the finding's quick fix when the rule offers one (an unsafe one only with the
   `unsafeFixes` setting), "Disable TLxxx for this line" (a `# noqa: TLxxx` comment), and
