@@ -65,6 +65,30 @@ def load(spec: dict, root: str) -> Any:
     return cls
 
 
+def run_program(code: str, spec: dict, root: str, facts: dict, seconds: float) -> tuple[Any, str]:
+    """The file run as its program (verify/program.py) from the snapshot at `root`, its
+    flagged line instrumented: (the judge's (verdict, evidence), "") or (None, why it did
+    not get there). `python file.py` with no arguments and an empty stdin, from the file's
+    own directory."""
+    import slices
+
+    for entry in reversed(spec["path"]):
+        path = os.path.join(root, entry) if entry else root
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    sys.dont_write_bytecode = True
+    file = os.path.join(root, spec["file"])
+    stdin, argv, cwd = sys.stdin, sys.argv, os.getcwd()
+    sys.stdin, sys.argv = io.StringIO(""), [file]
+    try:
+        os.chdir(os.path.dirname(file) or root)
+        return slices.run_slice(code, facts, spec["variants"], spec.get("stop", "flag"), bool(spec.get("grads")),
+                                seconds, program=file)
+    finally:
+        sys.stdin, sys.argv = stdin, argv
+        os.chdir(cwd)
+
+
 def observe(code: str, spec: dict, root: str, facts: dict, observers: dict) -> tuple[str, str]:
     """(verdict, evidence) of the rule's observer on the user's object."""
     try:
