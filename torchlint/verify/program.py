@@ -21,9 +21,13 @@ from typing import Any
 from torchlint.diagnostics import Finding
 from torchlint.verify.instrument import SliceRule
 from torchlint.verify.project import ProjectTree, module_of
+from torchlint.verify.safety import _SHAPE_FACTORIES, MAX_ELEMENTS, MAX_SEQUENCE, Unsafe, _shape_args, fold
 from torchlint.verify.slicer import NotSelfContained, Slice, analysis, find_node, parent_map, statement_of
 
 MAX_PROGRAM_BYTES = 1 << 20
+# The tensor factories whose literal sizes the pre-filter bounds, by their last name (a
+# program calls them through any alias).
+_FACTORIES = frozenset(name.rsplit(".", 1)[-1] for name in _SHAPE_FACTORIES)
 
 
 def program_spec(finding: Finding, source: str, rule: SliceRule, project: ProjectTree,
@@ -36,6 +40,10 @@ def program_spec(finding: Finding, source: str, rule: SliceRule, project: Projec
         raise NotSelfContained("the program is too large to run here")
     where = _where(finding.path, project, notebook)
     info = analysis(source)
+    try:
+        literal_bounds(info.tree)
+    except Unsafe as exc:
+        raise NotSelfContained(f"not run: {exc}") from None
     # A copy of its own: the instrumentation edits the tree, and the analysis is shared.
     tree = ast.parse(source)
     node = _same_node(tree, find_node(info.positions, info.lines, finding.row, finding.col, finding.end_row,
@@ -50,6 +58,32 @@ def program_spec(finding: Finding, source: str, rule: SliceRule, project: Projec
             "stop": rule.stop, "grads": rule.grads, "tree": project.digest}
     ran = [f"{finding.path}:{n.lineno}" for n in _enclosing(statement, parents)] + [f"{finding.path}:{statement.lineno}"]
     return spec, tuple(dict.fromkeys(ran))[:16]
+
+
+def literal_bounds(tree: ast.Module) -> None:
+    """The pre-filter's literal bounds, over the whole program (raises Unsafe): an obvious
+    `9**9**9` or `torch.ones(3 * 10**9)` anywhere in the file keeps the program from
+    starting, as it keeps a slice from starting; the sandbox bounds what no literal shows."""
+    parents = parent_map(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)) and not isinstance(parents.get(id(node)),
+                                                                          (ast.BinOp, ast.UnaryOp)):
+            fold(node)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                for seq, count in ((node.left, node.right), (node.right, node.left)):
+                    n = fold(count)
+                    if isinstance(n, int) and isinstance(seq, (ast.List, ast.Tuple, ast.Constant)) \
+                            and n > MAX_SEQUENCE:
+                        raise Unsafe(f"repeats a literal sequence {n} times")
+        elif isinstance(node, ast.Call) and (node.func.attr if isinstance(node.func, ast.Attribute) else
+                                             getattr(node.func, "id", "")) in _FACTORIES:
+            total = 1
+            for dim in _shape_args(node):
+                value = fold(dim)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    total *= max(value, 0)
+            if total > MAX_ELEMENTS:
+                raise Unsafe(f"a call with a literal size of {total:.3g} elements (more than {MAX_ELEMENTS})")
 
 
 def _where(path: str, project: ProjectTree, notebook: bool) -> tuple[str, list[str]]:
