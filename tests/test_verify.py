@@ -258,6 +258,28 @@ def test_hostile_literals_stay_within_memory_and_are_cheap(tmp_path):
     assert runs[7]["verdict"] == "error" and "--verify-memory limit of 768 MiB" in runs[7]["evidence"], runs[7]
 
 
+@pytest.mark.parametrize("source, refused", [
+    ("torch.manual_seed(123456789)\nw = torch.zeros(4, 5)\n", False),
+    ("x = torch.ones(3 * 10**9)\n", True),
+    ("y = 9**9**9 + 1\n", True),
+    ("z = [0] * 10**7\n", True),
+    ("import numpy as np\nnp.zeros((100000, 100000))\n", True),
+])
+def test_a_program_with_a_hostile_literal_anywhere_is_not_run(source, refused):
+    """The file run as its program has no allow-list, but keeps the pre-filter's literal
+    bounds: one hostile literal anywhere in the file keeps the whole program from starting."""
+    import ast
+
+    from torchlint.verify.program import literal_bounds
+    from torchlint.verify.safety import Unsafe
+
+    if refused:
+        with pytest.raises(Unsafe):
+            literal_bounds(ast.parse(source))
+    else:
+        literal_bounds(ast.parse(source))
+
+
 def test_deep_expression_is_not_a_recursion_error():
     from torchlint.verify.plan import plan
 

@@ -64,20 +64,39 @@ CELLS = ["import torch\nimport torch.nn.functional as F\n%matplotlib inline\n",
          "!nvidia-smi\nloss = F.cross_entropy(logits, labels.float())\nt = torch.FloatTensor(3)\n"]
 
 
+# The same, with an import no slice may use: both run as their programs (verify/program.py).
+PROGRAM_CELLS = ["import collections\n" + CELLS[0], CELLS[1].replace("(4,))", "(collections.Counter('ab')['a'] * 4,))"),
+                 CELLS[2]]
+
+
 @pytest.mark.torch
 def test_a_notebook_finding_gets_the_verdict_of_the_same_code_in_a_file(tmp_path):
     pytest.importorskip("torch")
-    notebook = tmp_path / "train.ipynb"
-    notebook.write_text(_notebook(CELLS))
-    script = tmp_path / "train.py"
-    script.write_text("".join(c.replace("%matplotlib inline\n", "").replace("!nvidia-smi\n", "") for c in CELLS))
-    cell_findings, file_findings = _findings(notebook), _findings(script)
-    assert sorted(f.code for f in cell_findings) == sorted(f.code for f in file_findings)
-    assert len(cell_findings) == 2  # a float cast of class-index labels, a legacy constructor
-    texts = {str(notebook): notebook.read_text(), str(script): script.read_text()}
-    runner.verify_findings(cell_findings + file_findings, device="cpu", timeout=60, sources=texts.get,
-                           cache_dir=tmp_path / "cache")
-    for in_cell, in_file in zip(sorted(cell_findings, key=lambda f: f.code), sorted(file_findings, key=lambda f: f.code)):
-        assert in_cell.cell == 3
-        assert in_cell.verify["verdict"] == in_file.verify["verdict"] == "confirmed", (in_cell.verify, in_file.verify)
-        assert "not run" not in in_cell.verify["runs"][0]["evidence"], in_cell.verify
+    pairs = []
+    for name, cells in (("train", CELLS), ("program", PROGRAM_CELLS)):
+        notebook = tmp_path / f"{name}.ipynb"
+        notebook.write_text(_notebook(cells))
+        script = tmp_path / f"{name}.py"
+        script.write_text("".join(c.replace("%matplotlib inline\n", "").replace("!nvidia-smi\n", "") for c in cells))
+        pairs.append((notebook, script, _findings(notebook), _findings(script)))
+    for _, _, cell_findings, file_findings in pairs:
+        assert sorted(f.code for f in cell_findings) == sorted(f.code for f in file_findings)
+        assert len(cell_findings) == 2  # a float cast of class-index labels, a legacy constructor
+    texts = {str(p): p.read_text() for pair in pairs for p in pair[:2]}
+    # One run for both pairs: the project (tmp_path) is what the programs run from.
+    runner.verify_findings([f for pair in pairs for f in pair[2] + pair[3]], device="cpu", timeout=60,
+                           sources=texts.get, cache_dir=tmp_path / "cache", project=str(tmp_path))
+    for notebook, _, cell_findings, file_findings in pairs:
+        for in_cell, in_file in zip(sorted(cell_findings, key=lambda f: f.code),
+                                    sorted(file_findings, key=lambda f: f.code)):
+            assert in_cell.cell == 3
+            assert in_cell.verify["verdict"] == in_file.verify["verdict"] == "confirmed", (in_cell.verify,
+                                                                                         in_file.verify)
+            evidence = in_cell.verify["runs"][0]["evidence"]
+            assert "not run" not in evidence, in_cell.verify
+            assert in_cell.verify["source"] == in_file.verify["source"] == "your-code"
+            # The labels need `collections`, which no slice may import: the program ran the loss.
+            ran_as_program = evidence.startswith(f"ran {notebook.name} as its program")
+            assert ran_as_program == (notebook.stem == "program" and in_cell.code == "TL201"), evidence
+            if ran_as_program:
+                assert in_file.verify["runs"][0]["evidence"].startswith("ran program.py as its program")

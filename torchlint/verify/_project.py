@@ -65,6 +65,93 @@ def load(spec: dict, root: str) -> Any:
     return cls
 
 
+# Display-only libraries a tutorial script imports at its top (`import matplotlib.pyplot as
+# plt`) and uses after training. Where one is not installed here, the import gets a stand-in,
+# so the program reaches a flagged line before its plots; a run that *used* the stand-in
+# before it stopped is thrown away (its values could come from it).
+DISPLAY_ONLY = frozenset({"matplotlib", "seaborn", "IPython"})
+# Calls that only configure the display (`matplotlib.use("Agg")`, `sns.set()`): not a use.
+_SETTINGS = frozenset({"use", "ion", "ioff", "switch_backend", "set", "set_style", "set_theme"})
+
+
+class _StandIn:
+    used: list[str] = []
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, name: str) -> "_StandIn":
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _StandIn(f"{self._name}.{name}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> "_StandIn":
+        if self._name.rsplit(".", 1)[-1] not in _SETTINGS:
+            _StandIn.used.append(self._name)
+        return self
+
+
+class _StandInFinder:
+    """Last on sys.meta_path: consulted only when the real library is not installed."""
+
+    created: set[str] = set()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name.split(".")[0] not in DISPLAY_ONLY:
+            return None
+        return importlib.util.spec_from_loader(name, self, is_package=True)  # type: ignore[arg-type]
+
+    def create_module(self, spec: Any) -> Any:
+        module = type(sys)(spec.name)
+        _StandInFinder.created.add(spec.name)
+        module.__path__ = []  # type: ignore[attr-defined]  # a package: its submodules resolve here too
+        module.__getattr__ = _StandIn(spec.name).__getattr__  # type: ignore[attr-defined,method-assign]
+        return module
+
+    def exec_module(self, module: Any) -> None:
+        pass
+
+
+def run_program(code: str, spec: dict, root: str, facts: dict, seconds: float) -> tuple[Any, str]:
+    """The file run as its program (verify/program.py) from the snapshot at `root`, its
+    flagged line instrumented: (the judge's (verdict, evidence), "") or (None, why it did
+    not get there). `python file.py` with no arguments and an empty stdin, from the file's
+    own directory."""
+    if not any(isinstance(f, _StandInFinder) for f in sys.meta_path):
+        sys.meta_path.append(_StandInFinder())
+    _StandIn.used.clear()
+    result, why = _run_program(code, spec, root, facts, seconds)
+    stand_ins = sorted({n.split(".")[0] for n in _StandIn.used})
+    if result is not None and stand_ins:
+        return None, (f"the program called {', '.join(stand_ins)} (not installed here, so a stand-in) before the "
+                      "flagged line")
+    missing = sorted({n.split(".")[0] for n in _StandInFinder.created})
+    if result is not None and missing:
+        result = (result[0], f"{result[1]} ({', '.join(missing)} not installed here: imported as a stand-in, "
+                             "never called before the flagged line)")
+    return result, why
+
+
+def _run_program(code: str, spec: dict, root: str, facts: dict, seconds: float) -> tuple[Any, str]:
+    import slices
+
+    for entry in reversed(spec["path"]):
+        path = os.path.join(root, entry) if entry else root
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    sys.dont_write_bytecode = True
+    file = os.path.join(root, spec["file"])
+    stdin, argv, cwd = sys.stdin, sys.argv, os.getcwd()
+    sys.stdin, sys.argv = io.StringIO(""), [file]
+    try:
+        os.chdir(os.path.dirname(file) or root)
+        return slices.run_slice(code, facts, spec["variants"], spec.get("stop", "flag"), bool(spec.get("grads")),
+                                seconds, program=file)
+    finally:
+        sys.stdin, sys.argv = stdin, argv
+        os.chdir(cwd)
+
+
 def observe(code: str, spec: dict, root: str, facts: dict, observers: dict) -> tuple[str, str]:
     """(verdict, evidence) of the rule's observer on the user's object."""
     try:

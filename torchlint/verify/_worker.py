@@ -24,6 +24,14 @@ def answer(request: dict) -> tuple:
 
     code, device, facts = request["code"], request["device"], request.get("facts") or {}
     spec = request.get("import")
+    if spec and spec.get("kind") == "program":  # the file run as its program, up to the flagged line
+        import _project
+
+        result, why = _project.run_program(code, spec, request["root"], facts, float(request.get("slice_seconds") or 0))
+        if result is not None:
+            return result[0], f"ran {spec['file']} as its program: {result[1]}", "import"
+        prior = request.get("not_self_contained") or ""
+        request, spec = dict(request, not_self_contained=f"{prior}; {why}" if prior else why), None
     if spec:
         import _project
         import evidence_index

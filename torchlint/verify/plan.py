@@ -18,19 +18,25 @@ from torchlint.diagnostics import Finding
 from torchlint import catalog
 from torchlint.verify.instrument import SLICES
 from torchlint.verify.checkpoints import checkpoint_shape
+from torchlint.verify.program import program_spec
 from torchlint.verify.project import IMPORTED, NotImportable, ProjectTree, plan_import
+from torchlint.verify.project import USES_PROJECT as _USES
 from torchlint.verify.slicer import NotSelfContained, Slice, build
 
 # A rule whose `evidence` has a probe (the worker's copy is in evidence_index.py); the others
 # give the reason they cannot be shown on a machine.
 PROBED = frozenset(r.code for r in catalog.static_rules() if r.evidence.probe is not None)
+# Rules whose verdict may read the project: an import (IMPORTED), TL601's saves, or the file
+# run as its program (a probed rule with a slice: verify/program.py).
+USES_PROJECT = _USES | frozenset(r.code for r in catalog.static_rules()
+                                 if r.evidence.slice and r.evidence.probe is not None)
 _MAX_FACT = 200
 _HERE = Path(__file__).resolve().parent
 # The code that decides a verdict: a change to any of it invalidates cached verdicts.
 _VERDICT_CODE = (*sorted(p.name for p in _HERE.glob("evidence_*.py")), "_evidence.py", "slices.py", "safety.py",
                  "reachable.json", "_worker.py", "_launch.py", "sandbox.py", "_landlock.py", "_seccomp.py", "_frames.py",
                  "slicer.py", "dataflow.py", "callsites.py", "checkpoints.py", "instrument.py", "plan.py", "project.py",
-                 "_project.py", "_forkserver.py")
+                 "_project.py", "_forkserver.py", "program.py")
 
 
 def verdict_code_hash() -> str:
@@ -55,7 +61,7 @@ class ProbeRequest:
 
     @property
     def needs_project(self) -> bool:
-        return bool(self.imported) and json.loads(self.imported).get("kind") == "module"
+        return bool(self.imported) and json.loads(self.imported).get("kind") in ("module", "program")
 
     def as_json(self) -> dict[str, Any]:
         spec = {"variants": list(self.variants), "stop": self.stop, "grads": self.grads,
@@ -127,7 +133,9 @@ def with_project(request: ProbeRequest, finding: Finding, source: Optional[str],
         return request
     if finding.code == "TL601":
         return _checkpoint_request(finding, source, project, request.facts) or request
-    if project is None or finding.code not in IMPORTED:
+    if project is not None and finding.code not in IMPORTED:
+        return _program_request(request, finding, source, project)
+    if project is None:
         return request
     try:
         found = plan_import(finding, project)
@@ -136,6 +144,22 @@ def with_project(request: ProbeRequest, finding: Finding, source: Optional[str],
         return replace(request, not_self_contained=f"{why_not}; nor can it be imported: {exc}" if why_not
                        else f"it cannot be imported: {exc}")
     return ProbeRequest(finding.code, request.facts, ran=found.ran, imported=json.dumps(found.as_json(project.digest)))
+
+
+def _program_request(request: ProbeRequest, finding: Finding, source: str, project: ProjectTree) -> ProbeRequest:
+    """The file run as its program up to the flagged line (verify/program.py), for a rule
+    whose slice could not run on its own; its probe stays the fallback."""
+    rule = catalog.static_rule(finding.code)
+    if rule is None or not rule.evidence.slice:
+        return request
+    try:
+        spec, ran = program_spec(finding, source, SLICES[rule.evidence.slice], project,
+                                 finding.path.endswith(".ipynb"))
+    except NotSelfContained as exc:
+        return replace(request, not_self_contained=f"{request.not_self_contained}; nor can its program run: {exc}")
+    except (RecursionError, MemoryError, ValueError, SyntaxError):
+        return request
+    return replace(request, ran=ran, imported=json.dumps(spec))
 
 
 def _checkpoint_request(finding: Finding, source: str, project: Optional[ProjectTree],

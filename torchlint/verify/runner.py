@@ -30,8 +30,9 @@ from torchlint.cache import cache_subdir
 from torchlint.diagnostics import Finding
 from torchlint.records import YOUR_CODE, RecordError, Verdict, Verification
 from torchlint.safe_io import RefusedFile, read_regular_file, replace_atomically
-from torchlint.verify.plan import ProbeRequest, clean_facts, notebook_view, plan, verdict_code_hash, with_project
-from torchlint.verify.project import USES_PROJECT, ProjectTree
+from torchlint.verify.plan import (USES_PROJECT, ProbeRequest, clean_facts, notebook_view, plan, verdict_code_hash,
+                                   with_project)
+from torchlint.verify.project import ProjectTree
 from torchlint.verify.process import (  # noqa: F401 - ProbeWorker and the limits are used through here
     CPU_ADDRESS_SPACE, DEFAULT_BUDGET, DEFAULT_MEMORY, LAUNCHER, STARTUP_TIMEOUT, VERDICTS, WORKER, ProbeWorker,
     SandboxRefused, clean_text)

@@ -61,15 +61,20 @@ class _Recorder:
     `obs` maps a tag to its first records. A run stops at `stop`: "flag" (after the flagged
     call), "flag*2" (after its second call), or a tag (the first one after the flag)."""
 
-    def __init__(self, stop: str, want_grads: bool) -> None:
+    def __init__(self, stop: str, want_grads: bool, program: str = "") -> None:
         self.stop, self.want_grads = stop, want_grads
         self.obs: dict[str, list[Record]] = {}
         self.seen: set[str] = set()
+        # A whole program (verify/program.py) has every builtin: the OS sandbox is its
+        # boundary, not the allow-list; its prints are dropped as a slice's are.
+        table = dict(vars(builtins), print=lambda *a, **k: None) if program else _builtins()
         self.namespace: dict[str, Any] = {
-            "__builtins__": _builtins(), "__name__": "__main__", "_tl_call": self.call, "_tl_at": self.at,
+            "__builtins__": table, "__name__": "__main__", "_tl_call": self.call, "_tl_at": self.at,
             "_tl_raised": self.raised, "_tl_thunk": self.thunk, "_tl_ran": self.ran, "_tl_mark": self.mark,
             "_tl_torch": torch,
         }
+        if program:
+            self.namespace["__file__"] = program
 
     def record(self, tag: str, rec: Record) -> None:
         self.obs.setdefault(tag, [])
@@ -139,8 +144,10 @@ class _Recorder:
         self.record(tag, Record())
 
 
-def run_variant(source: str, stop: str, want_grads: bool = False, seconds: float = 0.0) -> dict[str, Any]:
-    recorder = _Recorder(stop, want_grads)
+def run_variant(source: str, stop: str, want_grads: bool = False, seconds: float = 0.0,
+                program: str = "") -> dict[str, Any]:
+    """One run of a slice, or with `program` (its file's path) of a whole program."""
+    recorder = _Recorder(stop, want_grads, program)
     _seed()
     error: Optional[BaseException] = None
     stopped = False
@@ -151,13 +158,15 @@ def run_variant(source: str, stop: str, want_grads: bool = False, seconds: float
         signal.signal(signal.SIGALRM, out_of_time)
         signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        exec(compile(source, "<slice>", "exec"), recorder.namespace)  # noqa: S102 - allow-listed by the parent
+        exec(compile(source, program or "<slice>", "exec"), recorder.namespace)  # noqa: S102 - see the module doc
     except _Stop:
         stopped = True
     except _OutOfTime:
         error = TimeoutError(f"the slice ran past {seconds:g}s before the flagged line")
     except Exception as exc:  # noqa: BLE001 - it never reached the flagged line
         error = exc
+    except SystemExit as exc:  # a program's own exit (argparse without its arguments, sys.exit)
+        error = RuntimeError(f"the program exited (SystemExit: {exc.code})")
     finally:
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -198,14 +207,15 @@ JUDGES = evidence_index.JUDGES
 
 
 def run_slice(code: str, facts: dict, variants: list[str], stop: str, want_grads: bool = False,
-              seconds: float = 0.0) -> tuple[Optional[Result], str]:
+              seconds: float = 0.0, program: str = "") -> tuple[Optional[Result], str]:
     """(result, why-not): result None when the slice did not reach the flagged line.
     `seconds` bounds each run, leaving the rest of the request's time to the fact probe."""
-    runs = [run_variant(v, stop, want_grads, seconds) for v in variants]
+    runs = [run_variant(v, stop, want_grads, seconds, program) for v in variants]
     judge = JUDGES.get(code)
     result = judge(facts, runs) if judge is not None else None
     if result is not None:
         return result, ""
     err = next((r["error"] for r in runs if r["error"] is not None), None)
-    return None, (f"the slice stopped before the flagged line with {first_line(err)}" if err is not None
-                  else "the slice did not reach the flagged line")
+    what = "the program" if program else "the slice"
+    return None, (f"{what} stopped before the flagged line with {first_line(err)}" if err is not None
+                  else f"{what} did not reach the flagged line")
