@@ -20,6 +20,7 @@ import importlib.util
 import os
 import sys
 import threading
+import time
 import warnings
 import weakref
 from typing import Any, Callable, Optional
@@ -140,6 +141,10 @@ class Monitor:
         self._undo: list[Callable[[], None]] = []
         self._torch_hook: Any = None
         self.installed = False
+        self.watching = True  # the per-step hooks are in (wrappers held by the program check this)
+        self._watch_handles: list[Any] = []
+        self._next_dump = 0.0  # monotonic time after which an unwatched step may dump again
+        self._registries: Any = None  # (torch's module hooks module, optimizer module) once torch is in
         self.script: Optional[str] = None
         # torch.compiler.is_compiling once torch is in: dynamo traces it as True, so every hook and
         # wrapper steps aside in the regions it compiles (fullgraph=True cannot trace our frames).
@@ -272,11 +277,11 @@ class Monitor:
         self.patch(torch.optim.Optimizer, "zero_grad", _wrappers.wrap_zero_grad(self, torch.optim.Optimizer.zero_grad))
         self.patch(torch.nn.Module, "zero_grad", _wrappers.wrap_zero_grad(self, torch.nn.Module.zero_grad))
 
-        handles = [module_mod.register_module_forward_pre_hook(self._forward_pre_hook),
-                   module_mod.register_module_forward_hook(self._forward_hook, always_call=True),
-                   optim_mod.register_optimizer_step_pre_hook(self._step_pre_hook),
-                   optim_mod.register_optimizer_step_post_hook(self._step_post_hook)]
-        self._undo.extend(h.remove for h in handles)
+        self._registries = (module_mod, optim_mod)
+        self._undo.append(optim_mod.register_optimizer_step_post_hook(self._step_post_hook).remove)
+        self.watch(True)
+        self._undo.append(lambda: self.watch(False))
+        self.patch(torch.nn.Module, "train", _wrappers.wrap_train(self, torch.nn.Module.train))
 
         # Where the program built each DataLoader, loss and softmax module: static findings sit there.
         self.patch(dataloader_mod.DataLoader, "__init__",
@@ -285,6 +290,24 @@ class Monitor:
             self.patch(cls, "__init__", _wrappers.wrap_construction(self, cls.__init__, self.loss_sites))
         self._patch_worker_start(dataloader_mod)
         self.call("install", torch)
+
+    def watch(self, on: bool) -> None:
+        """Put the per-step hooks in (global module forward hooks, the optimizer step pre-hook)
+        or take them out, as support.watched_step says. Out, torch calls modules on its fast
+        path and the wrappers the program holds return at once; the step post-hook stays, so
+        steps are still counted."""
+        if on == self.watching and (bool(self._watch_handles) == on or self._registries is None):
+            return
+        self.watching = on
+        for handle in self._watch_handles:
+            handle.remove()
+        self._watch_handles = []
+        if on and self._registries is not None:
+            module_mod, optim_mod = self._registries
+            self.local.depth = 0  # between steps: no forward of ours is open
+            self._watch_handles = [module_mod.register_module_forward_pre_hook(self._forward_pre_hook),
+                                   module_mod.register_module_forward_hook(self._forward_hook, always_call=True),
+                                   optim_mod.register_optimizer_step_pre_hook(self._step_pre_hook)]
 
     def exclude_compiler_caches(self) -> None:
         """The Python files inductor writes and imports (its cache directory) are not the user's."""
@@ -332,7 +355,7 @@ class Monitor:
 
         @functools.wraps(original)
         def backward(*args: Any, **kwargs: Any) -> Any:
-            if monitor.compiling() or getattr(monitor.local, "in_backward", False):
+            if not monitor.watching or monitor.compiling() or getattr(monitor.local, "in_backward", False):
                 return original(*args, **kwargs)
             import torch
 
@@ -417,8 +440,13 @@ class Monitor:
             return
         self.steps += 1
         self.zeroed_since_step = self.backward_since_step = False
-        if self.steps <= 10 or self.steps % 10 == 0:  # atexit writes the last; this guards against a kill
+        # atexit writes the last; these guard against a kill. Past the watched steps the counts
+        # hardly change, so at most one a second (a write costs more than a tiny step).
+        later = self.steps > _support.FULL_STEPS
+        if self.steps <= 10 or self.steps % 10 == 0 and (not later or time.monotonic() >= self._next_dump):
+            self._next_dump = time.monotonic() + 1.0
             self.dump()
+        self.watch(_support.watched_step(self.steps + 1))
         if self.max_steps and self.steps >= self.max_steps and not getattr(self.local, "stopping", False):
             self.local.stopping = True
             self.sink.write({"kind": "budget", "pid": os.getpid(), "rank": self.rank(), "steps": self.steps})

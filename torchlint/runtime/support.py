@@ -22,6 +22,19 @@ CAUSE = re.compile(r"[A-Za-z]+ error: ")  # a line naming a cause: "WeightsUnpic
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # torchlint/
 
 
+# Every optimizer step of the first FULL_STEPS is watched; after them one in SAMPLE_EVERY is,
+# and the per-step hooks are out in between (see `Monitor.watch`): a long run pays for a few
+# hundred watched steps, not for every one. A module switching to eval or back to train
+# (an evaluation pass) is watched until the next step ends.
+FULL_STEPS = 50
+SAMPLE_EVERY = 100
+
+
+def watched_step(step: int) -> bool:
+    """Are the per-step hooks in for optimizer step `step` (1-based)?"""
+    return step <= FULL_STEPS or step % SAMPLE_EVERY == 0
+
+
 def _excluded_prefixes() -> tuple[str, ...]:
     """Directories whose files are not the user's: the stdlib, site-packages, torchlint. Both
     the names as given and with links resolved, so most files match without resolving."""

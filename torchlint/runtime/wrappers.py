@@ -24,7 +24,7 @@ def wrap_zero_grad(monitor: Any, original: Callable) -> Callable:
     @functools.wraps(original)
     def zero_grad(owner: Any, *args: Any, **kwargs: Any) -> Any:
         result = original(owner, *args, **kwargs)
-        if monitor.compiling():
+        if not monitor.watching or monitor.compiling():
             return result
         site = monitor.user.site(2)
         monitor.call("zero_grad", owner, site)
@@ -34,6 +34,18 @@ def wrap_zero_grad(monitor: Any, original: Callable) -> Callable:
         return result
 
     return zero_grad
+
+
+def wrap_train(monitor: Any, original: Callable) -> Callable:
+    """Module.train, watching again when a module changes mode between sampled steps
+    (support.watched_step): an evaluation pass (model.eval() ... model.train()) is seen whole."""
+    @functools.wraps(original)
+    def train(module: Any, mode: bool = True) -> Any:
+        if not monitor.watching and getattr(module, "training", mode) != bool(mode):
+            monitor.watch(True)
+        return original(module, mode)
+
+    return train
 
 
 def wrap_construction(monitor: Any, original: Callable, sites: Any) -> Callable:
@@ -52,7 +64,7 @@ def wrap_construction(monitor: Any, original: Callable, sites: Any) -> Callable:
 def wrap_softmax(monitor: Any, name: str, original: Callable) -> Callable:
     @functools.wraps(original)
     def softmax(*args: Any, **kwargs: Any) -> Any:
-        if monitor.compiling():
+        if not monitor.watching or monitor.compiling():
             return original(*args, **kwargs)
         dim = args[1] if len(args) > 1 else kwargs.get("dim")
         tensor = args[0] if args else kwargs.get("input")
@@ -75,7 +87,7 @@ def wrap_loss(monitor: Any, name: str, original: Callable) -> Callable:
 
     @functools.wraps(original)
     def loss(*args: Any, **kwargs: Any) -> Any:
-        if monitor.compiling() or getattr(monitor.local, "in_loss", False):
+        if not monitor.watching or monitor.compiling() or getattr(monitor.local, "in_loss", False):
             return original(*args, **kwargs)
         try:
             bound = signature.bind(*args, **kwargs)
