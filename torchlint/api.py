@@ -205,10 +205,18 @@ def _stdin(request: CheckRequest, max_bytes: int) -> bytes:
     return data
 
 
+# One tuple per distinct set of rule options, shared by the tasks that have it: a task each
+# would make a run's memory grow with its files. Few sets exist; the bound is for long-lived processes.
+_OPTIONS: dict[tuple, tuple] = {}
+
+
 def rule_options(options: dict[str, dict[str, Any]]) -> tuple:
     """Rule options as a hashable, picklable tuple (the cache key and the worker's input)."""
-    return tuple(sorted((code, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in values.items())))
-                        for code, values in options.items()))
+    found = tuple(sorted((code, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in values.items())))
+                         for code, values in options.items()))
+    if len(_OPTIONS) > 64:
+        _OPTIONS.clear()
+    return _OPTIONS.setdefault(found, found)
 
 
 def cache_root_for(cache_dir: Optional[Path], resolver: ConfigResolver,

@@ -28,7 +28,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from torchlint import __version__, integrity
 from torchlint.diagnostics import Finding
@@ -80,6 +80,9 @@ class Cache:
         self.index_path = root / __version__ / "index.json"
         self.read = read  # False: write fresh results, serve none (--verify re-lints every file)
         self._entries: Optional[dict[str, Any]] = None
+        # Entries stored in this run, as their JSON: a few hundred bytes each where the dict
+        # takes several kilobytes, so a cold run's memory stays flat in the number of files.
+        self._packed: dict[str, bytes] = {}
         self._dirty = False
         self._key: Optional[bytes] = None
         self._key_loaded = False
@@ -98,6 +101,11 @@ class Cache:
         if self._entries is None:
             self._entries = self._load() if self.read else {}
         return self._entries
+
+    def entry(self, name: str) -> Optional[dict[str, Any]]:
+        """The entry for `name` (a path key), stored in this run or loaded, or None."""
+        packed = self._packed.get(name)
+        return json.loads(packed) if packed is not None else self.entries.get(name)
 
     def _load(self) -> dict[str, Any]:
         key = self.key
@@ -135,11 +143,11 @@ class Cache:
         A result stands only while every file it depends on (the modules the project index
         read for it, and those it looked for and did not find) is as it was.
         Raises RefusedFile/OSError when the file cannot be read; the caller reports it."""
-        entry = self.entries.get(self._path_key(path))
+        entry = self.entry(self._path_key(path))
         if entry is None or entry["settings"] != settings:
             return None, None, None
         data = digest = None
-        if entry["mtime"] is None or _stat_record(stat) != tuple(entry[k] for k in _STAT_FIELDS):
+        if entry["mtime"] is None or stat_record(stat) != tuple(entry[k] for k in _STAT_FIELDS):
             data = read_regular_file(path, max_bytes)
             digest = content_hash(data)
             if digest != entry["hash"]:
@@ -162,9 +170,9 @@ class Cache:
         found: Optional[str] = None
         try:
             st = os.stat(path)
-            entry = self.entries.get(self._path_key(path))
+            entry = self.entry(self._path_key(path))
             if entry is not None and entry["mtime"] is not None \
-                    and _stat_record(st) == tuple(entry[k] for k in _STAT_FIELDS):
+                    and stat_record(st) == tuple(entry[k] for k in _STAT_FIELDS):
                 found = entry["hash"]
             else:
                 found = content_hash(read_regular_file(path, max_bytes))
@@ -173,14 +181,15 @@ class Cache:
         self._dep_hashes[path] = found
         return found
 
-    def store(self, path: str, settings: str, digest: str, stat: Optional[os.stat_result],
+    def store(self, path: str, settings: str, digest: str, stat: Optional[tuple[int, int, int, int]],
               findings: list[Finding], parse_error: Optional[Finding],
               deps: Optional[dict[str, Optional[str]]] = None) -> None:
         key = self.key
         if key is None:
             return
-        racy = stat is None or time.time() - stat.st_mtime < _RACY_SECONDS
-        size, mtime, ctime, ino = _stat_record(stat) if stat is not None else (None,) * 4
+        # `stat` is the file's `stat_record`, taken before it was read (four ints, not a stat_result).
+        racy = stat is None or time.time() - stat[1] / 1e9 < _RACY_SECONDS
+        size, mtime, ctime, ino = stat if stat is not None else (None,) * 4
         name = self._path_key(path)
         entry: dict[str, Any] = {
             "settings": settings, "hash": digest, "size": size, "mtime": None if racy else mtime,
@@ -190,7 +199,8 @@ class Cache:
             "deps": {self._path_key(dep): recorded for dep, recorded in sorted((deps or {}).items())},
         }
         entry["mac"] = entry_mac(key, name, entry)
-        self.entries[name] = entry
+        self.entries.pop(name, None)
+        self._packed[name] = json.dumps(entry, separators=(",", ":")).encode("utf-8")
         self._dirty = True
 
     def save(self) -> None:
@@ -202,10 +212,23 @@ class Cache:
             if self.key is None or cache_subdir(self.root, __version__, create=True) is None:
                 return
             _create_exclusive(self.root / ".gitignore", "# Automatically created by torchlint.\n*\n")
-            index = {"format": _FORMAT, "version": __version__, "files": self.entries}
-            replace_atomically(str(self.index_path), json.dumps(index).encode("utf-8"))
+            replace_atomically(str(self.index_path), self._index_chunks())
         except OSError:
             pass  # a read-only checkout still lints; it just does not cache
+
+
+    def _index_chunks(self) -> Iterator[bytes]:
+        """The index file's JSON, piece by piece: written without ever holding all of it."""
+        yield json.dumps({"format": _FORMAT, "version": __version__})[:-1].encode("utf-8") + b', "files": {'
+        first = True
+        for name, entry in self.entries.items():
+            if name not in self._packed:
+                yield (b"" if first else b",") + json.dumps({name: entry})[1:-1].encode("utf-8")
+                first = False
+        for name, packed in self._packed.items():
+            yield (b"" if first else b",") + json.dumps(name).encode("utf-8") + b":" + packed
+            first = False
+        yield b"}}"
 
 
 def cache_subdir(root: Path, *parts: str, create: bool = False) -> Optional[Path]:
@@ -238,7 +261,8 @@ def entry_mac(key: bytes, name: str, entry: dict[str, Any]) -> str:
     return integrity.tag(key, [_FORMAT, __version__, name, {k: v for k, v in entry.items() if k != "mac"}])
 
 
-def _stat_record(stat: os.stat_result) -> tuple[int, int, int, int]:
+def stat_record(stat: os.stat_result) -> tuple[int, int, int, int]:
+    """What an entry keeps of a file's stat (size, mtime, ctime, inode)."""
     return stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino
 
 

@@ -10,10 +10,10 @@ import traceback
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
 from torchlint.budget import DEFAULT_LINT_TIMEOUT, LintTimeout, cpu_budget, describe_timeout
-from torchlint.cache import content_hash, settings_key
+from torchlint.cache import content_hash, settings_key, stat_record
 from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
 from torchlint import gcpolicy, notebook
 from torchlint.analysis.project_index import ProjectIndex, new_run
@@ -179,7 +179,7 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
     new_run()  # modules may have appeared or gone since the last run in this process
     # A file to lint travels as its path: the worker reads and hashes it, so the parent never
     # holds the bytes of the files (its memory stays flat in the bytes linted).
-    todo: list[tuple[int, FileTask, Optional[tuple[str, Optional[os.stat_result]]]]] = []
+    todo: list[tuple[int, FileTask, Optional[tuple[str, Optional[tuple[int, int, int, int]]]]]] = []
     for i, task in enumerate(tasks):
         record = None
         if cache is not None and task.data is None:
@@ -191,13 +191,14 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
             except (OSError, RefusedFile):
                 hit = None  # the worker's read reports it
             if hit is not None:
-                results[i] = FileResult(task.display, hit[0], parse_error=hit[1], deps=hit[2])
+                results[i] = FileResult(task.display, hit[0], parse_error=hit[1])
                 continue
-            record = (settings, stat)
+            record = (settings, stat_record(stat) if stat is not None else None)
         todo.append((i, task, record))
 
     lint = partial(gcpolicy.settled, lint_task_hashed if cache is not None else lint_task)
     workers = min(jobs or os.cpu_count() or 1, max(1, len(todo) // MIN_FILES_PER_WORKER))
+    cached = len(tasks) - len(todo)
     with gcpolicy.batch():
         if workers > 1:
             from concurrent.futures import ProcessPoolExecutor  # only runs big enough to need it pay the import
@@ -205,10 +206,20 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
             _preload(todo[0][1].codes)
             with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(), initializer=gc.disable) as pool:
                 chunk = max(1, min(64, len(todo) // (workers * 8)))
-                done = _counted(pool.map(lint, [t for _, t, _ in todo], chunksize=chunk),
-                                len(tasks) - len(todo), len(tasks), progress)
+                # Taken as they come: each result leaves its per-file data in the cache and
+                # drops it, so the run never holds every file's at once.
+                _keep(todo, _counted(pool.map(lint, [t for _, t, _ in todo], chunksize=chunk), cached, len(tasks),
+                                     progress), results, cache)
         else:
-            done = _counted((lint(t) for _, t, _ in todo), len(tasks) - len(todo), len(tasks), progress)
+            _keep(todo, _counted((lint(t) for _, t, _ in todo), cached, len(tasks), progress), results, cache)
+    if cache is not None:
+        cache.save()
+    return results  # type: ignore[return-value]
+
+
+def _keep(todo: list[tuple[int, FileTask, Optional[tuple[str, Optional[tuple[int, int, int, int]]]]]],
+          done: Iterable[FileResult], results: list[Optional[FileResult]], cache: Optional["Cache"]) -> None:
+    """Put each result in its place, and in the cache where its task asked (see run_tasks)."""
     for (i, task, record), result in zip(todo, done):
         results[i] = result
         if record is not None and result.digest is not None and result.internal_error is None \
@@ -217,22 +228,19 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
             # The stat was taken before the read: a file changed in between is re-hashed next run.
             cache.store(task.path, record[0], result.digest, record[1], result.findings, result.parse_error,
                         result.deps)
-    if cache is not None:
-        cache.save()
-    return results  # type: ignore[return-value]
+            result.deps = {}  # in the cache now: the run keeps a file's findings, not the paths it read
 
 
 def _counted(results: Iterable[FileResult], cached: int, total: int,
-             progress: Optional[Callable[[int, int], None]]) -> list[FileResult]:
-    """The results, in order, telling `progress` of each (the `cached` hits count as done)."""
+             progress: Optional[Callable[[int, int], None]]) -> Iterator[FileResult]:
+    """The results, in order, telling `progress` of each as it comes (the `cached` hits count as done)."""
     if progress is None:
-        return list(results)
-    done: list[FileResult] = []
+        yield from results
+        return
     progress(cached, total)
-    for result in results:
-        done.append(result)
-        progress(cached + len(done), total)
-    return done
+    for done, result in enumerate(results, cached + 1):
+        progress(done, total)
+        yield result
 
 
 def _preload(codes: frozenset[str]) -> None:

@@ -12,7 +12,7 @@ import re
 import stat
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional, Union
 
 # Pseudo file systems whose "regular" files report size 0 and hold process secrets.
 _PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
@@ -139,13 +139,14 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def replace_atomically(path: str, data: bytes, mode: Optional[int] = None, durable: bool = False,
+def replace_atomically(path: str, data: Union[bytes, Iterable[bytes]], mode: Optional[int] = None, durable: bool = False,
                        owner: Optional[tuple[int, int]] = None,
                        before_replace: Optional[Callable[[], None]] = None) -> None:
     """Write `data` to a temporary file beside `path`, then os.replace it over `path`: readers
     see the old or the new content, never a torn one, and a symlink at `path` is replaced
     itself, never followed. `durable` fsyncs first (user files, not caches); `owner` is the
-    (uid, gid) the new file gets; `before_replace` runs last and may raise to cancel."""
+    (uid, gid) the new file gets; `before_replace` runs last and may raise to cancel. `data` may
+    come in pieces, written one after another."""
     directory = os.path.dirname(path) or "."
     sweep_stale_temps(directory)
     import tempfile  # only when writing: a lint run does not pay for it
@@ -153,7 +154,10 @@ def replace_atomically(path: str, data: bytes, mode: Optional[int] = None, durab
     fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            if isinstance(data, bytes):
+                fh.write(data)
+            else:  # pieces: a large file is never held whole (the cache index)
+                fh.writelines(data)
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
