@@ -6,7 +6,8 @@ expected verdicts written on the lines they are about.
   `check_training_step` / `monitored()` returned) for the harness to read.
 
 A line ending in `# run: CODE VERDICT` expects a finding of CODE at that line with that runtime
-verdict; `# run: CODE VERDICT: text` also expects `text` in its evidence (for a runtime check,
+verdict (another rule's finding is written with its name, `# run: NAME VERDICT`, so that a rule's
+code appears only in its own fixtures); `# run: CODE VERDICT: text` also expects `text` in its evidence (for a runtime check,
 its message). Every confirmed finding must be expected: a program without `# run:` lines is a
 clean twin. Each runtime check has a program that confirms it and a clean twin; each static
 rule with a runtime judge that has run fixtures shows both a confirmed and a "no" verdict."""
@@ -34,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 RUN_PROGRAMS = sorted(FIXTURES.glob("TL*/run/*.py"))
 API_PROGRAMS = sorted(FIXTURES.glob("TL*/api/*.py"))
-EXPECT = re.compile(r"#\s*run:\s*(TL\d{3})\s+([a-z-]+)(?::\s*(.*?))?\s*$")
+EXPECT = re.compile(r"#\s*run:\s*(TL\d{3}|[a-z][a-z0-9-]*[a-z0-9])\s+([a-z-]+)(?::\s*(.*?))?\s*$")
 
 # Runs a fixture program in this child and prints the findings it left in `findings`.
 API_HARNESS = """
@@ -51,8 +52,17 @@ def expectations(path: Path) -> list[tuple[str, int, str, str]]:
     for row, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         match = EXPECT.search(line)
         if match:
-            out.append((match.group(1), row, match.group(2), match.group(3) or ""))
+            out.append((_code(path, row, match.group(1)), row, match.group(2), match.group(3) or ""))
     return out
+
+
+def _code(path: Path, row: int, code_or_name: str) -> str:
+    """A code as written, or the code of the rule or check a name names."""
+    if code_or_name.startswith("TL"):
+        return code_or_name
+    entry = catalog.lookup(code_or_name)
+    assert entry is not None, f"{path.name}:{row}: no rule or check named {code_or_name!r}"
+    return entry.code
 
 
 def check(path: Path, found: list[dict]) -> None:
@@ -119,6 +129,9 @@ def test_runtime_judges_with_fixtures_show_both_sides(rule):
 
 def test_expectations_are_read(tmp_path):
     path = tmp_path / "program.py"
+    named = tmp_path / "named.py"
+    named.write_text("w = 4  # run: parameter-without-gradient not-observed\n", encoding="utf-8")
+    assert expectations(named) == [(catalog.lookup("parameter-without-gradient").code, 1, "not-observed", "")]
     path.write_text("x = 1  # run: TL999 confirmed: at step 0\ny = 2  # run: TL998 not-observed\nz = 3  # runs: TL1\n",
                     encoding="utf-8")
     assert expectations(path) == [("TL999", 1, "confirmed", "at step 0"), ("TL998", 2, "not-observed", "")]
