@@ -121,6 +121,47 @@ def test_a_changed_input_goes_the_normal_way(recorded, tmp_path, monkeypatch, ch
     assert not _answers()
 
 
+HEAD = "import torch.nn as nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n" \
+       "        self.fc = nn.Linear(4, 3)\n        self.act = nn.Softmax(dim=1)\n\n    def forward(self, x):\n" \
+       "        return {out}\n"
+TRAIN = "import torch.nn as nn\nfrom pkg.models import Net\n\nmodel = Net()\nloss_fn = nn.CrossEntropyLoss()\n" \
+        "for x, y in batches:\n    loss = loss_fn(model(x), y)\n    loss.backward()\n"
+
+
+def test_a_module_the_file_imports_edited_in_place_goes_the_normal_way(tmp_path, monkeypatch):
+    """The project index read pkg/models.py for train.py's finding: it is an input, also when
+    a cache hit answered the run and when the edit leaves every directory's stat alone."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(replay, "_isatty", lambda fd: False)
+    monkeypatch.setattr(replay, "_VOLATILE_ENV", replay._VOLATILE_ENV | {"PYTEST_CURRENT_TEST"})
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    models = tmp_path / "pkg" / "models.py"
+    models.write_text(HEAD.format(out="self.act(self.fc(x))"))
+    (tmp_path / "train.py").write_text(TRAIN)
+    argv = ["check", "train.py", "--select", "TL401", "-q"]
+    assert "TL401" in CliRunner().invoke(main, argv).output  # fills the lint cache
+    _age(tmp_path / "train.py", models, tmp_path / "pkg", tmp_path)
+    for _ in range(2):  # a cache hit records too
+        monkeypatch.setattr(replay, "_pending", None)
+        monkeypatch.setattr(replay, "_spoiled", False)
+        try:
+            replay.serve(argv)
+        except SystemExit:
+            break
+        assert "TL401" in CliRunner().invoke(main, argv).output
+    with pytest.raises(SystemExit):
+        replay.serve(argv)  # recorded: unchanged inputs are answered
+    with open(models, "r+", encoding="utf-8") as f:  # in place: no directory's stat changes
+        f.write(HEAD.format(out="self.fc(x)          "))
+    _age(models)
+    monkeypatch.setattr(replay, "_pending", None)
+    try:
+        replay.serve(argv)
+    except SystemExit:
+        pytest.fail("answered from a record whose imported module changed")
+
+
 def test_only_plain_check_command_lines_over_files_are_answered():
     assert replay.check_paths(["check", "a.py", "-q", "--select", "TL1", "--output-format=json"]) == ["a.py"]
     for argv in (["check"], ["check", "-"], ["check", "a.py", "--fix"], ["check", "a.py", "--no-cache"],

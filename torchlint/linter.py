@@ -191,7 +191,7 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
             except (OSError, RefusedFile):
                 hit = None  # the worker's read reports it
             if hit is not None:
-                results[i] = FileResult(task.display, hit[0], parse_error=hit[1])
+                results[i] = FileResult(task.display, hit[0], parse_error=hit[1], deps=hit[2])
                 continue
             record = (settings, stat_record(stat) if stat is not None else None)
         todo.append((i, task, record))
@@ -228,7 +228,6 @@ def _keep(todo: list[tuple[int, FileTask, Optional[tuple[str, Optional[tuple[int
             # The stat was taken before the read: a file changed in between is re-hashed next run.
             cache.store(task.path, record[0], result.digest, record[1], result.findings, result.parse_error,
                         result.deps)
-            result.deps = {}  # in the cache now: the run keeps a file's findings, not the paths it read
 
 
 def _counted(results: Iterable[FileResult], cached: int, total: int,
