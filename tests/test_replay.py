@@ -183,6 +183,13 @@ def test_a_run_that_walked_a_directory_or_warned_is_not_recorded(tmp_path, monke
     assert not replay.record("", 0, ["pkg/a.py"], [], [str(tmp_path)], None, [str(tmp_path)])
 
 
+def test_the_config_names_it_stats_are_the_ones_the_settings_read():
+    # A copy, so that a replay imports no config module; kept in step here.
+    from torchlint.config import CONFIG_FILES
+
+    assert replay.CONFIG_NAMES == CONFIG_FILES
+
+
 def test_records_live_beside_the_cache_key():
     key = integrity.key_path()
     assert key is not None and replay.user_dir() == str(key.parent / "replay")

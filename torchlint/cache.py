@@ -216,7 +216,6 @@ class Cache:
         except OSError:
             pass  # a read-only checkout still lints; it just does not cache
 
-
     def _index_chunks(self) -> Iterator[bytes]:
         """The index file's JSON, piece by piece: written without ever holding all of it."""
         yield json.dumps({"format": _FORMAT, "version": __version__})[:-1].encode("utf-8") + b', "files": {'

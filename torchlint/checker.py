@@ -146,10 +146,10 @@ class Walker:
         self.dispatch = dispatch
         self.leave = leave or {}
         self.errors: dict[str, RuleError] = {}
+        self._plans: dict[type, _Plan] = {}  # see `_plan`
         # Leaf types no rule listens for: `_children` does not even call `visit` on them
         # (Name and Constant are about half of all nodes). A failed rule only ever removes
         # handlers, so the set stays right for the rest of the walk.
-        self._plans: dict[type, _Plan] = {}
         self._silent = frozenset(cls for cls in LEAF_TYPES if cls not in self.dispatch and cls not in self.leave)
 
     def _run(self, handlers: list[Handler], node: ast.AST) -> None:

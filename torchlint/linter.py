@@ -170,6 +170,11 @@ def lint_task_hashed(task: FileTask) -> FileResult:
     return result
 
 
+# A file still to lint: its place in the results, its task, and (when the cache is on) its
+# settings key and the stat record taken before the read.
+_Todo = tuple[int, FileTask, Optional[tuple[str, Optional[tuple[int, int, int, int]]]]]
+
+
 def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional["Cache"] = None,
               progress: Optional[Callable[[int, int], None]] = None) -> list[FileResult]:
     """Lint every task, reusing cached results, in worker processes when it pays off.
@@ -179,7 +184,7 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
     new_run()  # modules may have appeared or gone since the last run in this process
     # A file to lint travels as its path: the worker reads and hashes it, so the parent never
     # holds the bytes of the files (its memory stays flat in the bytes linted).
-    todo: list[tuple[int, FileTask, Optional[tuple[str, Optional[tuple[int, int, int, int]]]]]] = []
+    todo: list[_Todo] = []
     for i, task in enumerate(tasks):
         record = None
         if cache is not None and task.data is None:
@@ -206,8 +211,8 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
             _preload(todo[0][1].codes)
             with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(), initializer=gc.disable) as pool:
                 chunk = max(1, min(64, len(todo) // (workers * 8)))
-                # Taken as they come: each result leaves its per-file data in the cache and
-                # drops it, so the run never holds every file's at once.
+                # Taken as they come: each result is stored in the cache (as packed JSON) when
+                # it arrives, not after the whole run.
                 _keep(todo, _counted(pool.map(lint, [t for _, t, _ in todo], chunksize=chunk), cached, len(tasks),
                                      progress), results, cache)
         else:
@@ -217,7 +222,7 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
     return results  # type: ignore[return-value]
 
 
-def _keep(todo: list[tuple[int, FileTask, Optional[tuple[str, Optional[tuple[int, int, int, int]]]]]],
+def _keep(todo: list[_Todo],
           done: Iterable[FileResult], results: list[Optional[FileResult]], cache: Optional["Cache"]) -> None:
     """Put each result in its place, and in the cache where its task asked (see run_tasks)."""
     for (i, task, record), result in zip(todo, done):
