@@ -128,7 +128,7 @@ def test_a_changed_dependency_invalidates_the_cached_findings(tmp_path, monkeypa
 def test_a_module_that_appears_invalidates_what_was_concluded_without_it(tmp_path, monkeypatch):
     (tmp_path / "net.py").write_text("import torch\nfrom layers import Base\n\n\nclass Net(Base):\n"
                                      "    def __init__(self):\n        super().__init__()\n"
-                                     "        self.mask = torch.ones(3)\n")
+                                     "        self.mask = torch.ones(3)\n\n    def forward(self, x):\n        return x * self.mask\n")
     assert _run(tmp_path, {ATTRIBUTE}, no_cache=False, monkeypatch=monkeypatch) == []
     (tmp_path / "layers.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
     found = _run(tmp_path, {ATTRIBUTE}, paths=["net.py"], no_cache=False, monkeypatch=monkeypatch)
@@ -169,7 +169,7 @@ def test_the_index_reads_nothing_outside_its_roots(tmp_path, monkeypatch):
     (root / "layers.py").symlink_to(outside / "layers.py")
     (root / "net.py").write_text("import torch\nfrom layers import Base\n\n\nclass Net(Base):\n"
                                  "    def __init__(self):\n        super().__init__()\n"
-                                 "        self.mask = torch.ones(3)\n")
+                                 "        self.mask = torch.ones(3)\n\n    def forward(self, x):\n        return x * self.mask\n")
     index = ProjectIndex(str(root / "net.py"), (str(root),))
     assert index.module("layers") is None  # the link leads out of the project
     assert _run(root, {ATTRIBUTE}, paths=["net.py"], monkeypatch=monkeypatch) == []

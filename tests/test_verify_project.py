@@ -96,6 +96,9 @@ class Head(nn.Module):
     def __init__(self):
         super().__init__()
         self.scale = torch.ones(WIDTH)
+
+    def forward(self, x):
+        return x * self.scale
 """
 
 
@@ -345,7 +348,8 @@ def test_tl601_loads_a_checkpoint_of_the_shape_the_project_saves(tmp_path, monke
     assert namespace.verify.verdict == "demonstrated" and namespace.verify.source == "probe", namespace.verify
     assert "train.py:8" in namespace.verify.runs[0].evidence and "argparse.Namespace" in \
         namespace.verify.runs[0].evidence
-    assert weights.verify.verdict == "not-applicable" and "train.py:9" in weights.verify.runs[0].evidence, \
+    # A state_dict loads under 2.13's default, which says nothing of torch < 2.6's: not shown.
+    assert weights.verify.verdict == "skipped" and "train.py:9" in weights.verify.runs[0].evidence, \
         weights.verify
 
 

@@ -63,12 +63,19 @@ class Evidence:
     # (build, facts) -> (verdict, evidence); `build()` constructs the user's class.
     observe: Optional[Callable[[Callable[[], Any], dict], tuple[str, str]]] = None
     reason: Optional[str] = None  # why nothing can be run (no probe)
+    # The probe builds its own example and reads none of the finding's facts: what it shows is
+    # torch in general, not this code, so --verify reports its answer as `skipped`, the
+    # demonstration labelled generic (verify/claims.py). tests/test_verify_claims.py checks the
+    # flag against the probe's body.
+    generic_probe: bool = False
 
     def __post_init__(self) -> None:
         if (self.probe is None) == (self.reason is None):
             raise ValueError("Evidence: give a probe or the reason there is none, not both")
         if (self.slice is None) != (self.judge is None):
             raise ValueError("Evidence: a slice needs its judge, and a judge its slice")
+        if self.generic_probe and self.probe is None:
+            raise ValueError("Evidence: generic_probe describes a probe; this rule has none")
         if any(f is not None and not callable(f) for f in (self.probe, self.judge)):
             raise TypeError("Evidence: probe and judge are functions of the rule's module, not names")
 

@@ -30,6 +30,7 @@ from torchlint.cache import cache_subdir
 from torchlint.diagnostics import Finding
 from torchlint.records import YOUR_CODE, RecordError, Verdict, Verification
 from torchlint.safe_io import RefusedFile, read_regular_file, replace_atomically
+from torchlint.verify.claims import as_claimed
 from torchlint.verify.plan import (USES_PROJECT, ProbeRequest, clean_facts, notebook_view, plan, verdict_code_hash,
                                    with_project)
 from torchlint.verify.project import ProjectTree
@@ -242,7 +243,7 @@ class _Session:
                 continue
             run = self.run_on(finding, dev, planned, first=not runs)
             if run is not None:
-                runs.append(run)
+                runs.append(as_claimed(finding.code, run))
         return Verification(tuple(runs))
 
     def run_on(self, finding: Finding, dev: str, planned: list[Planned], first: bool) -> Optional[Verdict]:

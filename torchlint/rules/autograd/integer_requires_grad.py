@@ -91,7 +91,7 @@ class IntegerRequiresGrad(Rule):
     tags = ("correctness", "autograd", "dtype")
     requires_text = ('requires_grad',)
     precision = "very-high"
-    evidence = Evidence(probe=probe_integer_requires_grad, slice="call", judge=judge_integer_requires_grad,
+    evidence = Evidence(generic_probe=True, probe=probe_integer_requires_grad, slice="call", judge=judge_integer_requires_grad,
                         crash=r"Only Tensors of floating point and complex dtype can require gradients")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:

@@ -102,7 +102,7 @@ class LeafInplaceUpdateOutsideNoGrad(Rule):
     default_enabled = False
     tags = ("correctness", "autograd")
     requires_text = ('requires_grad', 'Parameter', 'parameters')
-    evidence = Evidence(probe=probe_leaf_inplace, slice="leaf-inplace", judge=judge_leaf_inplace,
+    evidence = Evidence(generic_probe=True, probe=probe_leaf_inplace, slice="leaf-inplace", judge=judge_leaf_inplace,
                         crash=r"leaf Variable that requires grad is being used in an in-place operation")
 
     def _requires_grad_leaf(self, node: ast.AST, ctx: FileContext) -> bool:

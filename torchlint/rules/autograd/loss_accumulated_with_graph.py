@@ -222,7 +222,7 @@ class LossAccumulatedWithGraph(Rule):
     tags = ("performance", "memory", "training-loop")
     requires_text = ('backward',)
 
-    evidence = Evidence(probe=probe_loss_accumulated, slice="statement-value", judge=judge_loss_accumulated,
+    evidence = Evidence(generic_probe=True, probe=probe_loss_accumulated, slice="statement-value", judge=judge_loss_accumulated,
                         runtime=run_verdict, monitor=GraphKeptMonitor)
 
     # The walk collects, for every enclosing loop of the current function, what its body

@@ -157,7 +157,7 @@ class MissingZeroGrad(Rule):
     severity = "warning"
     tags = ("correctness", "training-loop")
     requires_text = ('backward',)
-    evidence = Evidence(probe=probe_missing_zero_grad, slice="call-twice-with-grads", judge=judge_missing_zero_grad,
+    evidence = Evidence(generic_probe=True, probe=probe_missing_zero_grad, slice="call-twice-with-grads", judge=judge_missing_zero_grad,
                         runtime=run_verdict, monitor=StaleGradientMonitor)
 
     def _check(self, node: ast.AST, ctx: FileContext) -> None:

@@ -106,7 +106,7 @@ class RequiresGradTypo(Rule):
     tags = ("correctness", "autograd")
     requires_text = ('require_grad', 'requires_grads', 'requiresgrad', 'requires_gradient')
     precision = "very-high"
-    evidence = Evidence(probe=probe_requires_grad_typo, slice="attribute-typo", judge=judge_requires_grad_typo,
+    evidence = Evidence(generic_probe=True, probe=probe_requires_grad_typo, slice="attribute-typo", judge=judge_requires_grad_typo,
                         crash=r"unexpected keyword argument 'require")
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:

@@ -129,7 +129,7 @@ class ZeroGradBetweenBackwardAndStep(Rule):
     tags = ("correctness", "training-loop")
     requires_text = ('zero_grad',)
     precision = "very-high"
-    evidence = Evidence(probe=probe_zero_grad_between, slice="call-with-grads", judge=judge_zero_grad_between,
+    evidence = Evidence(generic_probe=True, probe=probe_zero_grad_between, slice="call-with-grads", judge=judge_zero_grad_between,
                         runtime=run_verdict, monitor=ZeroedBeforeStepMonitor)
 
     def _scan(self, stmts: list[ast.stmt], ctx: FileContext) -> None:

@@ -153,7 +153,7 @@ class ChainedConversion(Rule):
     # twice; the tensor's dtype (and so whether `.float()` copies at all) is rarely known statically.
     default_enabled = False
     tags = ("performance", "dtype", "device")
-    evidence = Evidence(probe=probe_chained_conversion, slice="thunk", judge=judge_chained_conversion)
+    evidence = Evidence(generic_probe=True, probe=probe_chained_conversion, slice="thunk", judge=judge_chained_conversion)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         outer = _conversion_kind(node, ctx)

@@ -62,10 +62,11 @@ def _built_from_factory(node: ast.AST, ctx: FileContext, depth: int = 0) -> bool
 
 
 def _handled_elsewhere(uses: dict[str, tuple[bool, int, int]], attr: str) -> bool:
-    """The class moves it itself at every use (`self.bins.to(x.device)`), or another method
-    replaces it before use (a setter): either way `.to()` on the module is not needed."""
+    """The class moves it itself at every use (`self.bins.to(x.device)`), another method
+    replaces it before use (a setter), or no method reads it (a demo of what
+    `named_parameters()` lists): either way nothing mixes devices or misses a saved value."""
     stored_elsewhere, reads, moved = uses.get(attr, (False, 0, 0))
-    return stored_elsewhere or (reads > 0 and moved == reads)
+    return stored_elsewhere or moved == reads
 
 
 # -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------
@@ -160,7 +161,8 @@ class UnregisteredTensorAttribute(Rule):
 
     Not flagged: `torch.tensor(x)` of something that may be a scalar (a 0-dim CPU tensor combines
     with tensors on any device); an attribute the class moves itself at every use
-    (`self.bins.to(x.device)`); an attribute another method replaces before use (a setter).
+    (`self.bins.to(x.device)`); an attribute another method replaces before use (a setter); an
+    attribute no method of the class reads (nothing mixes devices, nothing is lost on reload).
 
     Subclasses of framework modules count as Modules: `pytorch_lightning`/`lightning`
     `LightningModule`, Hugging Face `PreTrainedModel` (and `*PreTrainedModel`), diffusers
@@ -181,6 +183,9 @@ class UnregisteredTensorAttribute(Rule):
         def __init__(self):
             super().__init__()
             self.mask = torch.tril(torch.ones(8, 8))
+
+        def forward(self, scores):
+            return scores.masked_fill(self.mask == 0, float("-inf"))
     ```
 
     ## Use instead
@@ -189,6 +194,9 @@ class UnregisteredTensorAttribute(Rule):
         def __init__(self):
             super().__init__()
             self.register_buffer("mask", torch.tril(torch.ones(8, 8)))
+
+        def forward(self, scores):
+            return scores.masked_fill(self.mask == 0, float("-inf"))
     ```
 
     ## Fix safety
@@ -206,7 +214,7 @@ class UnregisteredTensorAttribute(Rule):
     tags = ("correctness", "device", "module")
     requires_text = ('__init__',)
     options = {"module-bases": MODULE_BASES_OPTION}
-    evidence = Evidence(probe=probe_unregistered_tensor, slice="construct-and-read-attribute", judge=judge_unregistered_tensor,
+    evidence = Evidence(generic_probe=True, probe=probe_unregistered_tensor, slice="construct-and-read-attribute", judge=judge_unregistered_tensor,
                         observe=observe_unregistered_tensor)
 
     def visit_Assign(self, node: ast.Assign, ctx: FileContext) -> None:

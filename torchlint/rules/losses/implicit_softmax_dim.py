@@ -163,7 +163,7 @@ class ImplicitSoftmaxDim(Rule):
     requires_text = ('softmax', 'Softmax', 'softmin', 'Softmin')
     precision = "very-high"
 
-    evidence = Evidence(probe=probe_implicit_softmax_dim, slice="call", judge=judge_implicit_softmax_dim,
+    evidence = Evidence(generic_probe=True, probe=probe_implicit_softmax_dim, slice="call", judge=judge_implicit_softmax_dim,
                         runtime=run_verdict, monitor=ImplicitDimMonitor,
                         crash=r"missing 1 required positional arguments?: .dim.|unexpected keyword argument .axis.")
 

@@ -98,7 +98,7 @@ class ForwardCalledDirectly(Rule):
     default_enabled = False
     tags = ("correctness", "module")
     requires_text = ('.forward',)
-    evidence = Evidence(probe=probe_forward_directly, slice="call", judge=judge_forward_directly)
+    evidence = Evidence(generic_probe=True, probe=probe_forward_directly, slice="call", judge=judge_forward_directly)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func

@@ -123,7 +123,7 @@ class MissingSuperInit(Rule):
     requires_text = ('__init__',)
     options = {"module-bases": MODULE_BASES_OPTION}
     precision = "very-high"
-    evidence = Evidence(probe=probe_missing_super, slice="construct", judge=judge_missing_super,
+    evidence = Evidence(generic_probe=True, probe=probe_missing_super, slice="construct", judge=judge_missing_super,
                         crash=r"before Module\.__init__\(\) call",
                         observe=observe_missing_super)
 

@@ -156,7 +156,7 @@ class ModuleInPlainContainer(Rule):
     # `class ` too: a class may be a Module through a base class in another file.
     requires_text = ('Module', 'nn.', 'torch.nn', 'PreTrainedModel', 'ModelMixin', 'class ')
     options = {"module-bases": MODULE_BASES_OPTION}
-    evidence = Evidence(probe=probe_plain_container, slice="construct-and-read-attribute", judge=judge_plain_container,
+    evidence = Evidence(generic_probe=True, probe=probe_plain_container, slice="construct-and-read-attribute", judge=judge_plain_container,
                         observe=observe_plain_container)
 
     def _container(self, value: ast.AST, ctx: FileContext) -> Optional[str]:

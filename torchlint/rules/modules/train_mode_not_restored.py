@@ -152,7 +152,7 @@ class TrainModeNotRestored(Rule):
     tags = ("correctness", "training-loop")
     requires_text = ('.eval(',)
 
-    evidence = Evidence(probe=probe_train_mode, slice="mode-at-backward", judge=judge_train_mode, runtime=run_verdict)
+    evidence = Evidence(generic_probe=True, probe=probe_train_mode, slice="mode-at-backward", judge=judge_train_mode, runtime=run_verdict)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if not ctx.loops:

@@ -98,8 +98,11 @@ def probe_unsafe_load(params: dict, device: str) -> tuple[str, str]:
         return "not-reproduced", "torch.load(weights_only=False) did not run the pickled callable"
     if default is None:
         return "confirmed", "the default torch.load (weights_only unset) ran a pickled callable while loading"
-    return ("not-applicable", f"on torch {torch.__version__} an unset weights_only means weights_only=True: the "
-                              f"pickled callable was refused ({first_line(default)}); a state_dict loads safely")
+    # The finding is about the torch floor the code supports (before 2.6), not this torch: a
+    # refusal here says nothing of the old default, so nothing is shown (issue 19).
+    return ("skipped", f"the hazard is the default of torch before 2.6; torch {torch.__version__} here defaults to "
+                       f"weights_only=True and refused the pickled callable ({first_line(default)}), so it cannot "
+                       "show it")
 
 
 def observe_saved_checkpoint(build, facts: dict) -> tuple[str, str]:
@@ -138,8 +141,8 @@ def observe_saved_checkpoint(build, facts: dict) -> tuple[str, str]:
     if strict:
         return "confirmed", (f"the default torch.load of torch {torch.__version__} unpickles {what}, which "
                              f"weights_only=True refuses ({strict})")
-    return "not-applicable", (f"torch {torch.__version__} loads {what} with weights_only=True, its default: "
-                              "the unset weights_only is safe here")
+    return "skipped", (f"torch {torch.__version__} loads {what} with weights_only=True, its default; the hazard "
+                       "is the default of torch before 2.6, which this torch cannot show")
 
 
 class WeightsOnlyFalse(Violation):
