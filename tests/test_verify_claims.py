@@ -11,7 +11,7 @@ import pytest
 
 from torchlint import catalog
 from torchlint.records import PROBE, YOUR_CODE, Verdict
-from torchlint.verify.claims import GENERIC_LABEL, as_claimed, generic_probe_codes
+from torchlint.verify.claims import GENERIC_LABEL, OFF_BY_DEFAULT_LABEL, as_claimed, generic_probe_codes
 
 PROBED = [r for r in catalog.static_rules() if r.evidence is not None and r.evidence.probe is not None]
 
@@ -40,8 +40,16 @@ def test_a_generic_probe_answer_is_skipped_and_its_demonstration_kept(verdict):
     assert got.evidence.startswith(GENERIC_LABEL) and f"({verdict})" in got.evidence and "2 copies" in got.evidence
 
 
+def test_an_off_by_default_rules_probe_demonstration_is_skipped_but_its_no_stands():
+    shown = as_claimed("TL707", Verdict("demonstrated", "probe: Adam's L2 decay shrank the update", PROBE))
+    assert shown.verdict == "skipped" and shown.evidence.startswith(OFF_BY_DEFAULT_LABEL)
+    assert "Adam's L2 decay" in shown.evidence
+    no = Verdict("not-reproduced", "probe: values, not sizes", PROBE)
+    assert as_claimed("TL205", no) is no
+
+
 @pytest.mark.parametrize("code, verdict", [("TL203", Verdict("confirmed", "ran it", YOUR_CODE)),
-                                           ("TL205", Verdict("demonstrated", "probe: Tensor(3)", PROBE)),
+                                           ("TL110", Verdict("demonstrated", "probe: G got gradients", PROBE)),
                                            ("TL203", Verdict("error", "probe failed", PROBE))])
 def test_your_code_a_fact_reading_probe_and_errors_are_left_as_they_are(code, verdict):
     assert as_claimed(code, verdict) is verdict
