@@ -82,10 +82,17 @@ def test_a_notebook_finding_gets_the_verdict_of_the_same_code_in_a_file(tmp_path
     for _, _, cell_findings, file_findings in pairs:
         assert sorted(f.code for f in cell_findings) == sorted(f.code for f in file_findings)
         assert len(cell_findings) == 2  # a float cast of class-index labels, a legacy constructor
-    texts = {str(p): p.read_text() for pair in pairs for p in pair[:2]}
-    # One run for both pairs: the project (tmp_path) is what the programs run from.
-    runner.verify_findings([f for pair in pairs for f in pair[2] + pair[3]], device="cpu", timeout=60,
-                           sources=texts.get, cache_dir=tmp_path / "cache", project=str(tmp_path))
+    # A notebook in a folder with no .py file: the project's snapshot has no such folder.
+    (tmp_path / "notebooks").mkdir()
+    alone = tmp_path / "notebooks" / "alone.ipynb"
+    alone.write_text(_notebook(PROGRAM_CELLS))
+    alone_findings = _findings(alone)
+    texts = {str(p): p.read_text() for pair in pairs for p in pair[:2]} | {str(alone): alone.read_text()}
+    # One run for all: the project (tmp_path) is what the programs run from.
+    runner.verify_findings([f for pair in pairs for f in pair[2] + pair[3]] + alone_findings, device="cpu",
+                           timeout=60, sources=texts.get, cache_dir=tmp_path / "cache", project=str(tmp_path))
+    assert {f.code: f.verify["verdict"] for f in alone_findings} == {"TL201": "confirmed", "TL205": "confirmed"}, \
+        [f.verify for f in alone_findings]
     for notebook, _, cell_findings, file_findings in pairs:
         for in_cell, in_file in zip(sorted(cell_findings, key=lambda f: f.code),
                                     sorted(file_findings, key=lambda f: f.code)):

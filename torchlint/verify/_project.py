@@ -144,7 +144,9 @@ def _run_program(code: str, spec: dict, root: str, facts: dict, seconds: float) 
     stdin, argv, cwd = sys.stdin, sys.argv, os.getcwd()
     sys.stdin, sys.argv = io.StringIO(""), [file]
     try:
-        os.chdir(os.path.dirname(file) or root)
+        # A notebook's folder may hold no .py file, so the snapshot lacks it: run from the root.
+        here = os.path.dirname(file)
+        os.chdir(here if here and os.path.isdir(here) else root)
         return slices.run_slice(code, facts, spec["variants"], spec.get("stop", "flag"), bool(spec.get("grads")),
                                 seconds, program=file)
     finally:
