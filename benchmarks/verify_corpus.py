@@ -111,16 +111,19 @@ def summary(args: argparse.Namespace) -> None:
 
 
 def judge(findings: list[dict], labels: dict[str, bool], root: Path) -> None:
-    seen, wrong = 0, []
+    seen, wrong, kinds = 0, [], Counter()
     for f in findings:
         truth = labels.get(key(f, root))
         if truth is None:
             continue
         seen += 1
         verdict = f["verify"]["verdict"]
+        kinds[f"{'true' if truth else 'false'} finding: {verdict}/{f['verify']['source']}"] += 1
         if (verdict in POSITIVE and not truth) or (verdict in NEGATIVE and truth):
             wrong.append((key(f, root), truth, verdict, f["verify"]["source"]))
     print(f"\ntriaged findings with a verdict: {seen}; wrong verdicts: {len(wrong)}")
+    for kind, n in sorted(kinds.items()):
+        print(f"  {kind}: {n}")
     for k, truth, verdict, source in wrong:
         print(f"  {k}: finding {'true' if truth else 'false'}, verdict {verdict} ({source})")
 
