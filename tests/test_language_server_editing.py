@@ -6,7 +6,9 @@ index; and what the server publishes equals `torchlint check` of the same text."
 from __future__ import annotations
 
 import asyncio
+import gc
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -110,3 +112,99 @@ def test_a_saved_import_target_re_lints_the_documents_that_import_it(tmp_path, m
     assert len(_published(server, deep.as_uri())) == before[deep.as_uri()]  # its chain does not go through base.py
     assert _linted(server, net.as_uri()) == _check(root, "models/net.py")
     assert (12, ATTRIBUTE) not in {(row, code) for row, _, code in _diagnostics(_published(server, net.as_uri())[-1])}
+
+
+def _edit(server: Recorder, uri: str, version: int, start: tuple[int, int], end: tuple[int, int], text: str) -> None:
+    """An incremental didChange: replace the LSP range start..end (UTF-16 units) by `text`."""
+    change = types.TextDocumentContentChangePartial(range=types.Range(
+        start=types.Position(*start), end=types.Position(*end)), text=text)
+    params = types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version), content_changes=[change])
+    server.workspace.update_text_document(params.text_document, change)
+
+
+def test_findings_after_incremental_edits_equal_a_fresh_lint_of_the_same_text(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    server = _server(tmp_path)
+    uri = (tmp_path / "train.py").as_uri()
+    server.open(uri, BAD)
+    server.lint(uri)
+    # Insert lines (the findings below move), edit after a non-BMP character (2 UTF-16
+    # units), delete a line, then insert at the top: each lint equals a fresh one.
+    edits = [((1, 0), (1, 0), 's = "\U0001F600"\nx = torch.symeig(3)\n'),
+             ((1, 8), (1, 8), " + 'a'"),
+             ((3, 0), (4, 0), ""),
+             ((0, 12), (0, 12), "\nimport torch.nn.functional as F\ny = F.softmax(x)\n")]
+    for version, (start, end, text) in enumerate(edits, 2):
+        _edit(server, uri, version, start, end, text)
+        server.lint(uri)
+        source = server.workspace.get_text_document(uri).source
+        (tmp_path / "train.py").write_text(source, encoding="utf-8")
+        assert _linted(server, uri) == _check(tmp_path, "train.py")
+        assert _diagnostics(server.sent[-1]) == [(row, col, code) for row, col, code, _ in _linted(server, uri)]
+    head, rest = BAD.split("\n\n", 1)
+    assert source == head + '\nimport torch.nn.functional as F\ny = F.softmax(x)\n\ns = "\U0001F600" + \'a\'\n' \
+        'x = torch.symeig(3)\n' + rest
+    assert {"TL901"} <= {code for _, _, code in _diagnostics(server.sent[-1])}
+
+
+def test_a_lint_runs_with_the_cyclic_collector_off_and_collects_after_publishing(tmp_path, monkeypatch):
+    from torchlint import language_server
+
+    monkeypatch.chdir(tmp_path)
+    server = _server(tmp_path)
+    uri = (tmp_path / "train.py").as_uri()
+    server.open(uri, BAD)
+    during: list[bool] = []
+    real = language_server.lint_document
+
+    def recording(*args: object, **kwargs: object) -> object:
+        during.append(gc.isenabled())
+        if len(during) == 2:
+            raise RuntimeError("a rule bug")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(language_server, "lint_document", recording)
+    collected: list[int] = []
+    monkeypatch.setattr(language_server.gc, "collect", lambda generation=2: collected.append(generation))
+
+    async def lint_twice() -> None:
+        server.lint(uri)
+        assert gc.isenabled() and not collected  # on again, and nothing collected before publishing
+        await asyncio.sleep(0)
+        assert collected == [1]  # the lint's young garbage, once the diagnostics are out
+        server.lint(uri)  # the internal error is logged; the collector is on again all the same
+        assert gc.isenabled() and server.idle_collection is not None
+        assert server.idle_collection.when() - asyncio.get_running_loop().time() > language_server.IDLE_COLLECT_SECONDS / 2
+
+    asyncio.run(lint_twice())
+    assert during == [False, False] and len(server.sent) == 1 and "a rule bug" in server.logged[-1]
+
+
+def test_edits_that_queue_behind_a_slow_lint_are_typing(tmp_path, monkeypatch):
+    from torchlint import language_server
+
+    monkeypatch.chdir(tmp_path)
+    server = _server(tmp_path)
+    uri = (tmp_path / "train.py").as_uri()
+    server.open(uri, BAD)
+    real = language_server.lint_document
+
+    def slow(*args: object, **kwargs: object) -> object:
+        time.sleep(DEBOUNCE_SECONDS * 1.2)  # a busy machine: the next keystrokes wait in the pipe
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(language_server, "lint_document", slow)
+
+    async def type_behind_a_lint() -> None:
+        loop = asyncio.get_running_loop()
+        _change(server, uri, 2, BAD + "#\n")
+        assert server.pending[uri].when() - loop.time() <= QUICK_SECONDS  # a lone edit
+        while uri in server.pending:
+            await asyncio.sleep(QUICK_SECONDS)
+        _change(server, uri, 3, BAD + "##\n")  # read as soon as the lint let go of the loop
+        assert server.pending[uri].when() - loop.time() > QUICK_SECONDS  # typing: waits for the pause
+        server.cancel(uri)
+
+    asyncio.run(type_behind_a_lint())
+    assert len(server.sent) == 1
