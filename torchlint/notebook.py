@@ -61,6 +61,8 @@ def is_notebook(path: str) -> bool:
 
 @dataclass
 class Cell:
+    """A notebook's code cell."""
+
     number: int  # 1-based position among all cells
     lines: list[str]  # source lines, without line endings
     first_row: int = 0  # 1-based row of its first line in the concatenated program
@@ -68,6 +70,8 @@ class Cell:
 
 @dataclass
 class Notebook:
+    """A notebook's code cells."""
+
     path: str
     cells: list[Cell] = field(default_factory=list)  # code cells only, in order
     # The kernel language the metadata declares when it is not Python ("r", "julia"): cells
