@@ -6,6 +6,7 @@ benchmarks/startup.py; these tests check what is imported, which does not depend
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -69,3 +70,35 @@ def test_a_cache_hit_imports_no_rule_and_a_cold_file_only_the_rules_its_text_wak
              if r.default_enabled and r.code != "TL000" and r.applies_to(cold_text)}
     assert "TL201" in cold_codes and set(after_cold) == woken
     assert len(woken) < len(STATIC.default) / 4  # the bite: most rules stay unimported
+
+
+_CLI_PROBE = textwrap.dedent("""
+    import json, sys
+    sys.argv = ["torchlint", "check", "a.py", "--no-cache"]
+    from torchlint.entry import main
+    try:
+        main()
+    finally:  # what the console script had imported when it exited
+        with open("modules.json", "w") as out:
+            json.dump(sorted(sys.modules), out)
+""")
+
+
+def test_a_plain_check_imports_no_click_and_only_the_rules_its_text_wakes(tmp_path):
+    """The command line people run most (`check FILE`) imports neither click (the command's
+    parser is check_command's), nor the cache with --no-cache, nor TOML without a config
+    file, nor git for a file named plainly, nor a rule module its text cannot wake."""
+    text = "import torch\n\nwith torch.no_grad():\n    loss = net(x).mean()\n    loss.backward()\n"
+    (tmp_path / "a.py").write_text(text)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "user-cache")  # no recorded answer to replay
+    done = subprocess.run([sys.executable, "-c", _CLI_PROBE], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "TL101" in done.stdout, done.stderr[-2000:]
+    imported = set(json.loads((tmp_path / "modules.json").read_text()))
+    assert "torchlint.api" in imported and "torchlint.checker" in imported  # the probe sees the run's imports
+    unwanted = {"click", "torchlint.cli", "torchlint.cache", "tomllib", "subprocess"}
+    assert imported & unwanted == set()
+    rules = {m for m in imported if m.startswith("torchlint.rules.") and m.count(".") >= 3}
+    woken = {r.module for r in lazy.by_code().values()
+             if r.default_enabled and r.code != "TL000" and r.applies_to(text)}
+    assert "torchlint.rules.autograd.backward_under_no_grad" in rules and rules <= woken
