@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ast
 import io
-import json
 import re
 import tokenize
 from dataclasses import dataclass, field, replace
@@ -105,6 +104,8 @@ class NotebookError(Exception):
 def parse_notebook(path: str, data: bytes, max_code_bytes: Optional[int] = None) -> Notebook:
     """The code cells of an nbformat 4 notebook; NotebookError says why it is not one, or
     that its code cells hold more than `max_code_bytes` (UTF-8) together."""
+    import json  # only for a notebook: a .py run never needs the JSON decoder
+
     try:
         doc = json.loads(data)
     except json.JSONDecodeError as exc:
