@@ -26,9 +26,20 @@ def test_the_index_describes_every_static_rule_as_its_class_does():
         assert entry.load() is rule
         assert (entry.name, entry.default_enabled, entry.option_keys) == (rule.name, rule.default_enabled,
                                                                          tuple(sorted(rule.options)))
+        assert (entry.summary, entry.severity, entry.tags, entry.precision, entry.security_severity) == (
+            rule.summary, rule.severity, tuple(rule.tags), rule.precision, rule.security_severity)
         assert [entry.applies_to(t) for t in texts] == [rule.applies_to(t) for t in texts], rule.code
     assert STATIC.default == frozenset(r.code for r in rules if r.default_enabled)
     assert lazy.runtime_codes() == catalog.runtime_codes()
+
+
+def test_sarif_describes_a_rule_from_the_index_as_from_its_class(monkeypatch):
+    from torchlint.output import sarif
+
+    from_index = {rule.code: sarif._rule_descriptor(rule.code) for rule in catalog.static_rules()}
+    monkeypatch.setattr(sarif, "_described", lambda code: catalog.by_code()[code])
+    assert from_index == {rule.code: sarif._rule_descriptor(rule.code) for rule in catalog.static_rules()}
+    assert sarif._rule_descriptor("TL020")["id"] == "TL020"  # a runtime check's, from the catalog
 
 
 def test_the_walk_gets_stand_ins_that_build_the_real_rule():
