@@ -20,6 +20,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Optional
 
+from torchlint.output import FORMATS
+from torchlint.output.color import CHOICES as COLOR_CHOICES
+
 if TYPE_CHECKING:
     from torchlint import api
     from torchlint.config import CliOverrides
@@ -29,10 +32,6 @@ EXIT_FINDINGS, EXIT_ERROR = 1, 2
 # Formats other programs parse: a statistics table in their place would break the reader.
 STATISTICS_FORMATS = ("full", "concise", "grouped", "json")
 TEXT_FORMATS = ("full", "concise", "grouped")
-# output.FORMATS' names and output.color.CHOICES, not imported for a name (a test keeps them equal).
-FORMAT_NAMES = ("azure", "concise", "full", "github", "gitlab", "grouped", "json", "json-lines", "junit",
-                "pylint", "rdjson", "sarif")
-COLOR_CHOICES = ("auto", "always", "never")
 
 # Every option of `check` as its function receives it, with click's defaults (a test compares).
 DEFAULTS: dict[str, Any] = {
@@ -50,7 +49,7 @@ DEFAULTS: dict[str, Any] = {
 _FAST_FLAGS = {"-q": "quiet", "--quiet": "quiet", "--exit-zero": "exit_zero", "--statistics": "statistics",
                "--no-cache": "no_cache", "--isolated": "isolated", "--force-exclude": "force_exclude"}
 _FAST_VALUED: dict[str, tuple[str, Optional[tuple[str, ...]]]] = {
-    "--output-format": ("output_format", FORMAT_NAMES), "--color": ("color", COLOR_CHOICES),
+    "--output-format": ("output_format", tuple(FORMATS)), "--color": ("color", COLOR_CHOICES),
     "--select": ("select", None), "--extend-select": ("extend_select", None), "--ignore": ("ignore", None)}
 
 
