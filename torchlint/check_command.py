@@ -20,12 +20,19 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchlint.output import FORMATS
-from torchlint.output.color import CHOICES as COLOR_CHOICES
+from torchlint import api, replay
+from torchlint.config import CliOverrides, ConfigError, check_torch_version
+from torchlint.options import OPTIONS
+from torchlint.output import FORMATS, ROOT_RELATIVE_FORMATS
+from torchlint.output.ci_safe import COMMAND_FORMATS, finish_streams, guarded_streams, raw_streams, write_commands
+from torchlint.output.color import CHOICES as COLOR_CHOICES, Palette, use_color
+from torchlint.output.report import render_report
+from torchlint.progress import progress_for
+from torchlint.project_root import project_root
+from torchlint.safe_io import printable
+from torchlint.selection import SelectionError, parse_list
 
 if TYPE_CHECKING:
-    from torchlint import api
-    from torchlint.config import CliOverrides
     from torchlint.diagnostics import Finding
 
 EXIT_FINDINGS, EXIT_ERROR = 1, 2
@@ -132,8 +139,6 @@ def fast_main(argv: list[str]) -> None:
     parsed = fast_options(argv)
     if parsed is None:
         return
-    from torchlint.output.ci_safe import finish_streams, guarded_streams
-
     with guarded_streams():
         try:
             code = _standalone(*parsed)
@@ -189,13 +194,10 @@ def output_failed(exc: BaseException) -> int:
 
 def run_check(paths: tuple[str, ...], o: SimpleNamespace) -> None:
     """`torchlint check PATHS` with the parsed options `o` (DEFAULTS' names)."""
-    from torchlint import api
-
     precheck(o)
     request = build_request(paths, o)
     if o.show_settings:
-        from torchlint.cli_tools import show_settings
-        from torchlint.config import ConfigError
+        from torchlint.cli_tools import show_settings  # click's module: only for --show-settings
 
         try:
             echo(show_settings(api.resolver_for(request), (paths or (".",))[0]))
@@ -221,9 +223,6 @@ def _click_exit(run: Any, *args: Any) -> None:
 
 
 def check_once(o: SimpleNamespace, request: api.CheckRequest) -> None:
-    from torchlint import api
-    from torchlint.progress import progress_for
-
     if not o.output_file and not o.show_files and sys.stdout is None:
         raise fail("standard output is closed; write the report to a file with -o FILE")
     request.progress = progress = progress_for(o.quiet or o.show_files)
@@ -264,8 +263,6 @@ def precheck(o: SimpleNamespace) -> None:
     if o.add_noqa and (o.fix or o.diff or o.fix_only):
         raise fail("--add-noqa cannot be combined with --fix, --diff or --fix-only")
     if o.torch_version is not None:
-        from torchlint.config import ConfigError, check_torch_version
-
         try:
             check_torch_version(o.torch_version, "--torch-version")
         except ConfigError as exc:
@@ -280,8 +277,6 @@ def _selectors(value: Optional[str], option: str) -> Optional[list[str]]:
     if option == "--select" and not value.strip(" ,"):
         raise fail("--select: empty selection would disable every rule; give codes or prefixes "
                    "(e.g. `--select TL1,TL501` or `--select ALL`)")
-    from torchlint.selection import SelectionError, parse_list
-
     try:
         return parse_list([value])
     except SelectionError as exc:
@@ -290,9 +285,6 @@ def _selectors(value: Optional[str], option: str) -> Optional[list[str]]:
 
 def overrides_from_flags(flags: SimpleNamespace) -> CliOverrides:
     """The settings the command line gives, one per flagged row of the option table."""
-    from torchlint.config import CliOverrides
-    from torchlint.options import OPTIONS
-
     values = {}
     for option in (o for o in OPTIONS if o.flag):
         raw = getattr(flags, option.attr, None)
@@ -304,8 +296,6 @@ def overrides_from_flags(flags: SimpleNamespace) -> CliOverrides:
 
 
 def build_request(paths: tuple[str, ...], o: SimpleNamespace) -> api.CheckRequest:
-    from torchlint import api
-
     o.fix = True if (o.fix_only or o.diff) else o.fix
     action = api.SHOW_FILES if o.show_files else api.ADD_NOQA if o.add_noqa else \
         api.FIX_ONLY if (o.diff or o.fix_only) else api.LINT
@@ -319,8 +309,6 @@ def build_request(paths: tuple[str, ...], o: SimpleNamespace) -> api.CheckReques
 
 
 def _notify(line: str) -> None:
-    from torchlint import replay
-
     replay.spoil()
     echo(line, err=True)
 
@@ -333,13 +321,6 @@ def _show_fixes(report) -> None:  # type: ignore[no-untyped-def]
 
 def _finish_report(o: SimpleNamespace, report: api.CheckReport) -> None:
     """The findings in the chosen format, ruff's fix hint, and the exit code."""
-    from torchlint import replay
-    from torchlint.output import ROOT_RELATIVE_FORMATS
-    from torchlint.output.ci_safe import COMMAND_FORMATS, raw_streams, write_commands
-    from torchlint.output.color import Palette, use_color
-    from torchlint.output.report import render_report
-    from torchlint.project_root import project_root
-
     findings, cwd, fix_report = report.findings, report.cwd, report.fix_report
     over_limit = None
     if o.output_format == "sarif":
@@ -380,8 +361,6 @@ def _finish_report(o: SimpleNamespace, report: api.CheckReport) -> None:
 
 def write_output_file(path: str, text: str, roots: list[Path]) -> None:
     """The report to `-o PATH`, never through a symlink the checked tree planted (exit 2)."""
-    from torchlint import api
-
     try:
         api.write_output_file(path, text, roots)
     except api.CheckError as exc:
@@ -389,8 +368,6 @@ def write_output_file(path: str, text: str, roots: list[Path]) -> None:
 
 
 def report_missing(missing: list[str]) -> None:
-    from torchlint.safe_io import printable
-
     for path in missing:
         echo(f"error: {printable(path)}: no such file or directory", err=True)
     if missing:
@@ -399,8 +376,6 @@ def report_missing(missing: list[str]) -> None:
 
 def _finish_fix_only(check: api.CheckReport, *, diff: bool) -> None:
     """`--diff` / `--fix-only` output; no fix report when no file had anything to fix."""
-    from torchlint.output.ci_safe import raw_streams
-
     report = check.fix_report
     internal = sum(1 for r in check.results if r.internal_error)
     for r in check.results:
