@@ -104,7 +104,7 @@ def test_rules_use_the_binding_api_not_their_own_lookups():
 # Layers, top to bottom: a module may import its own layer and the layers below, never one
 # above. The longest matching prefix places a module.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("face", ("torchlint.__main__", "torchlint.entry", "torchlint.replay", "torchlint.cli", "torchlint.cli_tools", "torchlint.language_server", "torchlint.lsp_actions",
+    ("face", ("torchlint.__main__", "torchlint.entry", "torchlint.replay", "torchlint.check_command", "torchlint.cli", "torchlint.cli_tools", "torchlint.language_server", "torchlint.lsp_actions",
               "torchlint.lsp_code_actions", "torchlint.lsp_settings", "torchlint.flake8_plugin",
               "torchlint.runtime.command", "torchlint.runtime.pytest_plugin")),
     ("application", ("torchlint.api",)),

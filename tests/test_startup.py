@@ -6,6 +6,7 @@ benchmarks/startup.py; these tests check what is imported, which does not depend
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -25,9 +26,20 @@ def test_the_index_describes_every_static_rule_as_its_class_does():
         assert entry.load() is rule
         assert (entry.name, entry.default_enabled, entry.option_keys) == (rule.name, rule.default_enabled,
                                                                          tuple(sorted(rule.options)))
+        assert (entry.summary, entry.severity, entry.tags, entry.precision, entry.security_severity) == (
+            rule.summary, rule.severity, tuple(rule.tags), rule.precision, rule.security_severity)
         assert [entry.applies_to(t) for t in texts] == [rule.applies_to(t) for t in texts], rule.code
     assert STATIC.default == frozenset(r.code for r in rules if r.default_enabled)
     assert lazy.runtime_codes() == catalog.runtime_codes()
+
+
+def test_sarif_describes_a_rule_from_the_index_as_from_its_class(monkeypatch):
+    from torchlint.output import sarif
+
+    from_index = {rule.code: sarif._rule_descriptor(rule.code) for rule in catalog.static_rules()}
+    monkeypatch.setattr(sarif, "_described", lambda code: catalog.by_code()[code])
+    assert from_index == {rule.code: sarif._rule_descriptor(rule.code) for rule in catalog.static_rules()}
+    assert sarif._rule_descriptor("TL020")["id"] == "TL020"  # a runtime check's, from the catalog
 
 
 def test_the_walk_gets_stand_ins_that_build_the_real_rule():
@@ -69,3 +81,36 @@ def test_a_cache_hit_imports_no_rule_and_a_cold_file_only_the_rules_its_text_wak
              if r.default_enabled and r.code != "TL000" and r.applies_to(cold_text)}
     assert "TL201" in cold_codes and set(after_cold) == woken
     assert len(woken) < len(STATIC.default) / 4  # the bite: most rules stay unimported
+
+
+_CLI_PROBE = textwrap.dedent("""
+    import sys
+    sys.argv = ["torchlint", "check", "a.py", "--no-cache"]
+    from torchlint.entry import main
+    try:
+        main()
+    finally:  # what the console script had imported when it exited
+        with open("modules.txt", "w") as out:  # not json: the probe must not import it
+            out.write("\\n".join(sorted(sys.modules)))
+""")
+
+
+def test_a_plain_check_imports_no_click_and_only_the_rules_its_text_wakes(tmp_path):
+    """The command line people run most (`check FILE`) imports neither click (the command's
+    parser is check_command's), nor the cache with --no-cache, nor TOML without a config
+    file, nor git for a file named plainly, nor hashing for a file importing no local module,
+    nor a rule module its text cannot wake."""
+    text = "import torch\n\nwith torch.no_grad():\n    loss = net(x).mean()\n    loss.backward()\n"
+    (tmp_path / "a.py").write_text(text)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "user-cache")  # no recorded answer to replay
+    done = subprocess.run([sys.executable, "-c", _CLI_PROBE], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "TL101" in done.stdout, done.stderr[-2000:]
+    imported = set((tmp_path / "modules.txt").read_text().split("\n"))
+    assert "torchlint.api" in imported and "torchlint.checker" in imported  # the probe sees the run's imports
+    unwanted = {"click", "torchlint.cli", "torchlint.cache", "tomllib", "subprocess", "json", "traceback", "hashlib"}
+    assert imported & unwanted == set()
+    rules = {m for m in imported if m.startswith("torchlint.rules.") and m.count(".") >= 3}
+    woken = {r.module for r in lazy.by_code().values()
+             if r.default_enabled and r.code != "TL000" and r.applies_to(text)}
+    assert "torchlint.rules.autograd.backward_under_no_grad" in rules and rules <= woken

@@ -17,21 +17,19 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from torchlint.cache import CACHE_DIR_NAME, Cache
-from torchlint.cache import refusal as cache_refusal
 from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, ConfigResolver, Settings
 from torchlint.diagnostics import CONFIG_ERROR, INTERNAL_ERROR, SYNTAX_ERROR_CODE, Finding, tool_finding
 from torchlint.files import Discovery, display_path
 from torchlint.analysis.project_index import new_run
 from torchlint.linter import (FileResult, FileTask, lint_findings, load_source, project_index, rule_classes_for,
                               run_tasks)
-from torchlint.notebook import Notebook, lint_cells
 from torchlint.project_root import project_root
 from torchlint.safe_io import format_size, printable
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the cache (hashing) and notebooks are imported when a run uses them
     from torchlint.checker import RuleError
     from torchlint.fix.files import FixReport
+    from torchlint.notebook import Notebook
 
 LINT, SHOW_FILES, ADD_NOQA, FIX_ONLY = "lint", "show-files", "add-noqa", "fix-only"
 
@@ -50,6 +48,8 @@ def _read_stdin(limit: int) -> bytes:
 
 @dataclass(frozen=True)
 class VerifyRequest:
+    """How --verify runs its probes."""
+
     device: str = "auto"
     unsandboxed: bool = False
     verified_only: bool = False
@@ -57,6 +57,8 @@ class VerifyRequest:
 
 @dataclass
 class CheckRequest:
+    """What to check and how: a face's parsed input to `check`."""
+
     paths: Optional[list[str]]  # files or directories; ["-"]: the source on stdin; None: "." (or stdin)
     overrides: CliOverrides = field(default_factory=CliOverrides)
     config_path: Optional[Path] = None
@@ -95,6 +97,8 @@ class Sources(dict):
 
 @dataclass
 class CheckReport:
+    """What `check` found, for a face to render."""
+
     resolver: ConfigResolver
     cwd: Path
     tasks: list[FileTask]
@@ -135,7 +139,11 @@ def check(request: CheckRequest) -> CheckReport:
         return report
     # --verify builds probes from the findings: lint afresh rather than trust cached ones.
     cache_root = None if request.no_cache else cache_root_for(request.cache_dir, resolver, request.notify)
-    cache = Cache(cache_root, resolver.default.root, read=request.verify is None) if cache_root is not None else None
+    cache = None
+    if cache_root is not None:
+        from torchlint.cache import Cache
+
+        cache = Cache(cache_root, resolver.default.root, read=request.verify is None)
     report.cache_root = cache_root
     report.results = run_tasks(tasks, jobs=request.jobs, cache=cache, progress=request.progress)
     if request.action == ADD_NOQA:
@@ -188,7 +196,7 @@ def build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path,
         return [], []
     if "-" in paths:
         raise CheckError("`-` (stdin) cannot be combined with other paths")
-    discovery = Discovery(resolver, force_exclude=request.force_exclude, project_root=project_root(cwd))
+    discovery = Discovery(resolver, force_exclude=request.force_exclude, project_root=lambda: project_root(cwd))
     found = list(discovery.iter_files(paths))
     roots = tuple(dict.fromkeys(discovery.roots))  # complete once the paths are walked
     tasks = [task_for(path, display_path(path, cwd), settings, index_roots=roots) for path, settings in found]
@@ -223,6 +231,8 @@ def cache_root_for(cache_dir: Optional[Path], resolver: ConfigResolver,
                    notify: Callable[[str], None]) -> Optional[Path]:
     """The cache directory to use, or None (with a warning) when it must not be used:
     tracked by git, or placed outside the project by a config file."""
+    from torchlint.cache import CACHE_DIR_NAME, refusal as cache_refusal
+
     settings = resolver.default
     root = cache_dir or settings.cache_dir or (settings.root / CACHE_DIR_NAME)
     why = cache_refusal(root, settings.root, from_config=cache_dir is None)
@@ -369,6 +379,8 @@ def lint_notebook_cells(path: Path, notebook: Notebook, resolver: Optional[Confi
     except ConfigError as exc:
         error = config_error_finding(notebook.path, exc)
         return [replace(error, cell=notebook.cells[0].number)] if notebook.cells else []
+    from torchlint.notebook import lint_cells
+
     rule_errors: list[RuleError] = []
     new_run()
     findings = lint_cells(notebook, rule_classes_for(task.codes), options={c: dict(v) for c, v in task.options},

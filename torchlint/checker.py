@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import sys
-import traceback
 from dataclasses import dataclass, field
 from operator import methodcaller
 from pathlib import Path
@@ -163,6 +162,8 @@ class Walker:
                 self.rule_failed(getattr(handler, "__self__", None), exc)
 
     def rule_failed(self, rule: Optional[RuleInstance], exc: BaseException) -> None:
+        import traceback  # only when a rule fails (it imports textwrap)
+
         code = getattr(rule, "code", "?")
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
         where = f" (at {Path(frame.filename).name}:{frame.lineno})" if frame else ""

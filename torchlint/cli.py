@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,41 +10,18 @@ from typing import Any, Callable, Optional
 
 import click
 
-from torchlint import __version__, api, replay
-from torchlint.cli_tools import clean, fix_summary, show_settings
-from torchlint.config import CliOverrides, ConfigError, check_torch_version
-from torchlint.diagnostics import Finding
-from torchlint.options import OPTIONS, OPTIONS_BY_KEY
-from torchlint.output import FORMATS, ROOT_RELATIVE_FORMATS
-from torchlint.output.ci_safe import COMMAND_FORMATS, finish_streams, guarded_streams, raw_streams, write_commands
-from torchlint.output.color import CHOICES as COLOR_CHOICES, Palette, use_color
-from torchlint.output.report import render_report
-from torchlint.progress import progress_for
-from torchlint.project_root import project_root
-from torchlint.safe_io import printable
-from torchlint.selection import SelectionError, parse_list
-
-EXIT_FINDINGS, EXIT_ERROR = 1, 2
-# Formats other programs parse: a statistics table in their place would break the reader.
-STATISTICS_FORMATS = ("full", "concise", "grouped", "json")
-TEXT_FORMATS = ("full", "concise", "grouped")
+from torchlint import __version__, api, check_command
+from torchlint.check_command import EXIT_ERROR
+from torchlint.cli_tools import clean
+from torchlint.options import OPTIONS_BY_KEY
+from torchlint.output import FORMATS
+from torchlint.output.ci_safe import finish_streams, guarded_streams, raw_streams
+from torchlint.output.color import CHOICES as COLOR_CHOICES
 
 
 def _fail(message: str) -> "click.exceptions.Exit":
     click.echo(f"error: {message}", err=True)
     return click.exceptions.Exit(EXIT_ERROR)
-
-
-def _selectors(value: Optional[str], option: str) -> Optional[list[str]]:
-    if value is None:
-        return None
-    if option == "--select" and not value.strip(" ,"):
-        raise _fail("--select: empty selection would disable every rule; give codes or prefixes "
-                    "(e.g. `--select TL1,TL501` or `--select ALL`)")
-    try:
-        return parse_list([value])
-    except SelectionError as exc:
-        raise _fail(f"{option}: {exc}") from None
 
 
 class _Group(click.Group):
@@ -61,28 +37,14 @@ class _Group(click.Group):
             except SystemExit as exc:
                 code = exc.code
             except OSError as exc:
-                code = _output_failed(exc)
+                code = check_command.output_failed(exc)
             try:
                 finish_streams()
                 if sys.stdout is not None:
                     sys.stdout.flush()
             except (OSError, ValueError) as exc:
-                code = _output_failed(exc)
+                code = check_command.output_failed(exc)
         sys.exit(code)
-
-
-def _output_failed(exc: BaseException) -> int:
-    try:  # keep the interpreter's own flush at exit from failing again
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-    except OSError:
-        pass
-    try:
-        sys.stderr.write(f"error: cannot write the report to standard output: {exc}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError, AttributeError):
-        pass
-    return EXIT_ERROR
 
 
 def settings_flag(key: str) -> Callable[[Any], Any]:
@@ -161,143 +123,10 @@ def main() -> None:
 @settings_flag("torch-version")
 def check(paths: tuple[str, ...], **options: Any) -> None:
     """Check PATHS (files or directories; default: .) for PyTorch pitfalls."""
-    o = SimpleNamespace(**options)
-    _precheck(o)
-    request = _request(paths, o)
-    if o.show_settings:
-        try:
-            click.echo(show_settings(api.resolver_for(request), (paths or (".",))[0]))
-        except ConfigError as exc:
-            raise _fail(str(exc)) from None
-        return
-    if o.watch:  # ruff's --watch; it refuses stdin, --show-files and --add-noqa itself
-        from torchlint.watch import watch  # logging and the watcher only for --watch
-
-        watch(paths, lambda: _check_once(o, request), refuse=o.show_files or o.add_noqa or bool(o.stdin_filename))
-    _check_once(o, request)
-
-
-def _check_once(o: SimpleNamespace, request: api.CheckRequest) -> None:
-    if not o.output_file and not o.show_files and sys.stdout is None:
-        raise _fail("standard output is closed; write the report to a file with -o FILE")
-    request.progress = progress = progress_for(o.quiet or o.show_files)
     try:
-        report = api.check(request)
-    except api.CheckError as exc:
-        raise _fail(str(exc)) from None
-    finally:
-        progress.close()
-    if o.show_files:
-        for task in sorted(report.tasks, key=lambda t: t.display):
-            click.echo(task.display)
-        _report_missing(report.missing)
-    elif o.add_noqa:
-        _finish_add_noqa(report)
-    elif o.diff or o.fix_only:
-        _finish_fix_only(report, diff=o.diff)
-    else:
-        _finish_report(o, report)
-
-
-def _precheck(o: SimpleNamespace) -> None:
-    """Option combinations that cannot work, checked before anything is read."""
-    if o.verified_only and not o.verify:
-        raise _fail("--verified-only needs --verify")
-    if o.verify_unsandboxed and not o.verify:
-        raise _fail("--verify-unsandboxed needs --verify")
-    if o.show_sandbox:
-        _require_torch()
-        from torchlint.verify.runner import describe_sandbox
-
-        ok, text = describe_sandbox(unsandboxed=o.verify_unsandboxed)
-        click.echo(text)
-        raise click.exceptions.Exit(0 if ok else 1)
-    if o.statistics and o.output_format not in STATISTICS_FORMATS:
-        raise _fail(f"--statistics cannot be combined with --output-format {o.output_format}; "
-                    f"use one of {', '.join(STATISTICS_FORMATS)}")
-    if o.add_noqa and (o.fix or o.diff or o.fix_only):
-        raise _fail("--add-noqa cannot be combined with --fix, --diff or --fix-only")
-    if o.torch_version is not None:
-        try:
-            check_torch_version(o.torch_version, "--torch-version")
-        except ConfigError as exc:
-            raise _fail(str(exc)) from None
-    if o.verify:
-        _require_torch()  # fail before linting, not after
-
-
-def overrides_from_flags(flags: SimpleNamespace) -> CliOverrides:
-    """The settings the command line gives, one per flagged row of the option table."""
-    values = {}
-    for option in (o for o in OPTIONS if o.flag):
-        raw = getattr(flags, option.attr, None)
-        if raw is not None and option.kind == "list":
-            raw = [p for p in raw.split(",") if p] if option.key.endswith("exclude") else \
-                _selectors(raw, f"--{option.key}")
-        values[option.attr] = raw
-    return CliOverrides(**values)
-
-
-def _request(paths: tuple[str, ...], o: SimpleNamespace) -> api.CheckRequest:
-    o.fix = True if (o.fix_only or o.diff) else o.fix
-    action = api.SHOW_FILES if o.show_files else api.ADD_NOQA if o.add_noqa else \
-        api.FIX_ONLY if (o.diff or o.fix_only) else api.LINT
-    return api.CheckRequest(
-        list(paths) or None, overrides_from_flags(o), config_path=o.config_path, isolated=o.isolated,
-        stdin_filename=o.stdin_filename, force_exclude=o.force_exclude, jobs=o.jobs, no_cache=o.no_cache,
-        cache_dir=o.cache_dir, action=action, write_fixes=not o.diff,
-        show_fixes=_show_fixes if o.show_fixes else None,
-        verify=api.VerifyRequest(o.device, o.verify_unsandboxed, o.verified_only) if o.verify else None,
-        notify=_notify)
-
-
-def _notify(line: str) -> None:
-    replay.spoil()
-    click.echo(line, err=True)
-
-
-def _show_fixes(report) -> None:  # type: ignore[no-untyped-def]
-    click.echo(fix_summary(report), nl=False, err=report.stdin_output is not None)
-
-
-def _finish_report(o: SimpleNamespace, report: api.CheckReport) -> None:
-    """The findings in the chosen format, ruff's fix hint, and the exit code."""
-    findings, cwd, fix_report = report.findings, report.cwd, report.fix_report
-    over_limit = None
-    if o.output_format == "sarif":
-        from torchlint.output.sarif import truncation_warning
-
-        over_limit = truncation_warning(len(findings))
-    if over_limit:
-        click.echo(f"warning: {over_limit}", err=True)
-    palette = Palette(o.output_format in TEXT_FORMATS
-                      and use_color(o.color, None if o.output_file else sys.stdout))
-    root = project_root(cwd, o.project_root_option) if o.output_format in ROOT_RELATIVE_FORMATS else cwd
-    # With a path missing, the run did not check everything: no "All checks passed!".
-    text = render_report(o.output_format, findings, report.sources, report.parse_errors, cwd, o.statistics,
-                         o.quiet or bool(report.missing and not findings), root=root, rules=report.enabled,
-                         palette=palette)
-    if fix_report is not None and fix_report.stdin_output is not None:
-        with raw_streams():  # the user's own source, byte for byte
-            click.echo(fix_report.stdin_output, nl=False)  # like ruff: the fixed source on stdout,
-        click.echo(text, nl=False, err=True)  # the findings left on stderr
-        text = ""
-    elif o.output_format in TEXT_FORMATS and not o.quiet and not o.statistics:
-        text += _fix_hint(findings, fix_report)
-    if o.output_file:
-        write_output_file(o.output_file, text, [cwd, project_root(cwd, o.project_root_option)])
-    elif o.output_format in COMMAND_FORMATS:
-        write_commands(text)
-    elif text:
-        click.echo(text, nl=False, color=palette.enabled or None)
-    _report_missing(report.missing)
-    if report.internal_errors or (fix_report is not None and fix_report.errors):
-        raise click.exceptions.Exit(EXIT_ERROR)
-    code = EXIT_FINDINGS if findings and not o.exit_zero else 0
-    if fix_report is None and not over_limit and not o.output_file:
-        replay.record_report(report, text, code, palette.enabled)
-    if code:
-        raise click.exceptions.Exit(code)
+        check_command.run_check(paths, SimpleNamespace(**options))
+    except check_command.Exit as exc:
+        raise click.exceptions.Exit(exc.code) from None
 
 
 def write_output_file(path: str, text: str, roots: list[Path]) -> None:
@@ -305,84 +134,6 @@ def write_output_file(path: str, text: str, roots: list[Path]) -> None:
     try:
         api.write_output_file(path, text, roots)
     except api.CheckError as exc:
-        raise _fail(str(exc)) from None
-
-
-def _report_missing(missing: list[str]) -> None:
-    for path in missing:
-        click.echo(f"error: {printable(path)}: no such file or directory", err=True)
-    if missing:
-        raise click.exceptions.Exit(EXIT_ERROR)
-
-
-def _finish_fix_only(check: api.CheckReport, *, diff: bool) -> None:
-    """`--diff` / `--fix-only` output; no fix report when no file had anything to fix."""
-    report = check.fix_report
-    internal = sum(1 for r in check.results if r.internal_error)
-    for r in check.results:
-        if r.internal_error:
-            click.echo(f"error: {r.internal_error}", err=True)
-    if report is None:
-        for task in check.tasks:
-            if task.path == "-" and task.data is not None and not diff:
-                with raw_streams():  # the user's source, unchanged
-                    click.echo(task.data.decode("utf-8", errors="replace"), nl=False)
-        click.echo("No fixes to apply." if not diff else "Would fix 0 findings.", err=True)
-        if internal:
-            raise click.exceptions.Exit(EXIT_ERROR)
-        return
-    total = sum(report.applied.values())
-    if diff:
-        from torchlint.fix.files import unified_diff
-
-        for fixed in report.files:
-            click.echo(unified_diff(fixed), nl=False)
-        click.echo(f"Would fix {total} finding{'s' if total != 1 else ''}.", err=True)
-    elif report.stdin_output is not None:
-        with raw_streams():  # the user's source, fixed
-            click.echo(report.stdin_output, nl=False)
-    else:
-        click.echo(f"Fixed {total} finding{'s' if total != 1 else ''}.", err=True)
-    if internal or report.errors:
-        raise click.exceptions.Exit(EXIT_ERROR)
-    if diff and report.files:
-        raise click.exceptions.Exit(EXIT_FINDINGS)
-
-
-def _fix_hint(findings: list[Finding], report) -> str:  # type: ignore[no-untyped-def]
-    """ruff's closing line: how many findings `--fix` (or `--unsafe-fixes`) would fix."""
-    lines = []
-    if report is not None and sum(report.applied.values()):
-        total = sum(report.applied.values())
-        lines.append(f"Fixed {total} finding{'s' if total != 1 else ''}.")
-    fixable = [f for f in findings if f.fix]
-    if fixable and report is None:
-        safe = sum(1 for f in fixable if f.fix and f.fix.safe)
-        unsafe = len(fixable) - safe
-        hidden = f"{unsafe} hidden fix{'es' if unsafe != 1 else ''} can be enabled with"
-        if safe:
-            lines.append(f"[*] {safe} fixable with the `--fix` option"
-                         + (f" ({hidden} `--unsafe-fixes`)." if unsafe else "."))
-        elif unsafe:
-            lines.append(f"No fixes available ({hidden} `--fix --unsafe-fixes`).")
-    return "".join(line + "\n" for line in lines)
-
-
-def _finish_add_noqa(report: api.CheckReport) -> None:
-    for error in report.noqa_errors:
-        click.echo(f"error: {error}", err=True)
-    added = report.noqa_added
-    click.echo(f"Added {added} noqa directive{'s' if added != 1 else ''}.", err=True)
-    if report.noqa_errors:
-        raise click.exceptions.Exit(EXIT_ERROR)
-
-
-def _require_torch() -> None:
-    from torchlint.verify.runner import VerifyUnavailable, torch_version
-
-    try:
-        torch_version()
-    except VerifyUnavailable as exc:
         raise _fail(str(exc)) from None
 
 

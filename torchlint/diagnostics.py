@@ -40,6 +40,8 @@ TOOL_CODES_BY_NAME: dict[str, ToolCode] = {c.name: c for c in TOOL_CODES}
 
 @dataclass
 class Finding:
+    """One finding (or parse error) at a place in a file."""
+
     code: str
     message: str
     path: str  # as displayed: relative to the working directory when possible

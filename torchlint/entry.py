@@ -1,7 +1,8 @@
 """The `torchlint` console script and `python -m torchlint`: a repeat of an earlier
 `check` whose inputs are unchanged is answered from its recorded output (torchlint/replay.py),
-and `--version` from the package, before click, the settings or any rule is imported;
-anything else goes to the click app."""
+and `--version` from the package, before click, the settings or any rule is imported; a
+plain `check PATHS` with common flags (torchlint/check_command.py) without click; anything
+else goes to the click app."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ def main() -> None:
     from torchlint import replay
 
     replay.serve(argv)  # exits when it answers
+    from torchlint.check_command import fast_main
+
+    fast_main(argv)  # exits when it parses argv: a plain `check` needs no click
     from torchlint.cli import main as cli_main
 
     cli_main()

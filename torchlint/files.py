@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional, Union
 
 from torchlint.config import ConfigResolver, Settings
-from torchlint.git import run_git
 from torchlint.gitignore import NOTHING_IGNORED, GitignoreFiles, available as gitignore_available
 from torchlint.notebook import NOTEBOOK_SUFFIX
 from torchlint.safe_io import display_path as display_path  # re-exported: reports locate files with it
@@ -21,6 +20,8 @@ def _git_visible_files(directory: Path) -> Optional[set[str]]:
     """Absolute paths of files under `directory` that git does not ignore (tracked and
     untracked); None when the directory is not in a git work tree, git is missing, or the
     directory itself is ignored (a path the user names explicitly is linted, like ruff)."""
+    from torchlint.git import run_git  # subprocess, only when a directory is walked
+
     ignored = run_git(directory, "check-ignore", "-q", ".")
     if ignored is None or ignored.returncode == 0:
         return None
@@ -36,6 +37,8 @@ def _git_visible_files(directory: Path) -> Optional[set[str]]:
 def _gitignore_files(top: Path) -> Optional[GitignoreFiles]:
     """The .gitignore files' verdicts where git gave none: outside a work tree (or without
     git). Not for a directory git itself ignores, which the user named on purpose."""
+    from torchlint.git import run_git
+
     proc = run_git(top, "rev-parse", "--is-inside-work-tree")
     if proc is not None and proc.returncode == 0 or not gitignore_available():
         return None
@@ -45,17 +48,18 @@ def _gitignore_files(top: Path) -> Optional[GitignoreFiles]:
 OUTSIDE_LINK = "symlink that points outside the project (name the resolved path to check it)"
 
 
-def link_outside(raw: str, project: list[str]) -> bool:
+def link_outside(raw: str, project: Union[list[str], Callable[[], list[str]]]) -> bool:
     """Whether the path named on the command line reaches outside the `project` directories
-    (resolved) only through a symlink in its spelling. A path the user spells out resolved
-    is taken as meant: the refusal stops a committed link, not the user."""
+    (resolved; or a callable giving them, asked only for a symlinked spelling) only through a
+    symlink in its spelling. A path the user spells out resolved is taken as meant: the
+    refusal stops a committed link, not the user."""
     real = os.path.realpath(raw)
-    return real != os.path.abspath(raw) and not is_within(real, project)
+    return real != os.path.abspath(raw) and not is_within(real, project() if callable(project) else project)
 
 
 class Discovery:
     def __init__(self, resolver: ConfigResolver, force_exclude: bool = False,
-                 project_root: Optional[Path] = None) -> None:
+                 project_root: Union[Path, Callable[[], Path], None] = None) -> None:
         self.resolver = resolver
         self.force_exclude = force_exclude
         self.missing: list[str] = []
@@ -64,15 +68,25 @@ class Discovery:
         # command line, the parents of the files named there, and the working directory.
         self.roots: list[str] = [os.path.realpath(".")]
         # Where a symlinked path named on the command line may lead: the working directory
-        # and the project (git) root.
-        self.project = [*self.roots, *([os.path.realpath(project_root)] if project_root else [])]
+        # and the project (git) root. A callable root is asked when a path is a symlink
+        # (git runs then, not for every one-file check).
+        self._cwd = self.roots[0]
+        self._project_root = project_root
+        self._project: Optional[list[str]] = None
+
+    @property
+    def project(self) -> list[str]:
+        if self._project is None:
+            root = self._project_root() if callable(self._project_root) else self._project_root
+            self._project = [self._cwd, *([os.path.realpath(root)] if root else [])]
+        return self._project
 
     def iter_files(self, paths: list[str]) -> Iterator[tuple[Path, Settings]]:
         seen: set[str] = set()
         # A linked file itself is judged by `refusal` below; this catches a linked directory,
         # named or above a named file.
         refused = {raw for raw in paths if os.path.lexists(raw) and (os.path.isdir(raw) or not os.path.islink(raw))
-                   and link_outside(raw, self.project)}
+                   and link_outside(raw, lambda: self.project)}
         for raw in paths:
             path = Path(raw)
             if raw not in refused:

@@ -6,14 +6,12 @@ from __future__ import annotations
 import gc
 import os
 import sys
-import traceback
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
 from torchlint.budget import DEFAULT_LINT_TIMEOUT, LintTimeout, cpu_budget, describe_timeout
-from torchlint.cache import content_hash, settings_key, stat_record
 from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
 from torchlint import gcpolicy, notebook
 from torchlint.analysis.project_index import ProjectIndex, new_run
@@ -21,8 +19,8 @@ from torchlint.rules import lazy
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
 from torchlint.source import DecodeFailure, SourceFile, decode_source
 
-if TYPE_CHECKING:  # the walk is imported when a file is linted: a cache hit never needs it
-    from torchlint.cache import Cache
+if TYPE_CHECKING:  # the walk is imported when a file is linted: a cache hit never needs it;
+    from torchlint.cache import Cache  # the cache (hashing, the MAC key) only when it is on
     from torchlint.checker import RuleError
 
 # Below this many files per worker, process start-up costs more than it saves (a
@@ -32,6 +30,8 @@ MIN_FILES_PER_WORKER = 16
 
 @dataclass(frozen=True)
 class FileTask:
+    """One file to lint, with the settings resolved for it."""
+
     path: str  # filesystem path ("-" for stdin)
     display: str  # path as shown in output
     codes: frozenset[str]
@@ -48,6 +48,8 @@ class FileTask:
 
 @dataclass
 class FileResult:
+    """One file's findings and what the cache needs of them."""
+
     display: str
     findings: list[Finding] = field(default_factory=list)
     internal_error: Optional[str] = None
@@ -124,6 +126,8 @@ def _lint_bytes(task: FileTask, data: bytes) -> FileResult:
                 result.parse_error = f
         result.findings = [f for f in findings if f.code in task.codes]
     except Exception as exc:  # a rule bug must not stop the run or print a traceback
+        import traceback  # only on that error: it imports textwrap
+
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         result.internal_error = (f"internal error while checking {task.display}: {type(exc).__name__}: {exc} "
                                  f"(at {Path(frame.filename).name}:{frame.lineno}); please report this")
@@ -165,6 +169,8 @@ def lint_task_hashed(task: FileTask) -> FileResult:
     if failed is not None:
         return failed
     assert data is not None
+    from torchlint.cache import content_hash
+
     result = lint_bytes(task, data)
     result.digest = content_hash(data)
     return result
@@ -188,6 +194,8 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
     for i, task in enumerate(tasks):
         record = None
         if cache is not None and task.data is None:
+            from torchlint.cache import settings_key, stat_record
+
             settings = settings_key(task.codes, task.options, cache.roots_key(task.index_roots))
             stat: Optional[os.stat_result] = None
             try:
@@ -201,7 +209,9 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
             record = (settings, stat_record(stat) if stat is not None else None)
         todo.append((i, task, record))
 
-    lint = partial(gcpolicy.settled, lint_task_hashed if cache is not None else lint_task)
+    work = lint_task_hashed if cache is not None else lint_task
+    # One file: no later file's collections to spare, so no collection after it (a few ms).
+    lint = partial(gcpolicy.settled, work) if len(todo) > 1 else work
     workers = min(jobs or os.cpu_count() or 1, max(1, len(todo) // MIN_FILES_PER_WORKER))
     cached = len(tasks) - len(todo)
     with gcpolicy.batch():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import tokenize
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from torchlint.source import physical_lines, tokenizer_readline
@@ -17,20 +18,23 @@ from torchlint.source import physical_lines, tokenizer_readline
 if TYPE_CHECKING:
     from torchlint.diagnostics import Finding
 
-# A line directive: a bare one (every code) or one naming codes after a colon, like ruff and
-# case-insensitive. Codes of other tools (E501, B008) in the same comment are kept but never
-# match a TL code.
-LINE_DIRECTIVE = re.compile(
-    r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
-    re.IGNORECASE,
-)
-# File-level suppression, all codes or the codes listed: torchlint's own directive and
-# flake8's file-level one, which ruff honours too (flake8 itself skips such a file, TL
-# codes included). Spelled out in the README, not here: this comment would match itself.
-FILE_DIRECTIVE = re.compile(
-    r"#\s*(?:torchlint|flake8)\s*:\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
-    re.IGNORECASE,
-)
+
+@lru_cache(maxsize=1)
+def _directive_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(file-level, line) directive patterns, compiled when a file first mentions noqa.
+
+    A line directive: a bare one (every code) or one naming codes after a colon, like ruff and
+    case-insensitive. Codes of other tools (E501, B008) in the same comment are kept but never
+    match a TL code. File-level suppression, all codes or the codes listed: torchlint's own
+    directive and flake8's file-level one, which ruff honours too (flake8 itself skips such a
+    file, TL codes included). Spelled out in the README, not here: this text would match itself."""
+    line = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+    file_level = re.compile(
+        r"#\s*(?:torchlint|flake8)\s*:\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",
+        re.IGNORECASE)
+    return file_level, line
+
+
 _CODE = re.compile(r"[^,\s]+")
 _MENTION = re.compile("noqa", re.IGNORECASE)  # no copy of the text, unlike text.lower()
 
@@ -134,14 +138,15 @@ def parse(text: str, lines: Optional[list[str]] = None, tokens: Optional[TokenSc
         return NO_DIRECTIVES
     by_row: dict[int, Directive] = {}
     file_level: list[Directive] = []
+    file_directive, line_directive = _directive_patterns()
     for row, col, comment in (tokens or scan(text, lines)).comments:
         if "noqa" not in comment.lower():
             continue
-        m = FILE_DIRECTIVE.search(comment)
+        m = file_directive.search(comment)
         if m:
             file_level.append(_directive(row, col, m, file_level=True))
             continue
-        m = LINE_DIRECTIVE.search(comment)
+        m = line_directive.search(comment)
         if m:
             by_row[row] = _directive(row, col, m, file_level=False)
     codes = {c.code for d in file_level if d.codes is not None for c in d.codes}

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ast
 import io
-import json
 import re
 import tokenize
 from dataclasses import dataclass, field, replace
@@ -61,6 +60,8 @@ def is_notebook(path: str) -> bool:
 
 @dataclass
 class Cell:
+    """A notebook's code cell."""
+
     number: int  # 1-based position among all cells
     lines: list[str]  # source lines, without line endings
     first_row: int = 0  # 1-based row of its first line in the concatenated program
@@ -68,6 +69,8 @@ class Cell:
 
 @dataclass
 class Notebook:
+    """A notebook's code cells."""
+
     path: str
     cells: list[Cell] = field(default_factory=list)  # code cells only, in order
     # The kernel language the metadata declares when it is not Python ("r", "julia"): cells
@@ -101,6 +104,8 @@ class NotebookError(Exception):
 def parse_notebook(path: str, data: bytes, max_code_bytes: Optional[int] = None) -> Notebook:
     """The code cells of an nbformat 4 notebook; NotebookError says why it is not one, or
     that its code cells hold more than `max_code_bytes` (UTF-8) together."""
+    import json  # only for a notebook: a .py run never needs the JSON decoder
+
     try:
         doc = json.loads(data)
     except json.JSONDecodeError as exc:

@@ -43,6 +43,8 @@ Validator = Callable[[Path, "Option", Any], Any]
 
 @dataclass(frozen=True)
 class Option:
+    """One setting: its key, type, default, validation and flag."""
+
     key: str  # the config key, and the flag's name when there is one
     kind: str  # "list", "bool", "path", "size", "int", "seconds", "version", "table": the JSON schema's type
     default: Any  # the built-in value, as the docs show it (None: unset)

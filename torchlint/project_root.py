@@ -10,12 +10,12 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from torchlint.git import run_git
-
 
 def git_toplevel(directory: Path) -> Optional[Path]:
     """The work-tree root containing `directory`, or None (no git, not a repository).
     Runs git with the same safe settings as discovery (no fsmonitor, no hooks)."""
+    from torchlint.git import run_git  # subprocess, only when a root is asked for
+
     proc = run_git(directory, "rev-parse", "--show-toplevel")
     if proc is None or proc.returncode != 0:
         return None

@@ -54,6 +54,8 @@ class Edit:
 
 @dataclass(frozen=True)
 class Fix:
+    """A finding's fix: its edits, and whether plain --fix applies it."""
+
     message: str  # what the fix does, one short sentence (ruff's fix title)
     edits: tuple[Edit, ...]
     applicability: str = SAFE  # "safe": --fix applies it; "unsafe": only with --unsafe-fixes

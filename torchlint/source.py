@@ -82,6 +82,8 @@ def decode_source(data: bytes) -> str:
 
 @dataclass
 class SourceFile:
+    """A decoded source file and its lines."""
+
     path: str
     text: str
 

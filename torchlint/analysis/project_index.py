@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ast
 import gc
-import hashlib
 import os
 import stat
 import sys
@@ -268,6 +267,8 @@ class ProjectIndex:
         except (OSError, RefusedFile):
             self.deps[path] = None
             return None
+        import hashlib  # only once a local module is read (OpenSSL's start-up, ~2 ms)
+
         digest = hashlib.sha256(data).hexdigest()
         self.deps[path] = digest
         try:

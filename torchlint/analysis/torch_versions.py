@@ -4,19 +4,12 @@ by scripts/derive_deprecations.py from what the pinned torch does when each API 
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
+# The table's source; analysis/deprecated_table.py is its rows as Python (scripts/generate_all.py).
 TABLE_PATH = Path(__file__).resolve().parent.parent / "data" / "deprecated_api.toml"
-
 
 
 def parse(version: str) -> tuple[int, int]:
@@ -34,6 +27,8 @@ def at_least(setting: str, version: str) -> bool:
 
 @dataclass(frozen=True)
 class DeprecatedApi:
+    """One row of the deprecation table."""
+
     name: str
     deprecated: str
     removed: str
@@ -53,6 +48,6 @@ class DeprecatedApi:
 
 @lru_cache(maxsize=1)
 def deprecated_apis() -> dict[str, DeprecatedApi]:
-    with open(TABLE_PATH, "rb") as fh:
-        rows: list[dict[str, Any]] = tomllib.load(fh)["symbol"]
-    return {row["name"]: DeprecatedApi(**row) for row in rows}
+    from torchlint.analysis.deprecated_table import ROWS
+
+    return {row["name"]: DeprecatedApi(**row) for row in ROWS}

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 from typing import IO, Mapping, Optional
 
-import click
-
 CHOICES = ("auto", "always", "never")
 
 
@@ -39,7 +37,11 @@ class Palette:
         self.enabled = enabled
 
     def _style(self, text: str, **style: object) -> str:
-        return click.style(text, **style) if self.enabled else text  # type: ignore[arg-type]
+        if not self.enabled:
+            return text
+        import click  # only for colour: a plain run never imports click
+
+        return click.style(text, **style)  # type: ignore[arg-type]
 
     def path(self, text: str) -> str:
         return self._style(text, bold=True)

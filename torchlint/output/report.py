@@ -3,7 +3,6 @@ Everything but the formats other programs execute (workflow commands) is neutral
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping
@@ -25,6 +24,8 @@ def _statistics(fmt: str, findings: list[Finding]) -> str:
     counts = Counter((f.code, f.name) for f in findings)
     verdicts = Counter(f.verify.verdict for f in findings if f.verify)
     if fmt == "json":
+        import json  # the JSON table only
+
         rows: list[dict[str, Any]] = [{"code": c, "name": n, "count": k} for (c, n), k in sorted(counts.items())]
         if verdicts:
             return json.dumps({"rules": rows, "verify": dict(sorted(verdicts.items()))}, indent=2) + "\n"

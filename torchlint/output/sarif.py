@@ -26,7 +26,7 @@ from torchlint.output.docs_url import INFORMATION_URI, rule_url, version
 from torchlint.output.markdown import safe_markdown
 from torchlint.output.text import finding_line
 from torchlint.project_root import relative_to_root
-from torchlint import catalog
+from torchlint.rules import lazy
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -35,8 +35,19 @@ MAX_RESULTS = 25_000  # GitHub code scanning's limit per run
 SRCROOT = "%SRCROOT%"
 
 
+def _described(code: str) -> Any:
+    """A rule's metadata from the index (a report on one file imports no rule it did not
+    wake); a runtime check's (only `torchlint run` reports them) from the catalog."""
+    rule = lazy.by_code().get(code)
+    if rule is not None:
+        return rule
+    from torchlint import catalog
+
+    return catalog.by_code()[code]
+
+
 def _rule_descriptor(code: str) -> dict[str, Any]:
-    rule = catalog.by_code()[code]
+    rule = _described(code)
     text, markdown = help_text(rule)
     tags = list(rule.tags) or ["correctness"]
     properties: dict[str, Any] = {
@@ -96,7 +107,7 @@ def render(findings: list[Finding], sources: Optional[dict] = None, *,
     over_limit = truncation_warning(len(findings))
     kept = findings[:MAX_RESULTS]
     codes = sorted({*rules, *(f.code for f in findings), *(e.code for e in errors or [])}
-                   & set(catalog.by_code()))
+                   & (lazy.static_codes() | lazy.runtime_codes()))
     index = {code: i for i, code in enumerate(codes)}
     seen: dict[tuple[str, str, str], int] = {}
     results = []

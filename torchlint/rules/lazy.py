@@ -16,15 +16,20 @@ from torchlint.rules.index import RULES, RUNTIME_CODES
 
 
 class LazyRule:
-    """Stands in for a rule class in the walk (checker.RuleClass): its code and prefilter
-    come from the index; the class is imported when the walk first instantiates it."""
+    """Stands in for a rule class in the walk (checker.RuleClass) and in reports (the docs'
+    `Documented`, SARIF's rule descriptors): its code, prefilter and metadata come from the
+    index; the class is imported when the walk first instantiates it."""
 
-    __slots__ = ("code", "name", "module", "class_name", "default_enabled", "requires_text", "option_keys")
+    __slots__ = ("code", "name", "module", "class_name", "default_enabled", "requires_text", "option_keys",
+                 "summary", "severity", "tags", "precision", "security_severity")
 
     def __init__(self, code: str, name: str, module: str, class_name: str, default_enabled: bool,
-                 requires_text: tuple[str, ...], option_keys: tuple[str, ...]) -> None:
+                 requires_text: tuple[str, ...], option_keys: tuple[str, ...], summary: str, severity: str,
+                 tags: tuple[str, ...], precision: str, security_severity: Optional[float]) -> None:
         self.code, self.name, self.module, self.class_name = code, name, module, class_name
         self.default_enabled, self.requires_text, self.option_keys = default_enabled, requires_text, option_keys
+        self.summary, self.severity, self.tags = summary, severity, tags
+        self.precision, self.security_severity = precision, security_severity
 
     def applies_to(self, text: str) -> bool:
         """`Rule.applies_to`, from the index's copy of `requires_text`."""

@@ -5,7 +5,6 @@ rule's doc page its Options section (scripts/generate_all.py)."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -61,6 +60,8 @@ class Option:
 
     def _constraint(self, lead: str) -> str:
         if self.choices:
+            import json  # messages only: a run with valid options never needs it
+
             return lead + "one of " + ", ".join(json.dumps(c) for c in self.choices)
         if self.pattern is not None:
             return lead + self.pattern_help
@@ -134,6 +135,8 @@ def _toml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (str, int, float)):
+        import json
+
         return json.dumps(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml(v) for v in value) + "]"
