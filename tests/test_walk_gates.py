@@ -5,11 +5,15 @@ only when a directive could matter. Timings live in benchmarks/speed.py."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
 from torchlint import noqa
+from torchlint.analysis import imports
+from torchlint.analysis.imports import QualNames
+from torchlint.analysis.semantic import SemanticModel
 from torchlint.checker import awake, check_source
 from torchlint.rules import lazy
 
@@ -33,6 +37,32 @@ def test_awake_asks_a_class_without_requires_text():
             return text.startswith("#")
 
     assert awake([Custom], "# x") == [Custom] and awake([Custom], "x") == []
+
+
+def test_canonical_keeps_the_last_component_that_the_gate_reads():
+    for name in [*imports._CANONICAL, *(p + "loss.X" for p in imports._MODULE_PREFIXES),
+                 *(p + "a.b.Y" for p in imports._MODULE_PREFIXES)]:
+        assert imports.canonical(name).rpartition(".")[2] == name.rpartition(".")[2], name
+
+
+@pytest.mark.parametrize("src", [
+    "import torch\ntorch.save(m, p)\n",
+    "import torch as T\nT.save(m, p)\n",
+    "from torch import save as keep\nkeep(m, p)\n",
+    "from torch.nn.modules import loss\nloss.CrossEntropyLoss()\n",
+    "import torch\nx.save(m, p)\n",
+    "import torch\ntorch.load(p)\n",
+    "def f(torch):\n    torch.save(m, p)\n",
+])
+def test_call_among_answers_as_call_name_does(src):
+    tree = ast.parse(src)
+    model = SemanticModel(tree)
+    names = QualNames({"torch.save", "torch.nn.CrossEntropyLoss"})
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    for call in calls:
+        name = model.call_name(call)
+        assert model.call_among(call, names) == (name if name in names else None)
+    assert calls
 
 
 def test_may_suppress_is_false_only_when_no_directive_could_apply():
