@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from operator import methodcaller
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
@@ -18,7 +19,7 @@ from torchlint.analysis.nodes import LEAF_TYPES, iter_children, node_fields
 from torchlint.analysis.project_index import ProjectIndex
 from torchlint.analysis.semantic import SemanticModel
 from torchlint.diagnostics import Finding, syntax_error_finding
-from torchlint.noqa import Suppression, parse as parse_directives
+from torchlint.noqa import Suppression, may_suppress, parse as parse_directives
 from torchlint.records import Fix
 from torchlint.source import DecodeFailure, SourceFile, decode_source, newer_syntax_hint
 
@@ -101,6 +102,9 @@ class RuleInstance(Protocol):
     def end_file(self, ctx: FileContext) -> None: ...
 
     def check_noqa(self, ctx: FileContext, suppression: Suppression) -> None: ...
+
+    # Optional: `judges_noqa = False` says `check_noqa` does nothing, so a file whose
+    # findings no directive can touch is never tokenized (absent: assumed True).
 
 
 class RuleClass(Protocol):
@@ -288,6 +292,36 @@ class DeepWalker(Walker):
         del parents[base:]
 
 
+def awake(rule_classes: Iterable[RuleClass], text: str) -> list[RuleClass]:
+    """The rules `text` can wake: those with no `requires_text` or one of its strings in the
+    text (`applies_to`, for a class without the tuple). Each distinct string is looked for
+    once, the shortest of a rule's first (the likeliest to be there): five rules require
+    `DataLoader`, and TL901 names fifty strings."""
+    found: dict[str, bool] = {}
+    woken = []
+    for cls in rule_classes:
+        needles = getattr(cls, "requires_text", None)
+        if needles is None:
+            if cls.applies_to(text):
+                woken.append(cls)
+            continue
+        if not needles or any(_present(found, needle, text) for needle in _by_length(needles)):
+            woken.append(cls)
+    return woken
+
+
+def _present(found: dict[str, bool], needle: str, text: str) -> bool:
+    seen = found.get(needle)
+    if seen is None:
+        seen = found[needle] = needle in text
+    return seen
+
+
+@lru_cache(maxsize=1024)
+def _by_length(needles: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted(needles, key=len))
+
+
 def build_dispatch(rules: Iterable[RuleInstance], leave: bool = False) -> Dispatch:
     dispatch: Dispatch = {}
     for rule in rules:
@@ -339,7 +373,7 @@ def check_file(path: str, data: bytes, rule_classes: Sequence[RuleClass], parse_
     if "torch" not in text:
         return CheckResult()
     enabled_codes = frozenset(cls.code for cls in rule_classes)
-    classes = [cls for cls in rule_classes if not prefilter or cls.applies_to(text)]
+    classes = awake(rule_classes, text) if prefilter else list(rule_classes)
     if not classes:
         return CheckResult()
     options = options or {}
@@ -390,7 +424,11 @@ def _each_rule(rules: list[RuleInstance], walker: Walker, call: Callable[[RuleIn
 def _suppress(ctx: FileContext, rules: list[RuleInstance], walker: Walker) -> list[Finding]:
     """The suppression pass, after every rule: drop what a directive covers, then let rules
     that judge the directives themselves (TL001) report, and hold those to the directives too."""
-    suppression = Suppression(parse_directives(ctx.source.text, ctx.source.lines))
+    source = ctx.source
+    if not any(getattr(rule, "judges_noqa", True) for rule in rules) \
+            and not may_suppress(source.text, source.lines, (f.row for f in ctx.findings)):
+        return ctx.findings  # no rule reads the directives and none could apply: no tokenizing
+    suppression = Suppression(parse_directives(source.text, source.lines))
     kept = suppression.apply(ctx.findings)
     ctx.findings = []
     _each_rule(rules, walker, methodcaller("check_noqa", ctx, suppression))

@@ -153,6 +153,19 @@ def parse(text: str, lines: Optional[list[str]] = None, tokens: Optional[TokenSc
     return Directives(by_row, tuple(file_level), any(d.codes is None for d in file_level), frozenset(codes))
 
 
+def may_suppress(text: str, lines: list[str], rows: Iterable[int]) -> bool:
+    """Could a directive of this text suppress a finding on one of `rows`? False only when
+    no file-level directive is spelled anywhere in the text and no line of `rows` mentions
+    noqa: every real directive is a comment, and a comment is text of its own line, so
+    `parse` would find nothing that suppresses them. Much cheaper than `parse`, which
+    tokenizes the whole file to tell comments from strings."""
+    if not _MENTION.search(text):
+        return False
+    if FILE_DIRECTIVE.search(text):
+        return True
+    return any(0 < row <= len(lines) and "noqa" in lines[row - 1].lower() for row in rows)
+
+
 def _directive(row: int, col: int, m: re.Match, file_level: bool) -> Directive:
     start, end = col + m.start(), col + m.end()
     if not m.group("codes"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Callable, Optional, Protocol
+from typing import Callable, Iterable, Optional, Protocol
 
 # Public re-exports that real code spells both ways; normalise to one name so
 # rules match a single qualified name.
@@ -59,6 +59,24 @@ def is_module_class_name(qualname: str) -> bool:
         return False
     last = qualname.rsplit(".", 1)[1]
     return last[:1].isupper() and not last.endswith("Parameter")
+
+
+class QualNames(frozenset):
+    """Qualified names a rule looks for, with their last components: `qualify` of `a.b.f`
+    always ends in `.f` (`canonical` keeps the last component), so a call `x.g(...)` can be
+    turned away by its attribute alone, before any name is resolved."""
+
+    lasts: frozenset[str]
+
+    def __new__(cls, names: Iterable[str]) -> "QualNames":
+        self = super().__new__(cls, names)
+        self.lasts = frozenset(n.rpartition(".")[2] for n in self)
+        return self
+
+    def may_name(self, node: ast.AST) -> bool:
+        """Could `node` (a call's func) name one of these? False only for an attribute whose
+        name ends none of them; a bare name may be an alias of anything."""
+        return not isinstance(node, ast.Attribute) or node.attr in self.lasts
 
 
 def qualify(node: ast.AST, resolve_base: Callable[[str], Optional[str]]) -> Optional[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from torchlint.analysis.imports import QualNames
 from torchlint.analysis.semantic import SemanticModel
 
 
@@ -16,14 +17,14 @@ class LossCalls:
     training code is written; this keeps unrelated calls from costing a scope analysis."""
 
     def __init__(self, classes: frozenset[str], functions: frozenset[str]) -> None:
-        self.classes = classes
-        self.functions = functions
+        self.classes = QualNames(classes)
+        self.functions = QualNames(functions)
         self._local_names: set[str] = set()  # names ever bound to a loss object
         self._attributes: dict[tuple[int, str], str] = {}  # (id(class), attr) -> loss class
 
     def record(self, node: ast.Assign, ctx: SemanticModel) -> None:
-        name = ctx.call_name(node.value)
-        if name not in self.classes:
+        name = ctx.call_among(node.value, self.classes)
+        if name is None:
             return
         for target in node.targets:
             if isinstance(target, ast.Name):
@@ -41,13 +42,11 @@ class LossCalls:
         elif isinstance(func, ast.Attribute):
             if isinstance(func.value, ast.Name) and func.value.id == "self":
                 return self._attributes.get((id(ctx.classes[-1]), func.attr)) if ctx.classes else None
-        name = ctx.call_name(node)
-        return name if name in self.functions else None
+        return ctx.call_among(node, self.functions)
 
     def _resolve_local(self, name: str, lineno: int, ctx: SemanticModel) -> Optional[str]:
         # The same name is often a different loss in another function: use this scope's binding.
         binding = ctx.binding_before(name, lineno, module_fallback=True)
         if binding is None or binding.index is not None or binding.value is None:
             return None
-        loss = ctx.call_name(binding.value)
-        return loss if loss in self.classes else None
+        return ctx.call_among(binding.value, self.classes)

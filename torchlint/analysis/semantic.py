@@ -11,7 +11,7 @@ import ast
 from typing import Callable, Iterator, Optional, Union
 
 from torchlint.analysis.cross_file import CrossFile
-from torchlint.analysis.imports import ImportTable, qualify
+from torchlint.analysis.imports import ImportTable, QualNames, qualify
 from torchlint.analysis.project_index import ProjectIndex
 from torchlint.analysis.nodes import iter_children
 from torchlint.analysis.scopes import (FUNCTION_TYPES, Assignments, Binding, GradRegion, Scope,
@@ -227,6 +227,14 @@ class SemanticModel(CrossFile):
 
     def call_name(self, node: ast.AST) -> Optional[str]:
         return self.qualname(node.func) if isinstance(node, ast.Call) else None
+
+    def call_among(self, node: ast.AST, names: QualNames) -> Optional[str]:
+        """`call_name(node)` when it is one of `names`, else None. Most calls are methods
+        whose attribute ends none of the names: those cost no name resolution."""
+        if not isinstance(node, ast.Call) or not names.may_name(node.func):
+            return None
+        found = self.qualname(node.func)
+        return found if found in names else None
 
     # -- bindings ------------------------------------------------------------------
     def scope_info(self, scope: Optional[Scope] = None) -> ScopeInfo:

@@ -5,9 +5,13 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Optional
 
+from torchlint.analysis.imports import QualNames
+
 if TYPE_CHECKING:
     from torchlint.analysis.semantic import SemanticModel
 
+TORCH_SAVE = QualNames({"torch.save"})  # two serialization rules ask each call
+TORCH_LOG = QualNames({"torch.log"})
 FLOAT_DTYPES = {
     "torch.float": "torch.float32", "torch.float32": "torch.float32",
     "torch.float64": "torch.float64", "torch.double": "torch.float64",

@@ -113,6 +113,10 @@ class Rule:
     # before the walk, so a rule costs nothing in files it cannot apply to). Empty: always run.
     requires_text: ClassVar[tuple[str, ...]] = ()
 
+    # Set for each subclass: does it override `check_noqa`? The walk tokenizes a file for its
+    # directives only when one of its rules judges them or a finding might be suppressed.
+    judges_noqa: ClassVar[bool] = False
+
     _handler_names: ClassVar[tuple[tuple[type, str], ...]] = ()
     _leave_names: ClassVar[tuple[tuple[type, str], ...]] = ()
 
@@ -120,6 +124,7 @@ class Rule:
         super().__init_subclass__(**kwargs)
         cls._handler_names = _handler_table(cls, "visit_")
         cls._leave_names = _handler_table(cls, "leave_")
+        cls.judges_noqa = cls.check_noqa is not Rule.check_noqa
 
     def __init__(self, ctx: "FileContext", settings: Optional[dict[str, Any]] = None) -> None:
         self.ctx = ctx

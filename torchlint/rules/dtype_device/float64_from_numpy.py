@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from torchlint.analysis.imports import QualNames
 from torchlint.analysis.torch_api import dtype_name
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, keyword, literal
@@ -17,7 +18,7 @@ _FLOAT64_UNLESS_DTYPE = frozenset({
     "numpy.zeros", "numpy.ones", "numpy.empty", "numpy.linspace", "numpy.loadtxt", "numpy.genfromtxt",
     "numpy.eye", "numpy.identity",
 })
-_TORCH_CONVERTERS = frozenset({"torch.from_numpy", "torch.tensor", "torch.as_tensor"})
+_TORCH_CONVERTERS = QualNames({"torch.from_numpy", "torch.tensor", "torch.as_tensor"})
 
 
 def _has_float(value: object) -> bool:
@@ -136,8 +137,8 @@ class Float64FromNumpy(Rule):
         return None
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
-        name = ctx.call_name(node)
-        if name not in _TORCH_CONVERTERS or not node.args or keyword(node, "dtype") is not None:
+        name = ctx.call_among(node, _TORCH_CONVERTERS)
+        if name is None or not node.args or keyword(node, "dtype") is not None:
             return
         source = self._float64_source(node.args[0], ctx)
         if source is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from torchlint.analysis.dominance import reaches_here
+from torchlint.analysis.imports import QualNames
 from torchlint.analysis.inference import TENSOR_FACTORIES, kind_of_annotation
 from torchlint.checker import FileContext
 from torchlint.edits import has_comment, make_fix, replace, text_of
@@ -24,6 +25,7 @@ _TENSOR_METHODS = frozenset({
     "sum", "mean", "abs", "exp", "log", "sqrt", "softmax", "sigmoid", "argmax", "t", "mul", "add",
 })
 _ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+_TORCH_TENSOR = QualNames({"torch.tensor"})
 
 
 def probe_tensor_copy(params: dict, device: str) -> tuple[str, str]:
@@ -125,7 +127,7 @@ class TensorFromTensor(Rule):
     evidence = Evidence(probe=probe_tensor_copy)
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
-        if len(node.args) != 1 or isinstance(node.args[0], ast.Starred) or ctx.call_name(node) != "torch.tensor":
+        if len(node.args) != 1 or isinstance(node.args[0], ast.Starred) or ctx.call_among(node, _TORCH_TENSOR) is None:
             return
         arg = node.args[0]
         if not known_tensor(arg, ctx, node.lineno):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from torchlint.analysis.torch_api import TORCH_LOG
 from torchlint.analysis.training_step import own_level
 from torchlint.checker import FileContext
 from torchlint.edits import SAFE, Fix, has_comment, make_fix, replace, text_of
@@ -128,7 +129,7 @@ class LogOfSoftmax(Rule):
         self._loss_reads: dict[int, list[tuple[int, set[str]]]] = {}
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
-        if ctx.call_name(node) == "torch.log" and len(node.args) == 1 and not node.keywords:
+        if len(node.args) == 1 and not node.keywords and ctx.call_among(node, TORCH_LOG) is not None:
             arg = node.args[0]
         elif isinstance(node.func, ast.Attribute) and node.func.attr == "log" and not node.args \
                 and not node.keywords and ctx.call_name(node) is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+from torchlint.analysis.torch_api import TORCH_LOG
 from torchlint.checker import FileContext
 from torchlint.edits import has_comment, make_fix, module_alias, replace, text_of
 from torchlint.records import Fix
@@ -114,7 +115,7 @@ class LogSumExp(Rule):
         if node.keywords:
             return
         func = node.func
-        if len(node.args) == 1 and ctx.call_name(node) == "torch.log":
+        if len(node.args) == 1 and ctx.call_among(node, TORCH_LOG) is not None:
             summed = node.args[0]
         elif not node.args and isinstance(func, ast.Attribute) and func.attr == "log" and ctx.qualname(func.value) is None:
             summed = func.value

@@ -128,6 +128,7 @@ class EvalLoopWithoutEval(Rule):
 
     def setup(self, ctx: FileContext) -> None:
         self._reported: set[tuple[int, str]] = set()
+        self._train_iterables: dict[int, bool] = {}  # id(loop) -> does it iterate something named *train*
         # In a test file, `test_*` names pytest tests, which may run training-mode forwards on purpose.
         name = PurePath(ctx.source.path).name
         self._test_file = name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
@@ -156,8 +157,11 @@ class EvalLoopWithoutEval(Rule):
 
     def _evaluating(self, ctx: FileContext) -> bool:
         loop = ctx.loops[-1]
-        iterated = getattr(loop, "iter", None)
-        if iterated is not None and "train" in dotted(iterated).lower():
+        named = self._train_iterables.get(id(loop))
+        if named is None:  # asked for every call in the loop: unparse its iterable once
+            iterated = getattr(loop, "iter", None)
+            named = self._train_iterables[id(loop)] = iterated is not None and "train" in dotted(iterated).lower()
+        if named:
             return False
         if trains(loop, ctx):
             return False

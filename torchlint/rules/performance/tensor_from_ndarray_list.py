@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
+from torchlint.analysis.imports import QualNames
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, dotted
 
@@ -20,6 +21,7 @@ _ARRAY_FUNCTIONS = frozenset({
 })
 # `.numpy()` on these is usually a 0-d array (a loss or a metric), for which torch.tensor raises instead.
 _SCALAR_HINTS = ("loss", "acc", "score", "metric")
+_TORCH_TENSOR = QualNames({"torch.tensor"})
 
 
 def probe_ndarray_list(params: dict, device: str) -> tuple[str, str]:
@@ -150,7 +152,7 @@ class TensorFromNdarrayList(Rule):
                         crash=r"len\(\) of unsized object")
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
-        if len(node.args) != 1 or ctx.call_name(node) != "torch.tensor":
+        if len(node.args) != 1 or ctx.call_among(node, _TORCH_TENSOR) is None:
             return
         arg = node.args[0]
         if isinstance(arg, ast.ListComp):

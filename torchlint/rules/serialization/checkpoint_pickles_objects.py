@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.analysis import inference
+from torchlint.analysis.torch_api import TORCH_SAVE
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, dotted, has_star_kwargs, keyword, literal
 
@@ -171,7 +172,7 @@ class CheckpointPicklesObjects(Rule):
         self._added: dict[int, dict[str, list[tuple[int, ast.AST]]]] = {}  # scope -> name -> ckpt[k] = v
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
-        if ctx.call_name(node) != "torch.save" or keyword(node, "pickle_module") is not None:
+        if ctx.call_among(node, TORCH_SAVE) is None or keyword(node, "pickle_module") is not None:
             return
         obj = arg_or_keyword(node, 0, "obj")
         if obj is None:

@@ -6,6 +6,7 @@ import ast
 from typing import Optional
 
 from torchlint.analysis import inference
+from torchlint.analysis.torch_api import TORCH_SAVE
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, dotted
 
@@ -82,7 +83,7 @@ class SaveWholeModule(Rule):
                                 "the code's values, so a run here cannot come out either way"))
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
-        if ctx.call_name(node) != "torch.save":
+        if ctx.call_among(node, TORCH_SAVE) is None:
             return
         obj = arg_or_keyword(node, 0, "obj")
         if obj is None:
