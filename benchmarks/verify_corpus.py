@@ -4,6 +4,7 @@ the project as its program would), with every rule selected, notebooks linted na
 
     python benchmarks/verify_corpus.py run --root /work/corpus2 --out /tmp/v54 [--parallel 2] [--only a,b]
     python benchmarks/verify_corpus.py summary --out /tmp/v54 [--labels labels.json]
+    python benchmarks/verify_corpus.py packets --out /tmp/v54 --labels labels.json --packets DIR
 
 `run` writes OUT/<project>.json (the findings with their `verify` objects) and OUT/<project>.meta.json
 (exit code, seconds, the end of stderr). A run that exits with anything but 0, or prints a
@@ -13,6 +14,12 @@ source is `your-code`, for the default-on rules and for all, and the verdicts by
 --labels takes a JSON object {"<project>/<path>[:cell C]:<line>:<code>": true|false} from an independent
 triage (is the finding true?) and counts wrong verdicts: `confirmed`/`demonstrated` on a false
 finding, `not-reproduced`/`not-applicable` on a true one.
+
+`packets` writes triage packets (triage_packets.py's format: the rule's doc, the definition of
+a true finding, the code) of every finding whose verdict claims something (confirmed,
+demonstrated, not-reproduced, not-applicable) and that --labels does not answer yet. The
+packets do not show the verdicts: the reviewer judges the finding, and the verdict is scored
+against that answer.
 """
 
 from __future__ import annotations
@@ -128,6 +135,29 @@ def judge(findings: list[dict], labels: dict[str, bool], root: Path) -> None:
         print(f"  {k}: finding {'true' if truth else 'false'}, verdict {verdict} ({source})")
 
 
+def packets(args: argparse.Namespace) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import triage_packets
+
+    findings, _ = load(args.out)
+    root = args.root.resolve()
+    labels = json.loads(args.labels.read_text()) if args.labels else {}
+    open_ones: dict[str, list[dict]] = defaultdict(list)
+    for f in findings:
+        if f.get("verify") and f["verify"]["verdict"] in POSITIVE | NEGATIVE and key(f, root) not in labels:
+            open_ones[f["code"]].append(f)
+    args.packets.mkdir(parents=True, exist_ok=True)
+    docs = Path(__file__).resolve().parent.parent / "rules_docs"
+    for code, chosen in sorted(open_ones.items()):
+        parts = [f"# Triage packet {code}\n", f"Corpus `{root.name}`: every finding of this rule that --verify "
+                 "gave a verdict on and no earlier triage answered.\n", "## Definition of a true finding\n",
+                 triage_packets.DEFINITION + "\n", "## The rule's documentation\n",
+                 triage_packets.rule_doc(docs, code) + "\n", "## Findings\n"]
+        parts += [triage_packets.finding_block(n, f, root, 60) for n, f in enumerate(chosen, 1)]
+        (args.packets / f"{code}.md").write_text("\n".join(parts), encoding="utf-8")
+        print(f"{code}: {len(chosen)} findings -> {args.packets / f'{code}.md'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -142,8 +172,13 @@ def main() -> None:
     s.add_argument("--out", type=Path, required=True)
     s.add_argument("--root", type=Path, default=Path("/work/corpus2"))
     s.add_argument("--labels", type=Path)
+    k = sub.add_parser("packets")
+    k.add_argument("--out", type=Path, required=True)
+    k.add_argument("--root", type=Path, default=Path("/work/corpus2"))
+    k.add_argument("--labels", type=Path)
+    k.add_argument("--packets", type=Path, required=True)
     args = parser.parse_args()
-    run(args) if args.command == "run" else summary(args)
+    {"run": run, "summary": summary, "packets": packets}[args.command](args)
 
 
 if __name__ == "__main__":
