@@ -5,9 +5,11 @@ slicer does not follow, or a function's arguments that the program itself passes
 The file runs as its program, `python file.py` with no arguments, in the sandboxed worker
 (`__name__ == "__main__"`, so its `if __name__ == "__main__":` block runs: that is where a
 script's training loop calls the flagged function), from the read-only snapshot of the
-project, with the flagged call instrumented as a slice's is. The run stops at the flagged
-line; a program that ends, fails or runs out of time before it falls back to the rule's
-probe, which says why. A notebook's program is its code cells up to the finding's.
+project, with the flagged call instrumented as a slice's is. The file runs once for all its
+findings that need it (batch_spec): each is judged where its own run would have stopped,
+and the run stops when all are. A finding the program does not reach (it ends, fails or
+runs out of time first) falls back to the rule's probe, which says why, without another
+run. A notebook's program is its code cells up to the finding's.
 
 Nothing here runs the code: it is planned in the parent and run only inside the sandbox
 (SECURITY.md), which is the boundary, so no allow-list applies to the program."""
