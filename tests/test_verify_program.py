@@ -135,5 +135,6 @@ def test_the_programs_changes_to_torch_reach_no_later_probe_of_the_file(verified
     # The program ran under float64 (its own change); the method's probe did not.
     assert "float64" in first.verify["runs"][0]["evidence"], first.verify  # type: ignore[index]
     probe = method.verify["runs"][0]  # type: ignore[index]
-    assert probe["source"] == "probe" and probe["verdict"] == "demonstrated", probe
+    # (TL205 is off by default, so its probe's demonstration is kept but not claimed: verify/claims.py.)
+    assert probe["source"] == "probe" and probe["verdict"] in ("demonstrated", "skipped"), probe
     assert "torch.float32" in probe["evidence"] and "float64" not in probe["evidence"], probe
