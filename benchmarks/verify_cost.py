@@ -118,16 +118,21 @@ def show(name: str, got: dict[str, tuple[float, float]], base: Optional[dict[str
         print(line)
 
 
-def corpus(project: Path, cache: Path, device: str) -> None:
-    """One real project: lint, then --verify cold and warm, run in the project's root."""
+def corpus(project: Path, cache: Path, device: str, save: Optional[Path] = None, select: str = "") -> None:
+    """One real project: lint, then --verify cold and warm, run in the project's root;
+    `save`: a directory to write the cold run's JSON to (to diff verdicts between checkouts)."""
     env = _env("")
-    base = [sys.executable, "-m", "torchlint", "check", ".", "--exit-zero", "-q", "--output-format", "json"]
+    base = [sys.executable, "-m", "torchlint", "check", ".", "--exit-zero", "-q", "--output-format", "json",
+            *(["--select", select] if select else [])]
     lint = timed(base + ["--no-cache"], env, project)
     where = ["--cache-dir", str(cache / project.name)]
     before = time.perf_counter()
     out = subprocess.run(base + where + ["--verify", "--device", device], capture_output=True, text=True, env=env,
                          cwd=project).stdout
     cold = time.perf_counter() - before
+    if save is not None:
+        save.mkdir(parents=True, exist_ok=True)
+        (save / f"{project.name}.json").write_text(out)
     warm = timed(base + where + ["--verify", "--device", device], env, project)
     found = [f for f in json.loads(out or "[]") if f.get("verify")]
     files = {f["filename"] for f in found}
@@ -148,11 +153,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; medians are shown")
     parser.add_argument("--corpus", action="append", default=[], type=Path,
                         help="a real project's root (repeatable): measure it instead of the built-in files")
+    parser.add_argument("--select", default="", help="with --corpus: the rules to check (e.g. ALL); default: the project's")
+    parser.add_argument("--save", type=Path, default=None,
+                        help="with --corpus: write each project's cold --verify JSON into this directory")
     args = parser.parse_args()
     if args.corpus:
         with tempfile.TemporaryDirectory() as tmp:
             for project in args.corpus:
-                corpus(project.resolve(), Path(tmp), args.device)
+                corpus(project.resolve(), Path(tmp), args.device, args.save, args.select)
         return
     with tempfile.TemporaryDirectory() as tmp:
         one = Path(tmp) / "fifty.py"

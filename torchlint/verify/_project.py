@@ -112,15 +112,44 @@ class _StandInFinder:
         pass
 
 
-def run_program(code: str, spec: dict, root: str, facts: dict, seconds: float) -> tuple[Any, str]:
-    """The file run as its program (verify/program.py) from the snapshot at `root`, its
-    flagged line instrumented: (the judge's (verdict, evidence), "") or (None, why it did
-    not get there). `python file.py` with no arguments and an empty stdin, from the file's
-    own directory."""
+def run_program(spec: dict, root: str, seconds: float) -> list[dict]:
+    """The file run once as its program (verify/program.py) from the snapshot at `root`,
+    every member's flagged line instrumented: per member, {"verdict", "evidence"} of its
+    judge or {"why"} it did not get there. `python file.py` with no arguments and an empty
+    stdin, from the file's own directory."""
     if not any(isinstance(f, _StandInFinder) for f in sys.meta_path):
         sys.meta_path.append(_StandInFinder())
     _StandIn.used.clear()
-    result, why = _run_program(code, spec, root, facts, seconds)
+    import slices
+
+    runs = _run_program(spec, root, lambda file: slices.run_batch(spec["members"], spec["source"], file, seconds,
+                                                                  lambda: list(_StandIn.used)))
+    missing = sorted({n.split(".")[0] for n in _StandInFinder.created})
+    out: list[dict] = []
+    for result, why, used in runs:
+        stand_ins = sorted({n.split(".")[0] for n in used})
+        if result is None:
+            out.append({"why": why})
+        elif stand_ins:
+            out.append({"why": f"the program called {', '.join(stand_ins)} (not installed here, so a stand-in) "
+                               "before the flagged line"})
+        else:
+            note = (f" ({', '.join(missing)} not installed here: imported as a stand-in, never called before the "
+                    "flagged line)") if missing else ""
+            out.append({"verdict": result[0], "evidence": f"ran {spec['file']} as its program: {result[1]}{note}"})
+    return out
+
+
+def run_variants(code: str, spec: dict, root: str, facts: dict, seconds: float) -> tuple[Any, str]:
+    """A rule that compares two runs of the program (the `.data` write as written and
+    tracked): its own runs, (the judge's (verdict, evidence), "") or (None, why not)."""
+    import slices
+
+    if not any(isinstance(f, _StandInFinder) for f in sys.meta_path):
+        sys.meta_path.append(_StandInFinder())
+    _StandIn.used.clear()
+    result, why = _run_program(spec, root, lambda file: slices.run_slice(
+        code, facts, spec["variants"], spec.get("stop", "flag"), bool(spec.get("grads")), seconds, program=file))
     stand_ins = sorted({n.split(".")[0] for n in _StandIn.used})
     if result is not None and stand_ins:
         return None, (f"the program called {', '.join(stand_ins)} (not installed here, so a stand-in) before the "
@@ -132,9 +161,7 @@ def run_program(code: str, spec: dict, root: str, facts: dict, seconds: float) -
     return result, why
 
 
-def _run_program(code: str, spec: dict, root: str, facts: dict, seconds: float) -> tuple[Any, str]:
-    import slices
-
+def _run_program(spec: dict, root: str, run: Callable[[str], Any]) -> Any:
     for entry in reversed(spec["path"]):
         path = os.path.join(root, entry) if entry else root
         if path not in sys.path:
@@ -147,8 +174,7 @@ def _run_program(code: str, spec: dict, root: str, facts: dict, seconds: float) 
         # A notebook's folder may hold no .py file, so the snapshot lacks it: run from the root.
         here = os.path.dirname(file)
         os.chdir(here if here and os.path.isdir(here) else root)
-        return slices.run_slice(code, facts, spec["variants"], spec.get("stop", "flag"), bool(spec.get("grads")),
-                                seconds, program=file)
+        return run(file)
     finally:
         sys.stdin, sys.argv = stdin, argv
         os.chdir(cwd)

@@ -24,10 +24,11 @@ def answer(request: dict) -> tuple:
 
     code, device, facts = request["code"], request["device"], request.get("facts") or {}
     spec = request.get("import")
-    if spec and spec.get("kind") == "program":  # the file run as its program, up to the flagged line
+    if spec and spec.get("kind") == "program":  # a rule that compares two runs of the program
         import _project
 
-        result, why = _project.run_program(code, spec, request["root"], facts, float(request.get("slice_seconds") or 0))
+        result, why = _project.run_variants(code, spec, request["root"], facts,
+                                            float(request.get("slice_seconds") or 0))
         if result is not None:
             return result[0], f"ran {spec['file']} as its program: {result[1]}", "import"
         prior = request.get("not_self_contained") or ""
@@ -78,6 +79,10 @@ def answer_line(line: str, channel: int) -> None:
     import _frames
 
     request = json.loads(line)
+    spec = request.get("import")
+    if isinstance(spec, dict) and spec.get("kind") == "program" and "members" in spec:  # one run for all findings
+        answer_program(request, spec, channel)
+        return
     try:
         verdict, evidence, source = answer(request)
     except Exception as exc:  # noqa: BLE001 - a failing probe is an `error` verdict
@@ -91,6 +96,23 @@ def answer_line(line: str, channel: int) -> None:
                         f"active layers: {', '.join(json.loads(os.environ.get('TORCHLINT_SANDBOX', '[]')))}")
     _frames.send(channel, {"kind": "answer", "id": request["id"], "verdict": verdict,
                            "evidence": evidence[:1000], "source": source})
+
+
+def answer_program(request: dict, spec: dict, channel: int) -> None:
+    """The file run as its program (verify/program.py): one answer with every member's
+    result. torchlint discards this process afterwards, so what the program changed (torch's
+    defaults, a monkeypatch) reaches none of the file's later probes."""
+    import _frames
+    import _project
+
+    try:
+        results = _project.run_program(spec, request["root"], float(request.get("slice_seconds") or 0))
+    except Exception as exc:  # noqa: BLE001 - every member falls back to its probe with the reason
+        results = [{"why": f"the program run failed: {type(exc).__name__}: {str(exc)[:200]}"}] * len(spec["members"])
+    for result in results:
+        if "evidence" in result:
+            result["evidence"] = result["evidence"][:1000]
+    _frames.send(channel, {"kind": "program", "id": request["id"], "results": results})
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from torchlint.diagnostics import Finding
 from torchlint import catalog
 from torchlint.verify.instrument import SLICES
 from torchlint.verify.checkpoints import checkpoint_shape
-from torchlint.verify.program import program_spec
+from torchlint.verify.program import MAX_MEMBERS, batch_spec, program_spec
 from torchlint.verify.project import IMPORTED, NotImportable, ProjectTree, plan_import
 from torchlint.verify.project import USES_PROJECT as _USES
 from torchlint.verify.slicer import NotSelfContained, Slice, build
@@ -58,6 +58,12 @@ class ProbeRequest:
     # `file:line` of what of the user's code the request runs (the verdict's `ran`); not sent
     ran: tuple[str, ...] = ()
     imported: str = ""  # JSON of project.ImportPlan: observe the user's object, imported from the project
+
+    @property
+    def program(self) -> Optional[dict[str, Any]]:
+        """The spec of the program run this request is a member of (batch_programs), if any."""
+        spec = json.loads(self.imported) if self.imported else None
+        return spec if isinstance(spec, dict) and spec.get("kind") == "program" and "members" in spec else None
 
     @property
     def needs_project(self) -> bool:
@@ -160,6 +166,44 @@ def _program_request(request: ProbeRequest, finding: Finding, source: str, proje
     except (RecursionError, MemoryError, ValueError, SyntaxError):
         return request
     return replace(request, ran=ran, imported=json.dumps(spec))
+
+
+def batch_programs(planned: list[tuple[Finding, Optional[ProbeRequest]]], text: Optional[str],
+                   project: Optional[ProjectTree]) -> dict[int, ProbeRequest]:
+    """The program requests of one file's findings (by index in `planned`), made one run of
+    the program for all of them (program.batch_spec): a notebook's findings share the run of
+    its cells up to the last of their cells. A finding whose instrumentation does not fit
+    beside the others' gets a run of its own."""
+    if text is None or project is None:
+        return {}
+    items = []
+    for i, (finding, request) in enumerate(planned):
+        single = json.loads(request.imported) if request is not None and request.imported else {}
+        if request is None or single.get("kind") != "program" or len(single.get("variants", ())) != 1:
+            continue
+        view = notebook_view(finding, text) if finding.cell is not None else (finding, text)
+        rule = catalog.static_rule(finding.code)
+        if view is not None and rule is not None and rule.evidence.slice:
+            items.append((i, view[0], view[1], request, SLICES[rule.evidence.slice], single))
+    out: dict[int, ProbeRequest] = {}
+    while items:
+        # The longest program first: a notebook's shorter ones are its prefixes.
+        items.sort(key=lambda item: -len(item[2]))
+        source = items[0][2]
+        group = [item for item in items if source.startswith(item[2])][:MAX_MEMBERS]
+        spec, held = batch_spec([(view, rule, dict(request.facts)) for _, view, _, request, rule, _ in group], source,
+                                group[0][5]["file"], group[0][5]["path"], project.digest)
+        for k, member in enumerate(held):
+            out[group[member][0]] = replace(group[member][3], imported=json.dumps(dict(spec, member=k)))
+        # The first member is instrumented on the untouched program, as when it was planned
+        # alone, so this guard only keeps the loop finite.
+        failed = [] if held else [group[0]]
+        for i, _, _, request, _, _ in failed:
+            out[i] = replace(request, imported="", not_self_contained=f"{request.not_self_contained}; nor can its "
+                             "program run: the flagged code has no observable call")
+        done = {group[m][0] for m in held} | {item[0] for item in failed}
+        items = [item for item in items if item[0] not in done]
+    return out
 
 
 def _checkpoint_request(finding: Finding, source: str, project: Optional[ProjectTree],

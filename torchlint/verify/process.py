@@ -369,6 +369,38 @@ class ProbeWorker:
             return Verdict("error", "the probe worker sent a malformed answer")
         return Verdict(verdict, clean_text(evidence), _SOURCES[source])
 
+    def run_program(self, request: dict[str, Any], timeout: Optional[float] = None) -> "list[Verdict | str] | str":
+        """One run of a file's program for several findings (verify/program.py): per member,
+        its Verdict or why it fell short; or, for the whole run, why it failed."""
+        if not self._file_open:
+            self.open_file()
+        self._next_id += 1
+        self._send(dict(request, id=self._next_id))
+        limit = min(self.timeout, timeout) if timeout is not None else self.timeout
+        answer = self._read_frame(limit)
+        if answer is None:
+            failure = self._failure("the program", limit)
+            self.stop()
+            return failure
+        if answer.get("kind") in ("died", "malformed"):
+            self._file_open = False
+            return self._file_failure(answer)
+        results = answer.get("results")
+        members = len(request["import"]["members"])
+        out: list[Verdict | str] = []
+        if set(answer) == {"kind", "id", "results"} and answer["kind"] == "program" and answer["id"] == self._next_id \
+                and type(answer["id"]) is int and type(results) is list and len(results) == members:
+            for got in results:
+                if type(got) is dict and set(got) == {"why"} and type(got["why"]) is str:
+                    out.append(clean_text(got["why"], 500))
+                elif type(got) is dict and set(got) == {"verdict", "evidence"} and type(got["verdict"]) is str \
+                        and got["verdict"] in VERDICTS and type(got["evidence"]) is str:
+                    out.append(Verdict(got["verdict"], clean_text(got["evidence"]), YOUR_CODE))
+        if len(out) != members:
+            self.next_file()
+            return "the probe worker sent a malformed answer"
+        return out
+
     def _file_failure(self, frame: dict[str, Any]) -> str:
         if frame.get("kind") == "malformed":
             self.next_file()

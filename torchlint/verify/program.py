@@ -5,9 +5,11 @@ slicer does not follow, or a function's arguments that the program itself passes
 The file runs as its program, `python file.py` with no arguments, in the sandboxed worker
 (`__name__ == "__main__"`, so its `if __name__ == "__main__":` block runs: that is where a
 script's training loop calls the flagged function), from the read-only snapshot of the
-project, with the flagged call instrumented as a slice's is. The run stops at the flagged
-line; a program that ends, fails or runs out of time before it falls back to the rule's
-probe, which says why. A notebook's program is its code cells up to the finding's.
+project, with the flagged call instrumented as a slice's is. The file runs once for all its
+findings that need it (batch_spec): each is judged where its own run would have stopped,
+and the run stops when all are. A finding the program does not reach (it ends, fails or
+runs out of time first) falls back to the rule's probe, which says why, without another
+run. A notebook's program is its code cells up to the finding's.
 
 Nothing here runs the code: it is planned in the parent and run only inside the sandbox
 (SECURITY.md), which is the boundary, so no allow-list applies to the program."""
@@ -15,6 +17,7 @@ Nothing here runs the code: it is planned in the parent and run only inside the 
 from __future__ import annotations
 
 import ast
+import copy
 import os
 from typing import Any
 
@@ -25,6 +28,9 @@ from torchlint.verify.safety import _SHAPE_FACTORIES, MAX_ELEMENTS, MAX_SEQUENCE
 from torchlint.verify.slicer import NotSelfContained, Slice, analysis, find_node, parent_map, statement_of
 
 MAX_PROGRAM_BYTES = 1 << 20
+# Findings one program run observes: their answers share one frame (_frames.MAX_FRAME).
+MAX_MEMBERS = 32
+_WRAPPERS = frozenset({"_tl_call", "_tl_at", "_tl_raised", "_tl_thunk", "_tl_ran", "_tl_mark"})
 # The tensor factories whose literal sizes the pre-filter bounds, by their last name (a
 # program calls them through any alias).
 _FACTORIES = frozenset(name.rsplit(".", 1)[-1] for name in _SHAPE_FACTORIES)
@@ -58,6 +64,49 @@ def program_spec(finding: Finding, source: str, rule: SliceRule, project: Projec
             "stop": rule.stop, "grads": rule.grads, "tree": project.digest}
     ran = [f"{finding.path}:{n.lineno}" for n in _enclosing(statement, parents)] + [f"{finding.path}:{statement.lineno}"]
     return spec, tuple(dict.fromkeys(ran))[:16]
+
+
+def batch_spec(members: list[tuple[Finding, SliceRule, dict[str, Any]]], source: str, file: str, path: list[str],
+               tree: str) -> tuple[dict[str, Any], list[int]]:
+    """One run of the program `source` for several of its findings (each with its rule's
+    slice shape and facts, at its place in `source`): every member's flagged line
+    instrumented in one copy of the program, its tags prefixed `m<i>:`, so the worker runs
+    the file once and judges each member where its own run would have stopped. (the
+    worker's spec, the indices of the members it holds: one whose instrumentation does not
+    fit beside the others', or that needs two runs, is left out.)"""
+    info = analysis(source)
+    module = ast.parse(source)
+    held: list[int] = []
+    entries: list[dict[str, Any]] = []
+    for i, (finding, rule, facts) in enumerate(members):
+        if len(held) >= MAX_MEMBERS:
+            break
+        # Bounded: the file was size-checked and literal-bounded by program_spec.
+        before = copy.deepcopy(module)
+        try:
+            node = _same_node(module, find_node(info.positions, info.lines, finding.row, finding.col, finding.end_row,
+                                                finding.end_col))
+            parents = parent_map(module)
+            variants = rule.instrument(Slice(module, node, statement_of(node, parents), parents))
+        except (NotSelfContained, ValueError, KeyError, AssertionError, StopIteration):
+            variants = None
+        if not variants or len(variants) != 1 or variants[0] is not module:
+            module = before  # a rule that compares two runs has its own
+            continue
+        _prefix(module, f"m{i}")
+        held.append(i)
+        entries.append({"tag": f"m{i}", "code": finding.code, "facts": facts, "stop": rule.stop, "grads": rule.grads})
+    spec = {"kind": "program", "file": file, "path": path, "source": ast.unparse(module), "tree": tree,
+            "members": entries}
+    return spec, held
+
+
+def _prefix(module: ast.Module, prefix: str) -> None:
+    """Prefix the tags that no member has claimed yet (the ones just added) with `prefix`."""
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _WRAPPERS \
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            node.args[0] = ast.Constant(" ".join(t if ":" in t else f"{prefix}:{t}" for t in node.args[0].value.split()))
 
 
 def literal_bounds(tree: ast.Module) -> None:

@@ -31,8 +31,8 @@ from torchlint.diagnostics import Finding
 from torchlint.records import YOUR_CODE, RecordError, Verdict, Verification
 from torchlint.safe_io import RefusedFile, read_regular_file, replace_atomically
 from torchlint.verify.claims import as_claimed
-from torchlint.verify.plan import (USES_PROJECT, ProbeRequest, clean_facts, notebook_view, plan, verdict_code_hash,
-                                   with_project)
+from torchlint.verify.plan import (USES_PROJECT, ProbeRequest, batch_programs, clean_facts, notebook_view, plan,
+                                   verdict_code_hash, with_project)
 from torchlint.verify.project import ProjectTree
 from torchlint.verify.process import (  # noqa: F401 - ProbeWorker and the limits are used through here
     CPU_ADDRESS_SPACE, DEFAULT_BUDGET, DEFAULT_MEMORY, LAUNCHER, STARTUP_TIMEOUT, VERDICTS, WORKER, ProbeWorker,
@@ -138,8 +138,11 @@ def verify_findings(findings: list[Finding], device: str = "auto", timeout: floa
     tree = _project_tree(project, findings)
     session = _Session(device, timeout, cache_dir, sources, memory_limit, budget, tree, unsandboxed,
                        _namespaces, _simulate_missing)
+    ordered = sorted(findings, key=lambda f: f.path)
+    for finding in ordered:
+        session.files.setdefault(finding.path, []).append(finding)
     try:
-        for finding in sorted(findings, key=lambda f: f.path):
+        for finding in ordered:
             finding.verify = session.verify(finding)
     finally:
         session.close()
@@ -185,6 +188,28 @@ class _Session:
         self.cuda: Optional[bool] = False if "+cpu" in self.torch else None  # a CPU build: no need to ask
         self.memo: dict[str, Verdict] = {}
         self.deadline = time.monotonic() + budget
+        self.files: dict[str, list[Finding]] = {}  # each file's findings, to plan them together
+        self.plans: dict[int, Planned] = {}  # by id() of the finding
+        # A file's program run (verify/program.py), by its spec: each member's verdict or why
+        # it fell short, or why the whole run failed. It runs once, however many members ask.
+        self.programs: dict[str, "list[Verdict | str] | str"] = {}
+
+    def plan_of(self, finding: Finding) -> Planned:
+        """The finding's request, planned with the rest of its file, whose program requests
+        become one run of the program (plan.batch_programs)."""
+        if id(finding) not in self.plans:
+            group = self.files.get(finding.path) or [finding]
+            if not any(f is finding for f in group):
+                group = [finding]
+            source = self.source_of(finding.path)
+            planned = [_plan_safely(f, source, self.project) for f in group]
+            try:
+                batched = batch_programs([(f, p[0]) for f, p in zip(group, planned)], source, self.project)
+            except Exception:  # noqa: BLE001 - a bug here must not end the run: each keeps its own request
+                batched = {}
+            for i, (f, p) in enumerate(zip(group, planned)):
+                self.plans[id(f)] = (batched[i], p[1], p[2]) if i in batched else p
+        return self.plans[id(finding)]
 
     def source_of(self, path: str) -> Optional[str]:
         if path not in self.texts:
@@ -259,7 +284,7 @@ class _Session:
             self.memo[located] = known  # type: ignore[index]
             return known.on(dev, self.runtime_version())
         if not planned:
-            planned.append(_plan_safely(finding, self.source_of(finding.path), self.project))
+            planned.append(self.plan_of(finding))
         request, reason, failed = planned[0]
         if request is None:
             return Verdict("error" if failed else "skipped", reason, device=dev, torch=self.torch) if first else None
@@ -281,6 +306,19 @@ class _Session:
     def ask(self, request: ProbeRequest, dev: str) -> tuple[Verdict, bool]:
         """The worker's verdict, and whether it is a fact about torch and the request alone
         (so a `skipped` of it may be cached: needs CUDA), not about this run."""
+        program = request.program
+        if program is not None:
+            member = program.pop("member")
+            key = json.dumps(program, sort_keys=True)
+            if key not in self.programs:
+                self.programs[key] = self.run_program(request, dev)
+            got = self.programs[key]
+            got = got[member] if isinstance(got, list) else f"its program run failed: {got}"
+            if isinstance(got, Verdict):
+                return got, True
+            # Fell short (or the run failed): the rule's probe, which says why; the run is not repeated.
+            prior = request.not_self_contained
+            request = replace(request, imported="", not_self_contained=f"{prior}; {got}" if prior else got)
         left = self.deadline - time.monotonic()
         out_of_time = Verdict("skipped", f"the --verify time budget of {self.budget:g}s ran out")
         if left <= 1:
@@ -291,7 +329,13 @@ class _Session:
             if request.needs_project and self.project is not None:
                 payload["root"] = self.project.snapshot  # where the worker finds the snapshot
             active = self.get_worker()
+            # A program of its own (two runs compared): a process of its own, as run_program's.
+            alone = request.needs_project and json.loads(request.imported).get("kind") == "program"
+            if alone:
+                active.next_file()
             result = active.run(payload, timeout=left)
+            if alone:
+                active.next_file()
             decided = not result.evidence.startswith("the --verify sandbox here")
             result = replace(result, sandbox=tuple(active.all_layers))
         except SandboxRefused as exc:
@@ -303,6 +347,29 @@ class _Session:
         if result.verdict == "error" and "timed out" in result.evidence and left < self.timeout:
             return out_of_time, False
         return result, decided
+
+    def run_program(self, request: ProbeRequest, dev: str) -> "list[Verdict | str] | str":
+        """The file's program, run once for every member of `request`'s run, in a process of
+        its own: the file's process is replaced before and after, so no probe's state reaches
+        the program and nothing the program changed reaches a later probe."""
+        left = self.deadline - time.monotonic()
+        if left <= 1 or self.project is None:
+            return f"the --verify time budget of {self.budget:g}s ran out"
+        payload = dict(request.as_json(), device=dev, slice_seconds=min(self.timeout, left) / 3,
+                       root=self.project.snapshot)
+        try:
+            active = self.get_worker()
+            active.next_file()
+            got = active.run_program(payload, timeout=left)
+            active.next_file()
+        except SandboxRefused as exc:
+            self.refused = self.refused or str(exc)
+            return str(exc)
+        except RuntimeError as exc:  # the worker could not even start
+            return str(exc)
+        if isinstance(got, list):
+            return [replace(v, sandbox=tuple(active.all_layers)) if isinstance(v, Verdict) else v for v in got]
+        return got
 
     def close(self) -> None:
         if self.worker is not None:

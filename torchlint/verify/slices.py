@@ -56,6 +56,21 @@ def _snapshot(value: Any) -> Any:
     return None
 
 
+def _namespace(handlers: Any, program: str) -> dict[str, Any]:
+    """The globals a run executes in, its `_tl_*` wrappers bound to `handlers`."""
+    # A whole program (verify/program.py) has every builtin: the OS sandbox is its
+    # boundary, not the allow-list; its prints are dropped as a slice's are.
+    table = dict(vars(builtins), print=lambda *a, **k: None) if program else _builtins()
+    namespace: dict[str, Any] = {
+        "__builtins__": table, "__name__": "__main__", "_tl_call": handlers.call, "_tl_at": handlers.at,
+        "_tl_raised": handlers.raised, "_tl_thunk": handlers.thunk, "_tl_ran": handlers.ran,
+        "_tl_mark": handlers.mark, "_tl_torch": torch,
+    }
+    if program:
+        namespace["__file__"] = program
+    return namespace
+
+
 class _Recorder:
     """The `_tl_*` wrappers one slice run calls (see instrument.py), and what they recorded:
     `obs` maps a tag to its first records. A run stops at `stop`: "flag" (after the flagged
@@ -65,16 +80,7 @@ class _Recorder:
         self.stop, self.want_grads = stop, want_grads
         self.obs: dict[str, list[Record]] = {}
         self.seen: set[str] = set()
-        # A whole program (verify/program.py) has every builtin: the OS sandbox is its
-        # boundary, not the allow-list; its prints are dropped as a slice's are.
-        table = dict(vars(builtins), print=lambda *a, **k: None) if program else _builtins()
-        self.namespace: dict[str, Any] = {
-            "__builtins__": table, "__name__": "__main__", "_tl_call": self.call, "_tl_at": self.at,
-            "_tl_raised": self.raised, "_tl_thunk": self.thunk, "_tl_ran": self.ran, "_tl_mark": self.mark,
-            "_tl_torch": torch,
-        }
-        if program:
-            self.namespace["__file__"] = program
+        self.namespace = _namespace(self, program)
 
     def record(self, tag: str, rec: Record) -> None:
         self.obs.setdefault(tag, [])
@@ -95,22 +101,20 @@ class _Recorder:
             raise _Stop()
         return rec["value"]
 
+    def passes(self, tag: str) -> bool:
+        """A backward pass before the flagged write: not observed."""
+        return self.stop == "backward" and tag == self.stop and "flag" not in self.seen
+
+    def tracks(self, tag: str) -> bool:
+        return self.want_grads or (self.stop == "backward" and tag == self.stop)
+
     def call(self, tag: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
-        if self.stop == "backward" and tag == self.stop and "flag" not in self.seen:
-            return fn(*args, **kwargs)  # a backward pass before the flagged write
-        receiver = getattr(fn, "__self__", None)
-        track = self.want_grads or (self.stop == "backward" and tag == self.stop)
-        rec = Record(func=fn, args=args, kwargs=kwargs, receiver=receiver, before=_snapshot(receiver),
-                     grads_before=_grads(self.namespace) if track else None)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            self._value(tag, rec, lambda: fn(*args, **kwargs))
-        rec["warnings"] = [str(w.message) for w in caught]
-        if track:
-            rec["grads"] = _grads(self.namespace)
-        if tag == "backward":
-            rec["modes"] = {name: m.training for name, m in self.namespace.items()
-                            if isinstance(m, nn.Module) and not name.startswith("_")}
+        if self.passes(tag):
+            return fn(*args, **kwargs)
+        rec = _observed_call(self.namespace, fn, args, kwargs, self.tracks(tag), tag == "backward")
+        if "exc" in rec:
+            self.record(tag, rec)
+            raise _Stop()
         return self._finish(tag, rec)
 
     def _value(self, tag: str, rec: Record, thunk: Callable[[], Any]) -> None:
@@ -144,10 +148,38 @@ class _Recorder:
         self.record(tag, Record())
 
 
+def _observed_call(namespace: dict[str, Any], fn: Callable, args: tuple, kwargs: dict, track: bool,
+                   modes: bool) -> Record:
+    """Make the call, recording its inputs and its value or exception (never raised here)."""
+    receiver = getattr(fn, "__self__", None)
+    rec = Record(func=fn, args=args, kwargs=kwargs, receiver=receiver, before=_snapshot(receiver),
+                 grads_before=_grads(namespace) if track else None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            rec["value"] = fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the exception is what we observe
+            rec["exc"] = exc
+            return rec
+    rec["warnings"] = [str(w.message) for w in caught]
+    if track:
+        rec["grads"] = _grads(namespace)
+    if modes:
+        rec["modes"] = {name: m.training for name, m in namespace.items()
+                        if isinstance(m, nn.Module) and not name.startswith("_")}
+    return rec
+
+
 def run_variant(source: str, stop: str, want_grads: bool = False, seconds: float = 0.0,
                 program: str = "") -> dict[str, Any]:
     """One run of a slice, or with `program` (its file's path) of a whole program."""
     recorder = _Recorder(stop, want_grads, program)
+    stopped, error = _execute(source, recorder.namespace, seconds, program)
+    return {"obs": recorder.obs, "stopped": stopped, "error": error, "namespace": recorder.namespace}
+
+
+def _execute(source: str, namespace: dict[str, Any], seconds: float, program: str) -> tuple[bool, Optional[BaseException]]:
+    """(whether a wrapper stopped the run, what ended it otherwise)."""
     _seed()
     error: Optional[BaseException] = None
     stopped = False
@@ -158,7 +190,7 @@ def run_variant(source: str, stop: str, want_grads: bool = False, seconds: float
         signal.signal(signal.SIGALRM, out_of_time)
         signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        exec(compile(source, program or "<slice>", "exec"), recorder.namespace)  # noqa: S102 - see the module doc
+        exec(compile(source, program or "<slice>", "exec"), namespace)  # noqa: S102 - see the module doc
     except _Stop:
         stopped = True
     except _OutOfTime:
@@ -170,7 +202,7 @@ def run_variant(source: str, stop: str, want_grads: bool = False, seconds: float
     finally:
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)
-    return {"obs": recorder.obs, "stopped": stopped, "error": error, "namespace": recorder.namespace}
+    return stopped, error
 
 
 def _seed() -> None:
@@ -219,3 +251,136 @@ def run_slice(code: str, facts: dict, variants: list[str], stop: str, want_grads
     what = "the program" if program else "the slice"
     return None, (f"{what} stopped before the flagged line with {first_line(err)}" if err is not None
                   else f"{what} did not reach the flagged line")
+
+
+# -- one program run for every finding of a file (verify/program.py) -------------------
+class _Batch:
+    """The `_tl_*` wrappers of one program run shared by several findings of a file. Each
+    member's tags carry its prefix (`m0:flag`; one call observed for two members carries
+    both, space-separated). A member is judged the moment its own run would have stopped,
+    with the program's state as it is there; then its wrappers pass through. Its exception
+    is re-raised, so the program goes on as written; the run ends when every member is
+    judged, or the program ends, fails or runs out of time."""
+
+    def __init__(self, members: list[dict], program: str, tainted: Callable[[], list[str]]) -> None:
+        self.namespace = _namespace(self, program)
+        self.members: dict[str, tuple[dict, _Recorder]] = {}
+        for member in members:
+            recorder = _Recorder(member.get("stop", "flag"), bool(member.get("grads")), program)
+            recorder.namespace = self.namespace
+            self.members[member["tag"]] = (member, recorder)
+        self.results: dict[str, tuple[Optional[Result], list[str]]] = {}
+        self.tainted, self.judging = tainted, False
+
+    def _live(self, tags: str) -> list[tuple[_Recorder, str]]:
+        if self.judging:
+            return []  # a judge reruns the flagged call: nobody's observation
+        out = []
+        for tagged in tags.split():
+            prefix, _, tag = tagged.partition(":")
+            if prefix in self.members and prefix not in self.results:
+                out.append((self.members[prefix][1], tag))
+        return out
+
+    def judge(self, recorder: _Recorder, stopped: bool = True, error: Optional[BaseException] = None) -> None:
+        prefix = next(p for p, (_, r) in self.members.items() if r is recorder)
+        member = self.members[prefix][0]
+        run = {"obs": recorder.obs, "stopped": stopped, "error": error, "namespace": self.namespace}
+        judge = JUDGES.get(member["code"])
+        self.judging = True
+        try:
+            with torch.random.fork_rng(devices=[]), _python_rng():  # a judge's reruns do not move the program's RNG
+                result = judge(member.get("facts") or {}, [run]) if judge is not None else None
+        except Exception as exc:  # noqa: BLE001 - one member's failing judge is its own error
+            result = ("error", f"probe failed: {first_line(exc)}")
+        finally:
+            self.judging = False
+        self.results[prefix] = (result, list(self.tainted()))
+
+    def _after(self, exc: Optional[BaseException] = None) -> None:
+        if len(self.results) == len(self.members):
+            raise _Stop()
+        if exc is not None:
+            raise exc
+
+    def _conclude(self, live: list[tuple[_Recorder, str]], rec: Record) -> Any:
+        for recorder, tag in live:
+            recorder.record(tag, rec)
+            if "exc" in rec or recorder.should_stop(tag):
+                self.judge(recorder)
+        self._after(rec.get("exc"))
+        return rec.get("value")
+
+    def call(self, tags: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        live = [(r, t) for r, t in self._live(tags) if not r.passes(t)]
+        if not live:
+            return fn(*args, **kwargs)
+        rec = _observed_call(self.namespace, fn, args, kwargs, any(r.tracks(t) for r, t in live),
+                             any(t == "backward" for _, t in live))
+        return self._conclude(live, rec)
+
+    def thunk(self, tags: str, thunk: Callable[[], Any]) -> Any:
+        live = self._live(tags)
+        if not live:
+            return thunk()
+        rec = Record(thunk=thunk)
+        try:
+            rec["value"] = thunk()
+        except Exception as exc:  # noqa: BLE001 - the exception is what we observe
+            rec["exc"] = exc
+        return self._conclude(live, rec)
+
+    def at(self, tags: str, thunk: Callable[[], Any]) -> Any:
+        value = thunk()
+        for recorder, tag in self._live(tags):
+            recorder.record(tag, Record(value=value))
+        return value
+
+    def raised(self, tags: str, exc: BaseException) -> None:
+        self._conclude(self._live(tags), Record(exc=exc))
+        raise exc  # every member that saw it was already judged
+
+    def ran(self, tags: str) -> None:
+        self._conclude(self._live(tags), Record())
+
+    def mark(self, tags: str) -> None:
+        for recorder, tag in self._live(tags):
+            recorder.record(tag, Record())
+
+
+class _python_rng:
+    """Keeps `random`'s and numpy's global state across a judge."""
+
+    def __enter__(self) -> None:
+        self.state = random.getstate()
+        try:
+            import numpy
+            self.numpy: Any = numpy.random.get_state()
+        except ImportError:
+            self.numpy = None
+
+    def __exit__(self, *exc: Any) -> None:
+        random.setstate(self.state)
+        if self.numpy is not None:
+            import numpy
+            numpy.random.set_state(self.numpy)
+
+
+def run_batch(members: list[dict], source: str, program: str, seconds: float,
+              tainted: Callable[[], list[str]]) -> list[tuple[Optional[Result], str, list[str]]]:
+    """One run of `program` for every member (its tag prefix, rule code, facts, stop and
+    grads): per member, (the judge's result or None, why not, the stand-ins the program had
+    used when the member was judged)."""
+    batch = _Batch(members, program, tainted)
+    _stopped, error = _execute(source, batch.namespace, seconds, program)
+    out = []
+    for prefix, (_, recorder) in batch.members.items():
+        if prefix not in batch.results:  # its run would have gone on to the end, as this one did
+            batch.judge(recorder, stopped=False, error=error)
+        result, used = batch.results[prefix]
+        why = ""
+        if result is None:
+            why = (f"the program stopped before the flagged line with {first_line(error)}" if error is not None
+                   else "the program did not reach the flagged line")
+        out.append((result, why, used))
+    return out
