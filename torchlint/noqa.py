@@ -161,7 +161,7 @@ def may_suppress(text: str, lines: list[str], rows: Iterable[int]) -> bool:
     tokenizes the whole file to tell comments from strings."""
     if not _MENTION.search(text):
         return False
-    if FILE_DIRECTIVE.search(text):
+    if _directive_patterns()[0].search(text):
         return True
     return any(0 < row <= len(lines) and "noqa" in lines[row - 1].lower() for row in rows)
 
