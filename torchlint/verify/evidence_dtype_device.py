@@ -211,8 +211,10 @@ def judge_legacy_constructor(facts: dict, runs: list) -> Optional[tuple[str, str
         return failed(rec, "the call")
     args, value = rec["args"], rec.get("value")
     if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-        return ("confirmed", f"the call with {', '.join(map(str, args))} returned {describe(value)} of uninitialised "
-                             f"memory, not a tensor holding {args[0] if len(args) == 1 else list(args)}")
+        if len(args) > 1:  # `Tensor(2, 3, 4)`: no sequence of values is spelled so; the shape was meant
+            return "not-reproduced", f"the call asked for the shape {tuple(args)} and built {describe(value)}"
+        return ("confirmed", f"the call with {args[0]} returned {describe(value)} of uninitialised memory, not a "
+                             f"tensor holding {args[0]}")
     return "not-reproduced", f"the call built {describe(value)} from the given values"
 
 

@@ -93,11 +93,16 @@ def judge_legacy_constructor(facts: dict, runs: list) -> Optional[tuple[str, str
         return failed(rec, "the call")
     args, value = rec["args"], rec.get("value")
     if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-        return ("confirmed", f"the call with {', '.join(map(str, args))} returned {describe(value)} of uninitialised "
-                             f"memory, not a tensor holding {args[0] if len(args) == 1 else list(args)}")
+        if len(args) > 1:  # `Tensor(2, 3, 4)`: no sequence of values is spelled so; the shape was meant
+            return "not-reproduced", f"the call asked for the shape {tuple(args)} and built {describe(value)}"
+        return ("confirmed", f"the call with {args[0]} returned {describe(value)} of uninitialised memory, not a "
+                             f"tensor holding {args[0]}")
     return "not-reproduced", f"the call built {describe(value)} from the given values"
 
 
+# In-place initialisers: chained on the constructor, they overwrite all of its memory.
+_FILLS_IN_PLACE = frozenset({"random_", "uniform_", "normal_", "fill_", "zero_", "copy_", "bernoulli_",
+                             "exponential_", "geometric_", "cauchy_", "log_normal_"})
 _LEGACY_HELP = "Use `torch.tensor(data)` for values, `torch.zeros(size)` for shapes"
 
 
@@ -125,7 +130,12 @@ class LegacyTensorConstructor(Rule):
     ## What it does
     Flags calls of the legacy constructors `torch.Tensor(...)`, `torch.FloatTensor(...)`,
     `torch.LongTensor(...)`, `torch.cuda.FloatTensor(...)` and the other typed tensor classes.
-    `isinstance(x, torch.Tensor)`, annotations and base classes are not flagged.
+    `isinstance(x, torch.Tensor)`, annotations and base classes are not flagged, nor is a
+    constructor whose memory an in-place initialiser chained on it overwrites at once
+    (`torch.Tensor(5).random_(10)`, `.uniform_()`, `.fill_()`, `.zero_()`).
+
+    Under `--verify`, a call with several int arguments (`torch.Tensor(2, 3, 4)`) is
+    `not-reproduced`: no sequence of values is spelled that way, so the shape was meant.
 
     ## Why is this bad?
     The legacy constructors are ambiguous: `torch.Tensor(3)` is an *uninitialised* tensor of size
@@ -171,6 +181,9 @@ class LegacyTensorConstructor(Rule):
         if name not in LEGACY_CONSTRUCTORS:
             return
         first = node.args[0] if node.args else None
+        parent = ctx.parent
+        if isinstance(parent, ast.Attribute) and parent.value is node and parent.attr in _FILLS_IN_PLACE:
+            return  # `Tensor(5).random_(10)`: a size, filled at once; nothing uninitialised is read
         short = name.replace("torch.", "", 1)  # type: ignore[union-attr]
         # One int: a size where a value may have been meant. Several are plainly a shape.
         if len(node.args) == 1 and isinstance(first, ast.Constant) and isinstance(first.value, int) \
