@@ -26,7 +26,6 @@ import hmac
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional
@@ -211,6 +210,8 @@ class Cache:
         data = json.dumps(entry, separators=(",", ":")).encode("utf-8")
         try:
             if self._spool is None:
+                import tempfile  # only once a file is linted afresh: warm runs never need it
+
                 self._spool = tempfile.TemporaryFile(prefix="torchlint-cache-")
             offset = self._spool.seek(0, os.SEEK_END)
             self._spool.write(data)
