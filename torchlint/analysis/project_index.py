@@ -36,10 +36,12 @@ _FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 MAX_DEPTH = 12  # re-exports and base classes followed through at most this many modules
 _NEVER = frozenset(sys.stdlib_module_names) | {"torch", "__future__", "numpy", "typing_extensions"}
 _MEMO_SIZE = 64
-# Source bytes of the parsed modules kept at once: a tree takes about 26 bytes per source
+# Source bytes of the parsed modules kept at once: a tree takes 26 bytes or more per source
 # byte, so 64 large modules held a worker at 100 MB more than one copy of transformers'
-# models/ needs. The budget keeps a worker's memory flat in the number of files it lints.
-_MEMO_BYTES = 512 * 1024
+# models/ needs. The budget keeps a worker's memory flat in the number of files it lints
+# (512 KiB still grew it by 33 MB over 8 copies, 64 KiB by 19); few modules are asked for
+# twice (2 of 15 loads over transformers' models/), and the newest is always kept.
+_MEMO_BYTES = 64 * 1024
 _PROBED_SIZE = 4096  # searches remembered; the oldest is forgotten first
 
 
