@@ -125,3 +125,30 @@ def test_a_cached_fix_without_the_shape_of_a_fix_is_a_miss(tmp_path, run_cli):
     code, _, err = run_cli("check", "--fix", "a.py")
     assert code == 0, err
     assert (tmp_path / "a.py").read_text() == "import torch\nwith torch.no_grad():\n    pass\n"
+
+
+def test_entries_stored_in_a_run_are_kept_out_of_memory_and_saved(tmp_path, monkeypatch):
+    """A cold run over many files must not hold each stored entry in memory until the index is
+    written: they wait in a temporary file, read back for `entry` and for the save."""
+    import tracemalloc
+
+    from torchlint import integrity
+    from torchlint.cache import Cache
+    from torchlint.diagnostics import Finding
+
+    monkeypatch.setattr(integrity, "load_key", lambda roots: b"k" * 32)
+    cache = Cache(tmp_path / "cache", tmp_path)
+    finding = Finding(code="TL101", message="m", path="x.py", row=1, col=1, end_row=1, end_col=2)
+    deps = {str(tmp_path / f"dep{n}.py"): None for n in range(10)}
+    cache.store(str(tmp_path / "warm-up.py"), "s", "0" * 64, (1, 1, 1, 1), [finding], None, deps)
+    tracemalloc.start()
+    for n in range(500):
+        cache.store(str(tmp_path / f"f{n}.py"), "s", "0" * 64, (1, 1, 1, 1), [finding], None, deps)
+    grown = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert grown < 500 * 400  # held in memory, the packed JSON took 660 bytes an entry
+    stored = cache.entry("f7.py")
+    assert stored is not None and stored["findings"][0]["code"] == "TL101" and len(stored["deps"]) == 10
+    cache.save()
+    reloaded = Cache(tmp_path / "cache", tmp_path).entries
+    assert len(reloaded) == 501 and reloaded["f499.py"]["hash"] == "0" * 64

@@ -219,3 +219,26 @@ def test_special_and_oversized_modules_are_not_read(tmp_path):
     index = ProjectIndex(str(tmp_path / "net.py"), (str(tmp_path),), max_bytes=100)
     assert index.module("layers") is None and index.deps[str(os_fifo)] is None
     assert index.module("big") is None and index.deps[str(tmp_path / "big.py")] is None
+
+
+def test_parsed_modules_and_searches_kept_per_process_are_bounded(tmp_path, monkeypatch):
+    """A worker lints thousands of files: the modules it keeps parsed stay within a byte
+    budget (least recently used forgotten first), and the searches it remembers within a count."""
+    from torchlint.analysis import project_index as pi
+
+    monkeypatch.setattr(pi, "_PARSED", pi.OrderedDict())
+    monkeypatch.setattr(pi, "_parsed_bytes", 0)
+    monkeypatch.setattr(pi, "_PROBED", {})
+    monkeypatch.setattr(pi, "_MEMO_BYTES", 1000)
+    monkeypatch.setattr(pi, "_PROBED_SIZE", 3)
+    for n in range(5):
+        (tmp_path / f"m{n}.py").write_text(f"class C{n}:\n    pass\n" + "#" * 390 + "\n")
+    index = ProjectIndex(str(tmp_path / "main.py"), (str(tmp_path),))
+    for n in range(5):
+        assert index.class_def(f"m{n}.C{n}") is not None
+    kept = [os.path.basename(p) for p in pi._PARSED]
+    assert kept == ["m3.py", "m4.py"] and pi._parsed_bytes == sum(os.path.getsize(tmp_path / k) for k in kept)
+    assert len(pi._PROBED) == 3
+    # A forgotten module is parsed again when asked for, and the answer is the same.
+    assert ProjectIndex(str(tmp_path / "main.py"), (str(tmp_path),)).class_def("m0.C0") is not None
+    assert list(pi._PARSED)[-1].endswith("m0.py") and len(pi._PARSED) == 2

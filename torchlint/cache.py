@@ -28,7 +28,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import IO, Any, Iterator, Optional
 
 from torchlint import __version__, integrity
 from torchlint.diagnostics import Finding
@@ -80,9 +80,11 @@ class Cache:
         self.index_path = root / __version__ / "index.json"
         self.read = read  # False: write fresh results, serve none (--verify re-lints every file)
         self._entries: Optional[dict[str, Any]] = None
-        # Entries stored in this run, as their JSON: a few hundred bytes each where the dict
-        # takes several kilobytes, so a cold run's memory stays flat in the number of files.
-        self._packed: dict[str, bytes] = {}
+        # Entries stored in this run, as their JSON in an unnamed temporary file: name ->
+        # (offset, length). A cold run's memory stays flat in the number of files (in memory,
+        # the JSON alone was a kilobyte a file, a dict several).
+        self._packed: dict[str, tuple[int, int]] = {}
+        self._spool: Optional[IO[bytes]] = None
         self._dirty = False
         self._key: Optional[bytes] = None
         self._key_loaded = False
@@ -105,7 +107,12 @@ class Cache:
     def entry(self, name: str) -> Optional[dict[str, Any]]:
         """The entry for `name` (a path key), stored in this run or loaded, or None."""
         packed = self._packed.get(name)
-        return json.loads(packed) if packed is not None else self.entries.get(name)
+        return json.loads(self._unspool(packed)) if packed is not None else self.entries.get(name)
+
+    def _unspool(self, packed: tuple[int, int]) -> bytes:
+        assert self._spool is not None
+        self._spool.seek(packed[0])
+        return self._spool.read(packed[1])
 
     def _load(self) -> dict[str, Any]:
         key = self.key
@@ -200,7 +207,17 @@ class Cache:
         }
         entry["mac"] = entry_mac(key, name, entry)
         self.entries.pop(name, None)
-        self._packed[name] = json.dumps(entry, separators=(",", ":")).encode("utf-8")
+        data = json.dumps(entry, separators=(",", ":")).encode("utf-8")
+        try:
+            if self._spool is None:
+                import tempfile  # only once a file is linted afresh: warm runs never need it
+
+                self._spool = tempfile.TemporaryFile(prefix="torchlint-cache-")
+            offset = self._spool.seek(0, os.SEEK_END)
+            self._spool.write(data)
+        except OSError:
+            return  # no room for a temporary file: this run caches what it already stored
+        self._packed[name] = (offset, len(data))
         self._dirty = True
 
     def save(self) -> None:
@@ -225,7 +242,7 @@ class Cache:
                 yield (b"" if first else b",") + json.dumps({name: entry})[1:-1].encode("utf-8")
                 first = False
         for name, packed in self._packed.items():
-            yield (b"" if first else b",") + json.dumps(name).encode("utf-8") + b":" + packed
+            yield (b"" if first else b",") + json.dumps(name).encode("utf-8") + b":" + self._unspool(packed)
             first = False
         yield b"}}"
 

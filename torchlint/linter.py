@@ -191,12 +191,15 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
     # A file to lint travels as its path: the worker reads and hashes it, so the parent never
     # holds the bytes of the files (its memory stays flat in the bytes linted).
     todo: list[_Todo] = []
+    keys: dict[tuple, str] = {}  # one settings key string for the many tasks that share it
     for i, task in enumerate(tasks):
         record = None
         if cache is not None and task.data is None:
             from torchlint.cache import settings_key, stat_record
 
-            settings = settings_key(task.codes, task.options, cache.roots_key(task.index_roots))
+            shared = (task.codes, task.options, task.index_roots)
+            settings = keys.get(shared) or keys.setdefault(
+                shared, settings_key(task.codes, task.options, cache.roots_key(task.index_roots)))
             stat: Optional[os.stat_result] = None
             try:
                 stat = os.stat(task.path)
@@ -234,9 +237,15 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
 
 def _keep(todo: list[_Todo],
           done: Iterable[FileResult], results: list[Optional[FileResult]], cache: Optional["Cache"]) -> None:
-    """Put each result in its place, and in the cache where its task asked (see run_tasks)."""
-    for (i, task, record), result in zip(todo, done):
+    """Put each result in its place, and in the cache where its task asked (see run_tasks).
+    Results are kept until the output: their `deps` share one string per path and hash, and
+    each task's stat record is dropped once used, so the parent stays small in the files."""
+    strings: dict[Optional[str], Optional[str]] = {}
+    for j, result in enumerate(done):
+        i, task, record = todo[j]
+        todo[j] = (i, task, None)
         results[i] = result
+        result.deps = {strings.setdefault(k, k): strings.setdefault(v, v) for k, v in result.deps.items()}  # type: ignore[misc]
         if record is not None and result.digest is not None and result.internal_error is None \
                 and not result.timed_out:
             assert cache is not None

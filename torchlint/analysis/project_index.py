@@ -36,6 +36,13 @@ _FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 MAX_DEPTH = 12  # re-exports and base classes followed through at most this many modules
 _NEVER = frozenset(sys.stdlib_module_names) | {"torch", "__future__", "numpy", "typing_extensions"}
 _MEMO_SIZE = 64
+# Source bytes of the parsed modules kept at once: a tree takes 26 bytes or more per source
+# byte, so 64 large modules held a worker at 100 MB more than one copy of transformers'
+# models/ needs. The budget keeps a worker's memory flat in the number of files it lints
+# (512 KiB still grew it by 33 MB over 8 copies, 64 KiB by 19); few modules are asked for
+# twice (2 of 15 loads over transformers' models/), and the newest is always kept.
+_MEMO_BYTES = 64 * 1024
+_PROBED_SIZE = 4096  # searches remembered; the oldest is forgotten first
 
 
 class ModuleInfo:
@@ -129,6 +136,7 @@ def module_name_of(path: str) -> tuple[str, str, bool]:
 # Parsed modules by resolved path, shared by every file linted in this process: a module
 # imported by many files is parsed once. The stat signature drops an entry that changed.
 _PARSED: "OrderedDict[str, tuple[tuple[int, int, int], str, Optional[ModuleInfo]]]" = OrderedDict()
+_parsed_bytes = 0  # the source bytes of what _PARSED holds (the first item of each signature)
 
 
 @lru_cache(maxsize=4096)
@@ -177,6 +185,19 @@ def _freeze() -> None:
         _FREEZES_AT_COLLECT = _FREEZES
 
 
+def _remember(real: str, parsed: tuple[tuple[int, int, int], str, Optional[ModuleInfo]]) -> None:
+    """Keep a parsed module, forgetting the least recently used ones past the count or the
+    byte budget (the newest is kept even when it alone is over the budget)."""
+    global _parsed_bytes
+    old = _PARSED.pop(real, None)
+    if old is not None:
+        _parsed_bytes -= old[0][0]
+    _PARSED[real] = parsed
+    _parsed_bytes += parsed[0][0]
+    while len(_PARSED) > 1 and (len(_PARSED) > _MEMO_SIZE or _parsed_bytes > _MEMO_BYTES):
+        _parsed_bytes -= _PARSED.popitem(last=False)[1][0][0]
+
+
 def _signature(st: os.stat_result) -> tuple[int, int, int]:
     return st.st_size, st.st_mtime_ns, st.st_ino
 
@@ -223,6 +244,8 @@ class ProjectIndex:
             key = (dotted, self.search, self.roots)
             probed = _PROBED.get(key)
             if probed is None:
+                if len(_PROBED) >= _PROBED_SIZE:  # bounded: a worker lints thousands of directories
+                    del _PROBED[next(iter(_PROBED))]
                 probed = _PROBED[key] = self._probe(dotted)
             absent, hit = probed
             self.deps.update(dict.fromkeys(absent))
@@ -275,14 +298,12 @@ class ProjectIndex:
             info: Optional[ModuleInfo] = ModuleInfo(dotted, path, ast.parse(data), is_package)
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             info = None
-        _PARSED[real] = (sig, digest, info)
+        _remember(real, (sig, digest, info))
         # A kept tree is a million long-lived objects that every full collection would walk
         # again (it doubled the cold lint of a large tree): keep them out of the cyclic GC.
         # ASTs hold no cycles, so reference counting still frees them when they are dropped;
         # cycles frozen with them are collected once the frozen set has doubled (`_freeze`).
         _freeze()
-        if len(_PARSED) > _MEMO_SIZE:
-            _PARSED.popitem(last=False)
         return info
 
     # -- names ----------------------------------------------------------------------------
