@@ -345,7 +345,8 @@ class ProbeWorker:
     def all_layers(self) -> list[str]:
         return self.layers + self.file_layers
 
-    def run(self, request: dict[str, Any], timeout: Optional[float] = None) -> Verdict:
+    def _exchange(self, request: dict[str, Any], timeout: Optional[float], what: str) -> "dict[str, Any] | str":
+        """Send one request and read its answer frame; or why there is none."""
         if not self._file_open:
             self.open_file()
         self._next_id += 1
@@ -354,12 +355,18 @@ class ProbeWorker:
         limit = min(self.timeout, timeout) if timeout is not None else self.timeout
         answer = self._read_frame(limit)
         if answer is None:
-            failure = self._failure("the probe", limit)
+            failure = self._failure(what, limit)
             self.stop()
-            return Verdict("error", failure)
+            return failure
         if answer.get("kind") in ("died", "malformed"):
             self._file_open = False  # the server has reaped it; the next request gets a fresh one
-            return Verdict("error", self._file_failure(answer))
+            return self._file_failure(answer)
+        return answer
+
+    def run(self, request: dict[str, Any], timeout: Optional[float] = None) -> Verdict:
+        answer = self._exchange(request, timeout, "the probe")
+        if isinstance(answer, str):
+            return Verdict("error", answer)
         verdict, evidence, source = answer.get("verdict"), answer.get("evidence"), answer.get("source")
         if set(answer) != {"kind", "id", "verdict", "evidence", "source"} or answer["kind"] != "answer" \
                 or answer["id"] != self._next_id or type(answer["id"]) is not int \
@@ -372,19 +379,9 @@ class ProbeWorker:
     def run_program(self, request: dict[str, Any], timeout: Optional[float] = None) -> "list[Verdict | str] | str":
         """One run of a file's program for several findings (verify/program.py): per member,
         its Verdict or why it fell short; or, for the whole run, why it failed."""
-        if not self._file_open:
-            self.open_file()
-        self._next_id += 1
-        self._send(dict(request, id=self._next_id))
-        limit = min(self.timeout, timeout) if timeout is not None else self.timeout
-        answer = self._read_frame(limit)
-        if answer is None:
-            failure = self._failure("the program", limit)
-            self.stop()
-            return failure
-        if answer.get("kind") in ("died", "malformed"):
-            self._file_open = False
-            return self._file_failure(answer)
+        answer = self._exchange(request, timeout, "the program")
+        if isinstance(answer, str):
+            return answer
         results = answer.get("results")
         members = len(request["import"]["members"])
         out: list[Verdict | str] = []
