@@ -117,8 +117,8 @@ def _until(sink: queue.Queue, text: str, seen: list[str], deadline: float) -> No
 def test_watch_lints_again_on_change_and_ctrl_c_exits_0(tmp_path):
     pytest.importorskip("watchfiles")
     (tmp_path / "a.py").write_text(REMOVED)
-    # A pytest-xdist worker ignores SIGINT, and an ignored signal stays ignored across exec:
-    # the child gets Ctrl-C's default back, as a shell gives it.
+    # An ignored SIGINT stays ignored across exec (a suite started as a shell's background job
+    # has it ignored): the child gets Ctrl-C's default back, as an interactive shell gives it.
     proc = subprocess.Popen([sys.executable, "-m", "torchlint", "check", "--watch", "--isolated", "--no-cache", "."],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
