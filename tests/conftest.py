@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,3 +109,17 @@ def run_cli(tmp_path, monkeypatch):
         return result.exit_code, result.stdout, result.stderr
 
     return run
+
+
+@pytest.fixture(scope="session")
+def benchmark_scripts():
+    """Import scripts of benchmarks/ (not a package) by name: `benchmark_scripts("triage_packets")`."""
+    folder = str(Path(__file__).resolve().parent.parent / "benchmarks")
+
+    def load(*names: str) -> tuple:
+        sys.path.insert(0, folder)
+        try:
+            return tuple(importlib.import_module(name) for name in names)
+        finally:
+            sys.path.remove(folder)
+    return load

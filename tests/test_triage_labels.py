@@ -8,18 +8,10 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def modules():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import triage_labels
-        import verify_corpus
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return triage_labels, verify_corpus
+def modules(benchmark_scripts):
+    return benchmark_scripts("triage_labels", "verify_corpus")
 
 
 def _round(root: Path, code: str, headers: list[str], answers: list[str]) -> Path:

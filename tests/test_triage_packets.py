@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,14 +12,8 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 @pytest.fixture(scope="module")
-def modules():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import training_corpus
-        import triage_packets
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return training_corpus, triage_packets
+def modules(benchmark_scripts):
+    return benchmark_scripts("training_corpus", "triage_packets")
 
 
 def _rows(block: str) -> list[tuple[bool, int]]:
