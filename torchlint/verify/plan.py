@@ -66,8 +66,14 @@ class ProbeRequest:
         return spec if isinstance(spec, dict) and spec.get("kind") == "program" and "members" in spec else None
 
     @property
+    def import_kind(self) -> str:
+        """What `imported` asks the worker for: "module", "program", "checkpoint", or ""."""
+        spec = json.loads(self.imported) if self.imported else None
+        return str(spec.get("kind") or "") if isinstance(spec, dict) else ""
+
+    @property
     def needs_project(self) -> bool:
-        return bool(self.imported) and json.loads(self.imported).get("kind") in ("module", "program")
+        return self.import_kind in ("module", "program")
 
     def as_json(self) -> dict[str, Any]:
         spec = {"variants": list(self.variants), "stop": self.stop, "grads": self.grads,

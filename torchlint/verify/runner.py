@@ -330,7 +330,7 @@ class _Session:
                 payload["root"] = self.project.snapshot  # where the worker finds the snapshot
             active = self.get_worker()
             # A program of its own (two runs compared): a process of its own, as run_program's.
-            alone = request.needs_project and json.loads(request.imported).get("kind") == "program"
+            alone = request.import_kind == "program"
             if alone:
                 active.next_file()
             result = active.run(payload, timeout=left)
