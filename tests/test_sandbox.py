@@ -89,6 +89,8 @@ r.append("outside:" + _try(lambda: _read(spec["outside"] + "/secret.txt")))
 r.append("git:" + _try(lambda: _read(spec["project"] + "/.git/config")))
 r.append("project:" + _try(lambda: _read(spec["project"] + "/model.py")))
 r.append("tmpw:" + _try(lambda: _write(os.environ["TMPDIR"] + "/ok.txt")))
+# dill (imported by torch when installed) opens /dev/null O_RDWR and O_WRONLY|O_TRUNC at import.
+r.append("devnull:" + _try(lambda: _write("/dev/null") or open("/dev/null", "r+b").close()))
 r.append("outw:" + _try(lambda: _write(spec["writable"] + "/pwned.txt")))
 r.append("treew:" + _try(lambda: _write(spec["project"] + "/pwned.py")))
 r.append("venvw:" + _try(lambda: _write(spec["site"] + "/tl_sandbox_evil.pth")))
@@ -447,7 +449,7 @@ def test_files_processes_and_network_are_out_of_reach(world, user, namespaces):
     assert out["result"], out
     got = dict(item.split(":") for item in out["result"].split())
     # What the worker legitimately needs still works: the sandbox is not merely broken.
-    assert got["project"] == "A" and got["tmpw"] == "A" and got["python"] == "A", out
+    assert got["project"] == "A" and got["tmpw"] == "A" and got["python"] == "A" and got["devnull"] == "A", out
     denied = ("environ", "ownenv", "home", "outside", "git", "outw", "treew", "venvw", "sh", "tcp", "unix", "abstract")
     assert {k: got[k] for k in denied} == dict.fromkeys(denied, "D"), out
     assert spec["secret"] not in json.dumps(out)

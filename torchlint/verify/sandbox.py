@@ -44,6 +44,9 @@ SYSTEM_READ = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/local/lib", "/lib",
                "/sys/devices/system/node", "/sys/fs/cgroup", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random",
                "/dev/full")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
+# Opened for writing by common packages at import (dill, which torch imports when it is
+# installed, opens it O_RDWR and O_WRONLY|O_TRUNC); what is written there is discarded.
+DISCARD = ["/dev/null"]
 
 
 class Refused(Exception):
@@ -389,7 +392,7 @@ def confine(cfg: dict[str, Any], namespaces: list[str], keep_fds: tuple[int, ...
             raise OSError("Landlock is not available (simulated)")
         # /proc only for the fork server, which sweeps its per-file processes' trees; their
         # nested domains (confine_file) leave it out, and Landlock grants the intersection.
-        abi = _landlock.restrict(cfg["read"] + ["/proc"], cfg["execute"], cfg["write"],
+        abi = _landlock.restrict(cfg["read"] + ["/proc"], cfg["execute"], cfg["write"] + DISCARD,
                                  deny_tcp="net" not in namespaces, scope=True)
         layers.append(f"landlock ABI {abi}" + (" (TCP denied)" if abi >= 4 and "net" not in namespaces else "")
                       + (" (signals and abstract unix sockets scoped)" if abi >= 6 else ""))
@@ -432,7 +435,7 @@ def confine_file(spec: dict[str, Any], work: str) -> list[str]:
     try:
         if "landlock" in spec["simulate_missing"]:
             raise OSError("Landlock is not available (simulated)")
-        _landlock.restrict(spec["read"], spec["execute"], [work] + (["/dev/shm"] if spec["shm"] else []),
+        _landlock.restrict(spec["read"], spec["execute"], [work, *DISCARD] + (["/dev/shm"] if spec["shm"] else []),
                            deny_tcp=spec["deny_tcp"], scope=True)
         layers.append(PER_FILE_LAYER)
     except OSError as exc:
