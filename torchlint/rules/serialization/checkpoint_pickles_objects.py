@@ -69,7 +69,7 @@ class _FileFacts:
 
     def __init__(self, ctx: FileContext) -> None:
         self.parsed_names: set[str] = set()
-        self.default_loads: list[int] = []
+        self.default_loads: list[tuple[int, str]] = []  # (line, the path argument as written)
         self.other_loads = False  # weights_only=False, **kwargs, pickle_module=, a variable
         self.allow_lists = False
         for node in ast.walk(ctx.tree):
@@ -90,7 +90,16 @@ class _FileFacts:
                 or (weights_only is not None and literal(weights_only.value) is not True):
             self.other_loads = True
         else:
-            self.default_loads.append(node.lineno)
+            path = arg_or_keyword(node, 0, "f")
+            self.default_loads.append((node.lineno, ast.dump(path) if path is not None else ""))
+
+    def load_of(self, save: ast.Call) -> Optional[int]:
+        """The line of the default load that reads what `save` writes: the one whose path is
+        written the same way, else the file's first."""
+        path = arg_or_keyword(save, 1, "f")
+        written = ast.dump(path) if path is not None else None
+        same = [line for line, read in self.default_loads if read == written]
+        return same[0] if same else (self.default_loads[0][0] if self.default_loads else None)
 
 
 class CheckpointHoldsObject(Violation):
@@ -120,7 +129,8 @@ class CheckpointPicklesObjects(Rule):
     It stays silent when the file loads checkpoints in a way that accepts objects: a `torch.load`
     with `weights_only=False` (or a non-literal value, `pickle_module=`, `**kwargs`), or an
     allow-list (`torch.serialization.add_safe_globals` / `safe_globals`). When the file has a
-    default `torch.load`, the message names its line; when it has none, the finding is about
+    default `torch.load`, the message names its line (the load whose path is written as the
+    save's, `ckpt_dir / "checkpoint.pth"`, else the first); when it has none, the finding is about
     any later default load of the file (another script, a user). `vars(args)` (a dict of
     primitives), `state_dict()`s, tensors, numbers, strings, lists, tuples and dicts of them are
     not flagged. A whole module saved directly (`torch.save(model, path)`) is {rule:save-whole-module}'s.
@@ -186,7 +196,7 @@ class CheckpointPicklesObjects(Rule):
         value, what, held = found
         inside = node.lineno <= value.lineno <= (node.end_lineno or node.lineno)  # type: ignore[attr-defined]
         violation = CheckpointHoldsObject(what=what, value=dotted(value),
-                                          default_load=facts.default_loads[0] if facts.default_loads else None)
+                                          default_load=facts.load_of(node))
         self.report(value if inside else obj, violation,
                     params={"held": held})
 
