@@ -2,6 +2,9 @@
 and whether any run aborted. Each project is checked from its own root (so the worker imports
 the project as its program would), with every rule selected, notebooks linted natively.
 
+Run it with a Python that has the projects' own dependencies beside torch
+(verify_corpus_requirements.txt), as the user's would: without them most imports fail.
+
     python benchmarks/verify_corpus.py run --root /work/corpus2 --out /tmp/v54 [--parallel 2] [--only a,b]
     python benchmarks/verify_corpus.py summary --out /tmp/v54 [--labels labels.json]
     python benchmarks/verify_corpus.py packets --out /tmp/v54 --labels labels.json --packets DIR

@@ -28,6 +28,16 @@ def test_labels_follow_the_packet_numbering_notebook_cells_included(modules, tmp
     assert labels_of.round_labels(r) == {"p/a.py:3:TL205": True, "p/nb.ipynb:cell 4:2:TL205": False}
 
 
+def test_reasons_are_kept_with_each_answer(modules, tmp_path, monkeypatch):
+    labels_of, _ = modules
+    r = _round(tmp_path / "r1", "TL111", ["p/a.py:3", "p/b.py:4"], ["**TRUE**", "FALSE"])
+    out, reasons = tmp_path / "labels.json", tmp_path / "reasons.md"
+    monkeypatch.setattr(sys, "argv", ["triage_labels.py", str(r), "--out", str(out), "--reasons", str(reasons)])
+    labels_of.main()
+    assert labels_of.round_answers(r) == {"p/a.py:3:TL111": (True, "because"), "p/b.py:4:TL111": (False, "because")}
+    assert "- `p/b.py:4:TL111`: FALSE - because\n" in reasons.read_text()
+
+
 def test_a_finding_answered_both_ways_gets_no_label(modules, tmp_path, monkeypatch, capsys):
     labels_of, _ = modules
     one = _round(tmp_path / "r1", "TL601", ["p/a.py:3", "p/b.py:4"], ["TRUE", "TRUE"])
