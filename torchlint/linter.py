@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
@@ -15,6 +14,7 @@ from torchlint.budget import DEFAULT_LINT_TIMEOUT, LintTimeout, cpu_budget, desc
 from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
 from torchlint import gcpolicy, notebook
 from torchlint.analysis.project_index import ProjectIndex, new_run
+from torchlint.fast_dataclass import dataclass, field
 from torchlint.rules import lazy
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
 from torchlint.source import DecodeFailure, SourceFile, decode_source

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 import tokenize
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable, Optional
 
+from torchlint.fast_dataclass import dataclass, field
 from torchlint.source import physical_lines, tokenizer_readline
 
 if TYPE_CHECKING:

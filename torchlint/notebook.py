@@ -25,10 +25,10 @@ import ast
 import io
 import re
 import tokenize
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from torchlint.diagnostics import Finding, syntax_error_finding
+from torchlint.fast_dataclass import dataclass, field, replace
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, format_size
 from torchlint.records import Edit, Fix
 from torchlint.noqa import Suppression, parse as parse_directives

@@ -7,8 +7,9 @@ import io
 import re
 import sys
 import tokenize
-from dataclasses import dataclass
 from typing import Callable, Optional
+
+from torchlint.fast_dataclass import dataclass
 
 # Python ends lines only at \n, \r\n and \r; str.splitlines() also splits at form feed,
 # U+2028 and others, which would shift every later row (and its noqa).

@@ -9,11 +9,11 @@ judges the `# noqa` directives (after the suppression pass). A rule reports inst
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional
 
 # Re-exported: rules import their AST helpers from here.
 from torchlint.analysis.astutil import arg_or_keyword, dotted, has_star_kwargs, keyword, literal
+from torchlint.fast_dataclass import dataclass
 from torchlint.records import Fix
 from torchlint.rules.rule_options import Option
 from torchlint.rules.violation import Violation
