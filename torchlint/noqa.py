@@ -8,7 +8,6 @@ form feed or U+2028 (`str.splitlines()` would move a comment to another row)."""
 from __future__ import annotations
 
 import re
-import tokenize
 from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable, Optional
 
@@ -93,6 +92,8 @@ def scan(text: str, lines: Optional[list[str]] = None) -> TokenScan:
     comments: list[tuple[int, int, str]] = []
     string_rows: set[int] = set()
     reached = 0
+    import tokenize  # here: a file no directive can touch is never tokenized
+
     fstring_middle = getattr(tokenize, "FSTRING_MIDDLE", -1)
     try:
         for tok in tokenize.generate_tokens(tokenizer_readline(text)):

@@ -24,7 +24,6 @@ from __future__ import annotations
 import ast
 import io
 import re
-import tokenize
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from torchlint.diagnostics import Finding, syntax_error_finding
@@ -209,6 +208,8 @@ def _at_statement_start(previous: list[str], clean: int) -> bool:
     from the last known statement boundary `clean`, so a cell of many magics stays linear."""
     if previous and previous[-1].endswith("\\"):
         return False
+    import tokenize  # only for a line that looks like a magic
+
     for start in (clean, 0):  # the suffix may dedent below its first line: then all of it
         try:
             for _ in tokenize.generate_tokens(io.StringIO("".join(line + "\n" for line in previous[start:])).readline):
