@@ -99,7 +99,8 @@ def test_a_plain_check_imports_no_click_and_only_the_rules_its_text_wakes(tmp_pa
     """The command line people run most (`check FILE`) imports neither click (the command's
     parser is check_command's), nor the cache with --no-cache, nor TOML without a config
     file, nor git for a file named plainly, nor hashing for a file importing no local module,
-    nor a rule module its text cannot wake."""
+    nor dataclasses (and inspect), tokenize for a file without directives, threading, or the
+    notebook reader for a .py file, nor a rule module its text cannot wake."""
     text = "import torch\n\nwith torch.no_grad():\n    loss = net(x).mean()\n    loss.backward()\n"
     (tmp_path / "a.py").write_text(text)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -108,7 +109,8 @@ def test_a_plain_check_imports_no_click_and_only_the_rules_its_text_wakes(tmp_pa
     assert done.returncode == 1 and "TL101" in done.stdout, done.stderr[-2000:]
     imported = set((tmp_path / "modules.txt").read_text().split("\n"))
     assert "torchlint.api" in imported and "torchlint.checker" in imported  # the probe sees the run's imports
-    unwanted = {"click", "torchlint.cli", "torchlint.cache", "tomllib", "subprocess", "json", "traceback", "hashlib"}
+    unwanted = {"click", "torchlint.cli", "torchlint.cache", "tomllib", "subprocess", "json", "traceback", "hashlib",
+                "dataclasses", "inspect", "tokenize", "threading", "torchlint.notebook"}
     assert imported & unwanted == set()
     rules = {m for m in imported if m.startswith("torchlint.rules.") and m.count(".") >= 3}
     woken = {r.module for r in lazy.by_code().values()

@@ -31,12 +31,12 @@ from torchlint.fast_dataclass import dataclass, field, replace
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, format_size
 from torchlint.records import Edit, Fix
 from torchlint.noqa import Suppression, parse as parse_directives
+from torchlint.source import NOTEBOOK_SUFFIX as NOTEBOOK_SUFFIX, is_notebook as is_notebook  # re-exported
 from torchlint.source import SourceFile, newer_syntax_hint, physical_lines
 
 if TYPE_CHECKING:  # the walk is imported when a notebook is linted, not by a cache hit
     from torchlint.checker import RuleClass
 
-NOTEBOOK_SUFFIX = ".ipynb"
 SIZE_FACTOR = 10  # a notebook may be this many times max-file-size (outputs are not linted)
 # What a `--fix` implementation should print for a notebook until it can rewrite cells.
 FIX_UNSUPPORTED = "fixes are not applied to Jupyter notebooks (.ipynb); their findings are reported only"
@@ -51,10 +51,6 @@ _WRITEFILE = re.compile(r"^\s*%%(?:writefile|file)\s+(?:(?:-a|--append)\s+)?(?P<
 # %magic, !shell, ?help, obj?, and wildcard help (`torch.*Tensor?`, IPython's psearch)
 _LINE_MAGIC = re.compile(r"^\s*(?:[%!?]|[A-Za-z_*][\w.*]*\?{1,2}\s*$)")
 _ASSIGNED_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")  # x = !ls
-
-
-def is_notebook(path: str) -> bool:
-    return path.lower().endswith(NOTEBOOK_SUFFIX)
 
 
 @dataclass

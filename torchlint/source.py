@@ -58,6 +58,15 @@ class DecodeFailure(Exception):
         self.col = col
 
 
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+def is_notebook(path: str) -> bool:
+    """Whether `path` names a Jupyter notebook (torchlint.notebook reads those; here, so that a
+    run on .py files never imports it)."""
+    return path.lower().endswith(NOTEBOOK_SUFFIX)
+
+
 def _declared_encoding(data: bytes) -> str:
     """`tokenize.detect_encoding`'s answer. Its default, UTF-8, when the two lines it reads
     are ASCII without a BOM or the word "coding" (most files): then tokenize, ~1 ms to
