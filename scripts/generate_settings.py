@@ -105,8 +105,9 @@ def settings_module() -> str:
     head = ['"""Generated from the option table (torchlint/options.py) by scripts/generate_settings.py:',
             "edit the table, not this file. `Settings`' fields (config.py adds the methods), the command",
             'line\'s overrides, and how each row\'s config value and flag make its field."""', "",
-            "from __future__ import annotations", "", "from dataclasses import dataclass, field",
+            "from __future__ import annotations", "",
             "from pathlib import Path", "from typing import Any, Optional", "",
+            "from torchlint.fast_dataclass import dataclass, field",
             f"from torchlint.options import {', '.join([*names, 'flag_size'])}"]
     return "\n".join([*head, "", "", *_settings_class(), "", "", *_cli_class(), "", "", *_row_fields()]) + "\n"
 

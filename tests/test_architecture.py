@@ -115,7 +115,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("torchlint.catalog", "torchlint.checker", "torchlint.rules", "torchlint.analysis", "torchlint.notebook",
               "torchlint.docs",
               "torchlint.runtime.checks", "torchlint.runtime.judging")),
-    ("foundation", ("torchlint", "torchlint.cache", "torchlint.git", "torchlint.diagnostics", "torchlint.safe_io",
+    ("foundation", ("torchlint", "torchlint.fast_dataclass", "torchlint.cache", "torchlint.git", "torchlint.diagnostics", "torchlint.safe_io",
                     "torchlint.integrity", "torchlint.budget", "torchlint.project_root", "torchlint.source",
                     "torchlint.lsp_positions")),
 )

@@ -99,7 +99,8 @@ def test_a_plain_check_imports_no_click_and_only_the_rules_its_text_wakes(tmp_pa
     """The command line people run most (`check FILE`) imports neither click (the command's
     parser is check_command's), nor the cache with --no-cache, nor TOML without a config
     file, nor git for a file named plainly, nor hashing for a file importing no local module,
-    nor a rule module its text cannot wake."""
+    nor dataclasses (and inspect), tokenize for a file without directives, threading, or the
+    notebook reader for a .py file, nor a rule module its text cannot wake."""
     text = "import torch\n\nwith torch.no_grad():\n    loss = net(x).mean()\n    loss.backward()\n"
     (tmp_path / "a.py").write_text(text)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -108,9 +109,40 @@ def test_a_plain_check_imports_no_click_and_only_the_rules_its_text_wakes(tmp_pa
     assert done.returncode == 1 and "TL101" in done.stdout, done.stderr[-2000:]
     imported = set((tmp_path / "modules.txt").read_text().split("\n"))
     assert "torchlint.api" in imported and "torchlint.checker" in imported  # the probe sees the run's imports
-    unwanted = {"click", "torchlint.cli", "torchlint.cache", "tomllib", "subprocess", "json", "traceback", "hashlib"}
+    unwanted = {"click", "torchlint.cli", "torchlint.cache", "tomllib", "subprocess", "json", "traceback", "hashlib",
+                "dataclasses", "inspect", "tokenize", "threading", "torchlint.notebook"}
     assert imported & unwanted == set()
     rules = {m for m in imported if m.startswith("torchlint.rules.") and m.count(".") >= 3}
     woken = {r.module for r in lazy.by_code().values()
              if r.default_enabled and r.code != "TL000" and r.applies_to(text)}
     assert "torchlint.rules.autograd.backward_under_no_grad" in rules and rules <= woken
+
+
+def _without_prefilter(rule: type) -> type:
+    """`rule` woken by every text: what the walk would do if it imported every rule."""
+    return type(rule.__name__, (rule,), {"requires_text": ()})
+
+
+def test_skipping_the_rules_a_text_cannot_wake_changes_no_finding_on_any_fixture():
+    """The prefilter is only a shortcut: every fixture gives the same findings through the
+    lazy stand-ins (rules the text cannot wake neither imported nor built) as with every
+    rule class imported and run on it."""
+    from pathlib import Path
+
+    from torchlint.checker import check_source
+
+    codes = frozenset(lazy.static_codes())
+    lazy_rules = rule_classes_for(codes)
+    every_rule = [_without_prefilter(r) for r in catalog.static_rules() if r.code != "TL000"]
+    fixtures = sorted((Path(__file__).parent / "fixtures").rglob("*.py"))
+    skipped = total = 0
+    for path in fixtures:
+        data = path.read_bytes()
+        text = data.decode("utf-8", errors="replace")
+        skipped += sum(1 for r in lazy_rules if not r.applies_to(text))
+        woken = check_source(str(path), data, lazy_rules, rule_errors=[])
+        everything = check_source(str(path), data, every_rule, rule_errors=[])
+        assert woken == everything, path
+        total += len(woken)
+    assert len(fixtures) > 100 and total > 100  # the fixtures do fire
+    assert skipped > len(fixtures) * len(lazy_rules) / 2  # and most rules are skipped on most of them

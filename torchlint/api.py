@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, ConfigResolver, Settings
 from torchlint.diagnostics import CONFIG_ERROR, INTERNAL_ERROR, SYNTAX_ERROR_CODE, Finding, tool_finding
+from torchlint.fast_dataclass import dataclass, field, replace
 from torchlint.files import Discovery, display_path
 from torchlint.analysis.project_index import new_run
 from torchlint.linter import (FileResult, FileTask, lint_findings, load_source, project_index, rule_classes_for,

@@ -7,12 +7,13 @@ an `end_file`. Signals are only delivered to the main thread, which is where `to
 check` lints with `--jobs 1` and where each worker process of `--jobs N` lints. Elsewhere
 (another thread, Windows), the walker checks the thread's CPU clock at each node it enters.
 `LintTimeout` derives from BaseException so that no `except Exception` around a rule
-handler mistakes it for a rule bug."""
+handler mistakes it for a rule bug. (`_thread`, not `threading`: a one-file check imports
+nothing that needs threading's ~1 ms.)"""
 
 from __future__ import annotations
 
+import _thread
 import signal
-import threading
 import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional
@@ -27,13 +28,13 @@ class LintTimeout(BaseException):
     """The file's CPU budget ran out."""
 
 
-class _State(threading.local):
+class _State(_thread._local):
     deadline: Optional[float] = None  # thread CPU time past which the walker stops (fallback)
     armed = False  # the SIGPROF timer belongs to a budget in force
 
 
 _state = _State()
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 fallback_clocks = 0  # threads linting under the fallback clock; the walker checks only when > 0
 
 
@@ -55,8 +56,8 @@ def cpu_budget(seconds: Optional[float]) -> Iterator[None]:
     if seconds is None or _state.armed or _state.deadline is not None:
         yield  # no limit, or already inside a budget (which keeps its own deadline)
         return
-    if _HAS_ITIMER and threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGPROF, _on_sigprof)
+    previous = _install_handler() if _HAS_ITIMER else False
+    if previous is not False:
         if previous is None:  # installed outside Python; a default action would kill us
             previous = signal.SIG_IGN
         _state.armed = True
@@ -78,6 +79,15 @@ def cpu_budget(seconds: Optional[float]) -> Iterator[None]:
         _state.deadline = None
         with _lock:
             fallback_clocks -= 1
+
+
+def _install_handler() -> Any:
+    """The SIGPROF handler it replaced, or False off the main thread (where Python refuses to
+    install one, and no signal would be delivered)."""
+    try:
+        return signal.signal(signal.SIGPROF, _on_sigprof)
+    except ValueError:
+        return False
 
 
 def describe_timeout(seconds: float) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import sys
-from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import methodcaller
 from pathlib import Path
@@ -19,6 +18,7 @@ from torchlint.analysis.nodes import LEAF_TYPES, iter_children, node_fields
 from torchlint.analysis.project_index import ProjectIndex
 from torchlint.analysis.semantic import SemanticModel
 from torchlint.diagnostics import Finding, syntax_error_finding
+from torchlint.fast_dataclass import dataclass, field
 from torchlint.noqa import Suppression, may_suppress, parse as parse_directives
 from torchlint.records import Fix
 from torchlint.source import DecodeFailure, SourceFile, decode_source, newer_syntax_hint

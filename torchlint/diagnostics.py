@@ -4,9 +4,9 @@ broken configuration) and TL003 (an internal error)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from torchlint.fast_dataclass import dataclass, field
 from torchlint.records import Fix, RuntimeResult, Verification
 
 

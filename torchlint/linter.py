@@ -6,18 +6,18 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
 from torchlint.budget import DEFAULT_LINT_TIMEOUT, LintTimeout, cpu_budget, describe_timeout
 from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
-from torchlint import gcpolicy, notebook
+from torchlint import gcpolicy
 from torchlint.analysis.project_index import ProjectIndex, new_run
+from torchlint.fast_dataclass import dataclass, field
 from torchlint.rules import lazy
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
-from torchlint.source import DecodeFailure, SourceFile, decode_source
+from torchlint.source import DecodeFailure, SourceFile, decode_source, is_notebook
 
 if TYPE_CHECKING:  # the walk is imported when a file is linted: a cache hit never needs it;
     from torchlint.cache import Cache  # the cache (hashing, the MAC key) only when it is on
@@ -99,13 +99,15 @@ def _lint_with_index(task: FileTask, data: bytes, rule_errors: list[RuleError],
     classes = rule_classes_for(task.codes)
     options = {code: dict(values) for code, values in task.options}
     parse_all = SYNTAX_ERROR_CODE in task.codes
-    if not notebook.is_notebook(task.display):
+    if not is_notebook(task.display):
         from torchlint.checker import check_source
 
         return check_source(task.display, data, classes, options=options, parse_all=parse_all,
                             rule_errors=rule_errors, index=index)
     # The notebook's code, not its JSON, is held to max-file-size. Fix edits count rows
     # within their cell (fix/notebook.py writes them back into the JSON).
+    from torchlint import notebook
+
     return notebook.lint_notebook(task.display, data, classes, options=options, parse_all=parse_all,
                                   rule_errors=rule_errors, max_code_bytes=task.max_bytes, index=index)
 
@@ -138,7 +140,11 @@ def read_limit(task: FileTask) -> int:
     """How many bytes the file may have. A notebook's JSON also carries cell outputs (plots,
     images) that are never linted, so it may be ten times max-file-size (its code cells
     together may not: notebook.parse_notebook holds them to max-file-size)."""
-    return task.max_bytes * (notebook.SIZE_FACTOR if notebook.is_notebook(task.display) else 1)
+    if not is_notebook(task.display):
+        return task.max_bytes
+    from torchlint.notebook import SIZE_FACTOR
+
+    return task.max_bytes * SIZE_FACTOR
 
 
 def read_task(task: FileTask) -> tuple[Optional[bytes], Optional[FileResult]]:
@@ -291,7 +297,9 @@ def load_source(task: FileTask) -> Optional[SourceFile]:
     data, failed = read_task(task)
     if failed is not None or data is None:
         return None
-    if notebook.is_notebook(task.display):
+    if is_notebook(task.display):
+        from torchlint import notebook
+
         return notebook.load_source(task.display, data)
     try:
         return SourceFile(task.display, decode_source(data))

@@ -8,11 +8,10 @@ form feed or U+2028 (`str.splitlines()` would move a comment to another row)."""
 from __future__ import annotations
 
 import re
-import tokenize
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable, Optional
 
+from torchlint.fast_dataclass import dataclass, field
 from torchlint.source import physical_lines, tokenizer_readline
 
 if TYPE_CHECKING:
@@ -93,6 +92,8 @@ def scan(text: str, lines: Optional[list[str]] = None) -> TokenScan:
     comments: list[tuple[int, int, str]] = []
     string_rows: set[int] = set()
     reached = 0
+    import tokenize  # here: a file no directive can touch is never tokenized
+
     fstring_middle = getattr(tokenize, "FSTRING_MIDDLE", -1)
     try:
         for tok in tokenize.generate_tokens(tokenizer_readline(text)):

@@ -24,20 +24,19 @@ from __future__ import annotations
 import ast
 import io
 import re
-import tokenize
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from torchlint.diagnostics import Finding, syntax_error_finding
+from torchlint.fast_dataclass import dataclass, field, replace
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, format_size
 from torchlint.records import Edit, Fix
 from torchlint.noqa import Suppression, parse as parse_directives
+from torchlint.source import NOTEBOOK_SUFFIX as NOTEBOOK_SUFFIX, is_notebook as is_notebook  # re-exported
 from torchlint.source import SourceFile, newer_syntax_hint, physical_lines
 
 if TYPE_CHECKING:  # the walk is imported when a notebook is linted, not by a cache hit
     from torchlint.checker import RuleClass
 
-NOTEBOOK_SUFFIX = ".ipynb"
 SIZE_FACTOR = 10  # a notebook may be this many times max-file-size (outputs are not linted)
 # What a `--fix` implementation should print for a notebook until it can rewrite cells.
 FIX_UNSUPPORTED = "fixes are not applied to Jupyter notebooks (.ipynb); their findings are reported only"
@@ -52,10 +51,6 @@ _WRITEFILE = re.compile(r"^\s*%%(?:writefile|file)\s+(?:(?:-a|--append)\s+)?(?P<
 # %magic, !shell, ?help, obj?, and wildcard help (`torch.*Tensor?`, IPython's psearch)
 _LINE_MAGIC = re.compile(r"^\s*(?:[%!?]|[A-Za-z_*][\w.*]*\?{1,2}\s*$)")
 _ASSIGNED_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")  # x = !ls
-
-
-def is_notebook(path: str) -> bool:
-    return path.lower().endswith(NOTEBOOK_SUFFIX)
 
 
 @dataclass
@@ -209,6 +204,8 @@ def _at_statement_start(previous: list[str], clean: int) -> bool:
     from the last known statement boundary `clean`, so a cell of many magics stays linear."""
     if previous and previous[-1].endswith("\\"):
         return False
+    import tokenize  # only for a line that looks like a magic
+
     for start in (clean, 0):  # the suffix may dedent below its first line: then all of it
         try:
             for _ in tokenize.generate_tokens(io.StringIO("".join(line + "\n" for line in previous[start:])).readline):

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from torchlint.budget import DEFAULT_LINT_TIMEOUT, MIN_LINT_TIMEOUT
+from torchlint.fast_dataclass import dataclass
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, format_size, parse_size
 
 DEFAULT_EXCLUDES = (

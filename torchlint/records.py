@@ -5,8 +5,9 @@ reads back (a bad shape raises RecordError, so nothing downstream defends agains
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Any, Optional
+
+from torchlint.fast_dataclass import dataclass, replace
 
 SAFE, UNSAFE = "safe", "unsafe"
 APPLICABILITIES = (SAFE, UNSAFE)

@@ -6,9 +6,9 @@ files; `torchlint run` extends it with the runtime checks (`Selector.extended`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
+from torchlint.fast_dataclass import dataclass, field
 from torchlint.rules import lazy
 
 

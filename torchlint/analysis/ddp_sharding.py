@@ -7,7 +7,6 @@ be read are None, so a rule built on them stays silent where it cannot see (TL30
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
 from torchlint.analysis.astutil import arg_or_keyword, keyword, literal
@@ -16,6 +15,7 @@ from torchlint.analysis.project_index import ModuleInfo
 from torchlint.analysis.scopes import FUNCTION_TYPES, iter_scope
 from torchlint.analysis.semantic import SemanticModel
 from torchlint.analysis.torch_api import DATALOADER, DDP
+from torchlint.fast_dataclass import dataclass
 
 _Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 _Resolve = Callable[[ast.AST], Optional[str]]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_right
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 from torchlint.analysis.imports import QualnameResolver
 from torchlint.analysis.nodes import iter_children
+from torchlint.fast_dataclass import dataclass
 
 Scope = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)

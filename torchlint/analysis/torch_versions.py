@@ -4,9 +4,10 @@ by scripts/derive_deprecations.py from what the pinned torch does when each API 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from torchlint.fast_dataclass import dataclass
 
 # The table's source; analysis/deprecated_table.py is its rows as Python (scripts/generate_all.py).
 TABLE_PATH = Path(__file__).resolve().parent.parent / "data" / "deprecated_api.toml"

@@ -10,13 +10,13 @@ walk over the file, then one pass per loop or function body that calls `backward
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name, receiver_name
 from torchlint.analysis.nodes import iter_children
 from torchlint.analysis.scopes import FUNCTION_TYPES
 from torchlint.analysis.semantic import SemanticModel
+from torchlint.fast_dataclass import dataclass, field
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

@@ -9,11 +9,11 @@ judges the `# noqa` directives (after the suppression pass). A rule reports inst
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional
 
 # Re-exported: rules import their AST helpers from here.
 from torchlint.analysis.astutil import arg_or_keyword, dotted, has_star_kwargs, keyword, literal
+from torchlint.fast_dataclass import dataclass
 from torchlint.records import Fix
 from torchlint.rules.rule_options import Option
 from torchlint.rules.violation import Violation
@@ -122,8 +122,7 @@ class Rule:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._handler_names = _handler_table(cls, "visit_")
-        cls._leave_names = _handler_table(cls, "leave_")
+        cls._handler_names, cls._leave_names = _handler_tables(cls)
         cls.judges_noqa = cls.check_noqa is not Rule.check_noqa
 
     def __init__(self, ctx: "FileContext", settings: Optional[dict[str, Any]] = None) -> None:
@@ -172,12 +171,16 @@ class Rule:
                               help=violation.help_text(), fix=fix)
 
 
-def _handler_table(cls: type, prefix: str) -> tuple[tuple[type, str], ...]:
-    names = []
-    for attr in dir(cls):
-        if attr.startswith(prefix) and attr[len(prefix):][:1].isupper():
-            node_type = getattr(ast, attr[len(prefix):], None)
+def _handler_tables(cls: type) -> tuple[tuple[tuple[type, str], ...], tuple[tuple[type, str], ...]]:
+    """(node type, method name) of each `visit_<Node>` and each `leave_<Node>` the class has, by
+    name (as `dir` orders them); read from the MRO's own dicts, which costs a third of `dir`."""
+    names = {attr for klass in cls.__mro__ for attr in vars(klass) if attr.startswith(("visit_", "leave_"))}
+    tables: dict[str, list[tuple[type, str]]] = {"visit_": [], "leave_": []}
+    for attr in sorted(names):
+        prefix, kind = attr[:6], attr[6:]
+        if kind[:1].isupper():
+            node_type = getattr(ast, kind, None)
             if not isinstance(node_type, type):
-                raise TypeError(f"{cls.__name__}.{attr}: ast has no node type {attr[len(prefix):]!r}")
-            names.append((node_type, attr))
-    return tuple(names)
+                raise TypeError(f"{cls.__name__}.{attr}: ast has no node type {kind!r}")
+            tables[prefix].append((node_type, attr))
+    return tuple(tables["visit_"]), tuple(tables["leave_"])

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Any, Optional
+
+from torchlint.fast_dataclass import dataclass
 
 # The value types an option may have. `bool` is checked before `int`: Python's True is an int,
 # TOML's is not.

@@ -7,10 +7,10 @@ runtime check's judge is its `problems(obs, static, cwd)` classmethod. Pure data
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
+from torchlint.fast_dataclass import dataclass, field
 from torchlint.records import RuntimeResult
 from torchlint.safe_io import display_path
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 from torchlint.analysis.loops import is_backward
 from torchlint.checker import FileContext
+from torchlint.fast_dataclass import dataclass, field
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, Violation, dotted
 import torchlint.runtime.judging as run
