@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 from torchlint.analysis.imports import QualnameResolver
-from torchlint.analysis.nodes import node_fields
+from torchlint.analysis.nodes import child_list
 
 Scope = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -65,29 +65,18 @@ _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambd
 
 def iter_scope(nodes: list[ast.stmt]) -> Iterator[ast.AST]:
     """Every node under `nodes` in pre-order (iter_children's order), not descending into
-    nested functions, lambdas or classes. The children are gathered inline: a generator per
-    node made this a tenth of a lint (several analyses walk each function's scope)."""
+    nested functions, lambdas or classes. Children come as lists (`child_list`): a generator
+    per node made this a tenth of a lint (several analyses walk each function's scope)."""
     stack: list[ast.AST] = list(reversed(nodes))
-    pop, push, AST = stack.pop, stack.append, ast.AST
+    pop, extend = stack.pop, stack.extend
     while stack:
         node = pop()
         yield node
-        if isinstance(node, _NESTED_SCOPES):
-            continue
-        fields = node_fields(type(node))
-        if not fields:
-            continue
-        children: list[ast.AST] = []
-        for field in fields:
-            value = getattr(node, field, None)
-            if type(value) is list:
-                for item in value:
-                    if isinstance(item, AST):
-                        children.append(item)
-            elif isinstance(value, AST):
-                children.append(value)
-        while children:
-            push(children.pop())
+        if not isinstance(node, _NESTED_SCOPES):
+            children = child_list(node)
+            if children:
+                children.reverse()
+                extend(children)
 
 
 def assigned_names(target: ast.AST) -> Iterator[tuple[str, Optional[int]]]:
