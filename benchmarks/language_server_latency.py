@@ -7,7 +7,8 @@ the findings. Then a burst of rapid edits (typing), which must be linted once, a
 pause. Prints median and p95 against the target (median <= 50 ms), the server's
 start-to-`initialize` time, and where an edit's time goes: the server process's CPU per
 edit, and the CPU of one re-lint of the same text in this process (parse, rules, index),
-against the whole round trip.
+against the whole round trip, and that re-lint as a multiple of `ast.parse` of the text
+(the ratio to compare between runs on a loaded machine).
 
     python benchmarks/language_server_latency.py
     python benchmarks/language_server_latency.py --edits 100 --lines 4000
@@ -116,9 +117,11 @@ async def run(edits: int, lines: int) -> None:
     if server_pid is not None and cpu_edits >= 0:
         print(f"  server CPU per edit: {1000 * cpu_edits / edits:.1f} ms (decode, re-lint, publish: CPU time, "
               f"which the machine's load inflates less than wall time)")
-    relint = relint_cpu(root / "train.py", text)
+    relint, floor = relint_cpu(root / "train.py", text)
     print(f"  of an edit: re-lint {relint:.1f} ms CPU (lint_document in this process, median of 5); "
-          f"the rest is the debounce tick, scheduling on a loaded machine, publish and transport")
+          f"the rest is scheduling on a loaded machine, decode, publish and transport")
+    print(f"  re-lint vs the ast.parse floor: {relint / floor:.2f}x (ast.parse of the text {floor:.1f} ms CPU, "
+          f"median of 5: compare this ratio across runs, the load moves both)")
 
 
 def server_cpu(pid: Optional[int]) -> float:
@@ -130,22 +133,28 @@ def server_cpu(pid: Optional[int]) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def relint_cpu(path: Path, text: str) -> float:
-    """CPU milliseconds of the server's lint of `text`, without the server (median of 5),
-    with the cyclic collector off as the server lints."""
+def relint_cpu(path: Path, text: str) -> tuple[float, float]:
+    """CPU milliseconds of the server's lint of `text`, without the server, with the cyclic
+    collector off as the server lints, and of `ast.parse(text)` (the floor), interleaved in
+    the same run: medians of 5."""
+    import ast
+
     from torchlint import gcpolicy
     from torchlint.api import document_resolver, lint_document
 
     resolver = document_resolver(path.parent)
     data = text.encode()
     lint_document(path, data, resolver)  # the rules are imported once, as in the server
-    runs = []
+    runs, floors = [], []
     for _ in range(5):
         start = time.process_time()
         with gcpolicy.batch():
             lint_document(path, data, resolver)
         runs.append(1000 * (time.process_time() - start))
-    return statistics.median(runs)
+        start = time.process_time()
+        ast.parse(text)
+        floors.append(1000 * (time.process_time() - start))
+    return statistics.median(runs), statistics.median(floors)
 
 
 def main() -> None:

@@ -105,7 +105,7 @@ def test_rules_use_the_binding_api_not_their_own_lookups():
 # above. The longest matching prefix places a module.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("face", ("torchlint.__main__", "torchlint.entry", "torchlint.replay", "torchlint.check_command", "torchlint.cli", "torchlint.cli_tools", "torchlint.language_server", "torchlint.lsp_actions",
-              "torchlint.lsp_code_actions", "torchlint.lsp_settings", "torchlint.flake8_plugin",
+              "torchlint.lsp_code_actions", "torchlint.lsp_input", "torchlint.lsp_settings", "torchlint.flake8_plugin",
               "torchlint.runtime.command", "torchlint.runtime.pytest_plugin")),
     ("application", ("torchlint.api",)),
     ("pipeline", ("torchlint.files", "torchlint.linter", "torchlint.fix", "torchlint.verify", "torchlint.output",

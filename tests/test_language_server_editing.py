@@ -1,7 +1,7 @@
 """The editor loop, in-process (no transport, no server start-up): a burst of edits is
 published once, with the last text's findings; a lone edit is linted without the typing
 debounce; a saved import target re-lints the open documents that read it through the project
-index; and what the server publishes equals `torchlint check` of the same text."""
+index; and what the server publishes equals `torchlint check` of the same text, edit after edit."""
 
 from __future__ import annotations
 
@@ -208,3 +208,60 @@ def test_edits_that_queue_behind_a_slow_lint_are_typing(tmp_path, monkeypatch):
 
     asyncio.run(type_behind_a_lint())
     assert len(server.sent) == 1
+
+
+def test_every_publication_over_a_sequence_of_edits_equals_a_fresh_check(tmp_path, monkeypatch):
+    """Edits that add and remove findings, a noqa comment, and saved edits to the module the
+    document imports (its findings depend on base.py through the project index): after each
+    step, what the server published for each open document is `torchlint check` of its text."""
+    root = tmp_path / "project"
+    shutil.copytree(MODULES, root)
+    (root / "torchlint.toml").write_text(f'extend-select = ["{ATTRIBUTE}"]\n')
+    monkeypatch.chdir(root)
+    server = _server(root)
+    net, base = root / "models" / "net.py", root / "models" / "base.py"
+    texts = {path: path.read_text() for path in (net, base)}
+    versions = {path: 1 for path in (net, base)}
+    for path in (net, base):
+        server.open(path.as_uri(), texts[path])
+        _notify(server, types.TEXT_DOCUMENT_DID_OPEN, types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+            uri=path.as_uri(), language_id="python", version=1, text=texts[path])))
+    lightning, plain = texts[base], "class Base:\n    pass\n"
+    attribute = "        self.logvar = torch.full(fill_value=0.0, size=(timesteps,))  # expect: TL206\n"
+    steps = [
+        (net, lambda t: t.replace(attribute, attribute + "        self.extra = torch.zeros(2)\n"), False),  # adds TL206
+        (net, lambda t: t + "\nbad = torch.symeig(3)\n", False),  # adds TL901
+        (base, lambda t: plain, True),  # Net is no Module now: both TL206 go
+        (net, lambda t: t.replace("\nbad = torch.symeig(3)\n", ""), False),  # TL901 goes
+        (base, lambda t: lightning, True),  # both TL206 are back
+        (net, lambda t: t.replace("torch.zeros(2)\n", f"torch.zeros(2)  # noqa: {ATTRIBUTE}\n"), False),
+    ]
+    seen: list[set[str]] = []
+
+    async def edit(path: Path, text: str, save: bool) -> None:
+        versions[path] += 1
+        texts[path] = text
+        path.write_text(text)  # the fresh check reads the disk; the index reads saved files
+        _change(server, path.as_uri(), versions[path], text)
+        while server.pending:
+            await asyncio.sleep(QUICK_SECONDS)
+        if save:
+            _notify(server, types.TEXT_DOCUMENT_DID_SAVE, types.DidSaveTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=path.as_uri())))
+
+    async def run_steps() -> None:
+        for path, change, save in steps:
+            await edit(path, change(texts[path]), save)
+            await asyncio.sleep(DEBOUNCE_SECONDS)  # a pause: the next edit is a lone one
+            for open_path in (net, base):
+                uri = open_path.as_uri()
+                last = _published(server, uri)[-1]
+                assert _linted(server, uri) == _check(root, str(open_path.relative_to(root)))
+                assert last.version == versions[open_path]
+                assert _diagnostics(last) == [(row, col, code) for row, col, code, _ in _linted(server, uri)]
+            seen.append({code for _, _, code in _diagnostics(_published(server, net.as_uri())[-1])})
+
+    asyncio.run(run_steps())
+    # The steps did what they say, so the comparisons above covered findings coming and going.
+    assert seen == [{ATTRIBUTE}, {ATTRIBUTE, "TL901"}, {"TL901"}, set(), {ATTRIBUTE}, {ATTRIBUTE}]
+    assert sum(f.code == ATTRIBUTE for f in server.findings[net.as_uri()]) == 1  # the noqa'd one is gone

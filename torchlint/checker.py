@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 
 from torchlint import budget
 from torchlint.analysis import inference
-from torchlint.analysis.nodes import LEAF_TYPES, iter_children, node_fields
+from torchlint.analysis.nodes import LEAF_TYPES, child_list, node_fields
 from torchlint.analysis.project_index import ProjectIndex
 from torchlint.analysis.semantic import SemanticModel
 from torchlint.diagnostics import Finding, syntax_error_finding
@@ -285,7 +285,7 @@ class DeepWalker(Walker):
                 self._run(handlers, node)
             if self.leave.get(cls):
                 stack.append((node, depth, True))
-            children = list(iter_children(node))
+            children = child_list(node)
             if children:
                 parents.append(node)
                 stack.extend((child, depth + 1, False) for child in reversed(children))  # source order

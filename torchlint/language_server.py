@@ -48,15 +48,17 @@ from torchlint.api import config_error_finding, lint_document, lint_notebook_cel
 from torchlint.lsp_actions import (FIX_ALL_COMMAND, FIX_ALL_KIND, RULE_DOC_COMMAND, SOURCE, rule_doc_payload, to_diagnostic,
                                    uri_argument)
 from torchlint.lsp_code_actions import Unreadable, code_actions, document_fix_all, hover
+from torchlint.lsp_input import WatchedInput
 from torchlint.lsp_positions import DocumentIndex
 from torchlint.lsp_settings import SECTION as SETTINGS_SECTION, SettingsStore, parse_settings
 from torchlint.notebook import Cell, Notebook, is_notebook
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file, refusal, too_large_message
 from torchlint.source import DecodeFailure, decode_source, physical_lines
 
-# A lone edit is linted at once (after one short tick that gathers the changes a client sends
-# together); an edit that follows another within DEBOUNCE_SECONDS waits until typing pauses
-# (trailing edge: the wait restarts at every edit, so a burst is linted once).
+# A lone edit is linted at once: with no fixed wait when no other message is waiting, after
+# one short tick when the client sent more with it (lsp_input says which); an edit that follows
+# another within DEBOUNCE_SECONDS waits until typing pauses (trailing edge: the wait restarts
+# at every edit, so a burst is linted once).
 QUICK_SECONDS = 0.005
 DEBOUNCE_SECONDS = 0.15
 # A full cyclic collection once the server has been idle this long after its last lint.
@@ -79,6 +81,7 @@ class TorchlintServer(LanguageServer):
         self.client_settings = SettingsStore()
         self.pull_diagnostics = False  # the client asks for diagnostics (textDocument/diagnostic)
         self.idle_collection: Optional[asyncio.TimerHandle] = None
+        self.incoming: Optional[WatchedInput] = None  # stdin when serving it (None: in-process tests)
 
     # -- linting -------------------------------------------------------------
     def workspace_root(self) -> Path:
@@ -280,12 +283,18 @@ class TorchlintServer(LanguageServer):
         now = loop.time()
         typing = previous is not None or now - self.last_change.get(uri, float("-inf")) < DEBOUNCE_SECONDS
         self.last_change[uri] = now
-        delay = DEBOUNCE_SECONDS if typing else QUICK_SECONDS
-        self.pending[uri] = loop.call_later(delay, self.run_scheduled, action or self.lint, uri)
+        # A lone edit: at the loop's next turn, noting which message it came in.
+        delay, since = (DEBOUNCE_SECONDS, None) if typing else (0.0, self.incoming.begun if self.incoming else None)
+        self.pending[uri] = loop.call_later(delay, self.run_scheduled, action or self.lint, uri, since)
 
-    def run_scheduled(self, action: Callable[[str], None], uri: str) -> None:
+    def run_scheduled(self, action: Callable[[str], None], uri: str, since: Optional[int] = None) -> None:
         """`action(uri)`, after which the lint's end counts as the last change: the edits
-        that queued while it ran (typing on a busy machine) are typing, not a lone edit each."""
+        that queued while it ran (typing on a busy machine) are typing, not a lone edit each.
+        A lone edit (`since`: its message) with more input waiting behind it waits one tick
+        for it: the client's next change then makes this typing."""
+        if since is not None and self.incoming is not None and self.incoming.waiting(since):
+            self.pending[uri] = asyncio.get_running_loop().call_later(QUICK_SECONDS, self.run_scheduled, action, uri)
+            return
         action(uri)
         self.last_change[uri] = asyncio.get_running_loop().time()
 
@@ -471,8 +480,9 @@ def serve() -> None:
     closes the one it is given on `exit`, and the CLI still flushes sys.stdout afterwards."""
     server = create_server()
     stdout = os.fdopen(os.dup(1), "wb", buffering=0)
+    server.incoming = WatchedInput(sys.stdin.buffer.fileno())
     try:
-        server.start_io(sys.stdin.buffer, stdout)
+        server.start_io(server.incoming, stdout)  # type: ignore[arg-type]  # readline and read, as pygls reads
     finally:
         if not stdout.closed:
             stdout.close()

@@ -7,7 +7,7 @@ from bisect import bisect_right
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 from torchlint.analysis.imports import QualnameResolver
-from torchlint.analysis.nodes import iter_children
+from torchlint.analysis.nodes import child_list
 from torchlint.fast_dataclass import dataclass
 
 Scope = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
@@ -60,15 +60,23 @@ def grad_mode_of(expr: ast.AST, imports: QualnameResolver) -> Optional[tuple[boo
     return None
 
 
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
 def iter_scope(nodes: list[ast.stmt]) -> Iterator[ast.AST]:
-    """Every node under `nodes`, not descending into nested functions, lambdas or classes."""
+    """Every node under `nodes` in pre-order (iter_children's order), not descending into
+    nested functions, lambdas or classes. Children come as lists (`child_list`): a generator
+    per node made this a tenth of a lint (several analyses walk each function's scope)."""
     stack: list[ast.AST] = list(reversed(nodes))
+    pop, extend = stack.pop, stack.extend
     while stack:
-        node = stack.pop()
+        node = pop()
         yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(reversed(list(iter_children(node))))
+        if not isinstance(node, _NESTED_SCOPES):
+            children = child_list(node)
+            if children:
+                children.reverse()
+                extend(children)
 
 
 def assigned_names(target: ast.AST) -> Iterator[tuple[str, Optional[int]]]:

@@ -13,7 +13,7 @@ import ast
 from typing import Iterator, Optional, Union
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name, receiver_name
-from torchlint.analysis.nodes import iter_children
+from torchlint.analysis.nodes import child_list, iter_children
 from torchlint.analysis.scopes import FUNCTION_TYPES
 from torchlint.analysis.semantic import SemanticModel
 from torchlint.fast_dataclass import dataclass, field
@@ -71,7 +71,7 @@ def own_level(node: ast.AST) -> Iterator[ast.AST]:
         yield sub
         if isinstance(sub, _SCOPES) or isinstance(sub, _LOOPS):
             continue
-        stack.extend(reversed(list(iter_children(sub))))
+        stack.extend(reversed(child_list(sub)))
 
 
 def _read_names(expr: Optional[ast.AST]) -> set[str]:
@@ -266,7 +266,7 @@ def own_level_all(scope: ast.AST) -> Iterator[ast.AST]:
         sub = stack.pop()
         yield sub
         if not isinstance(sub, _SCOPES):
-            stack.extend(reversed(list(iter_children(sub))))
+            stack.extend(reversed(child_list(sub)))
 
 
 def training_steps(model: SemanticModel) -> TrainingSteps:
