@@ -311,3 +311,43 @@ def test_budget_stops_a_slow_handler_and_the_thread_fallback(tmp_path: Path) -> 
     thread.start()
     thread.join(120)
     assert outcome == ["timed out"]
+
+
+def test_work_paused_off_the_budget_is_not_charged_to_it() -> None:
+    """A rule module's first import (budget.paused) must not count against the file that
+    happens to wake the rule first; the budget still runs out once the body resumes."""
+    import threading
+    import time
+
+    from torchlint.budget import LintTimeout, cpu_budget, paused
+
+    def spin(seconds: float) -> None:
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            pass
+
+    with cpu_budget(0.1):
+        with paused():
+            spin(0.3)  # three budgets' worth, off the clock
+        spin(0.02)
+    with pytest.raises(LintTimeout):
+        with cpu_budget(0.1):
+            with paused():
+                spin(0.05)
+            while True:
+                pass
+    outcome: list[str] = []
+
+    def fallback_clock() -> None:  # off the main thread: the walker's deadline check
+        from torchlint import budget
+
+        with cpu_budget(0.1):
+            with paused():
+                spin(0.3)
+            budget.check()
+            outcome.append("within budget")
+
+    thread = threading.Thread(target=fallback_clock)
+    thread.start()
+    thread.join(60)
+    assert outcome == ["within budget"]
