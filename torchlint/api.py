@@ -198,7 +198,9 @@ def build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path,
         raise CheckError("`-` (stdin) cannot be combined with other paths")
     discovery = Discovery(resolver, force_exclude=request.force_exclude, project_root=lambda: project_root(cwd))
     found = list(discovery.iter_files(paths))
-    roots = tuple(dict.fromkeys(discovery.roots))  # complete once the paths are walked
+    # Where the index may read: the checked paths (complete once they are walked), not the
+    # working directory, so the findings and their cache entries are the same from any cwd.
+    roots = tuple(dict.fromkeys(discovery.checked_roots))
     tasks = [task_for(path, display_path(path, cwd), settings, index_roots=roots) for path, settings in found]
     for path, why in discovery.skipped:
         request.notify(f"warning: {display_path(path, cwd)}: skipped: {why}")

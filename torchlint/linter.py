@@ -42,7 +42,7 @@ class FileTask:
     fixable: frozenset[str] = frozenset()  # codes whose fixes the file's settings apply (empty: no fixing)
     unsafe_fixes: bool = False
     # Resolved directories the project index may read other modules from (the checked
-    # paths and the working directory); empty: the file is judged alone.
+    # paths; for an editor's document, its workspace too); empty: the file is judged alone.
     index_roots: tuple[str, ...] = ()
 
 

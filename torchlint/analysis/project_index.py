@@ -14,9 +14,14 @@ nothing, so the cost is paid where a question needs it.
 Every path probed, found or not, is recorded in `deps` with its content hash (None: absent),
 so the findings cache can tell when a file a result depends on has changed, appeared or
 gone. What is read follows the rules of the tree walk: only regular files, only below the
-allowed roots (the checked paths and the working directory, resolved), at most
-max-file-size, never a stdlib or torch module. With no allowed roots (a plain `lint_task`,
-stdin without a file name) the index is empty and a file is judged on its own."""
+allowed roots, at most max-file-size, never a stdlib or torch module. The allowed roots are
+the checked paths (the directories named on the command line and those of the files named
+there, resolved), never the working directory, so findings and the deps they record are
+the same wherever a run starts; an editor's document also allows the working directory
+(its workspace) and its own directory (`api.document_roots`). A candidate outside the
+allowed roots is skipped unlooked-at and unrecorded: its content cannot change a finding.
+With no allowed roots (a plain `lint_task`, stdin without a file name) the index is empty
+and a file is judged on its own."""
 
 from __future__ import annotations
 
@@ -255,20 +260,26 @@ class ProjectIndex:
         return found
 
     def _probe(self, dotted: str) -> tuple[tuple[str, ...], Optional[tuple[str, bool]]]:
-        """(the candidates found unusable, the first usable one and whether it is a package)."""
+        """(the candidates found unusable, the first usable one and whether it is a package).
+        A candidate outside the allowed roots is never read whatever it holds, so it is
+        neither looked at nor recorded (recorded as absent, an existing file there would fail
+        every cache check of the result); the search paths are resolved, so no stat is needed."""
         rel = dotted.replace(".", os.sep)
         absent: list[str] = []
         for root in self.search:
             for candidate, is_package in ((os.path.join(root, rel + ".py"), False),
                                           (os.path.join(root, rel, "__init__.py"), True)):
+                if not is_within(candidate, self.roots):
+                    continue
                 if self._exists(candidate):
                     return tuple(absent), (candidate, is_package)
                 absent.append(candidate)
         return tuple(absent), None
 
     def _exists(self, candidate: str) -> bool:
-        """Is `candidate` a regular file below the allowed roots? Recorded either way: a
-        module that appears later must invalidate what was concluded without it."""
+        """Is `candidate` (below the allowed roots) a regular file whose resolved path is
+        below them too? Recorded when not: a module that appears later must invalidate what
+        was concluded without it."""
         try:  # most candidates are absent: one stat says so, before resolving any link
             usable = stat.S_ISREG(os.stat(candidate).st_mode) and is_within(_realpath(candidate), self.roots)
         except OSError:
