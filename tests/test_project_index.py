@@ -308,3 +308,21 @@ def test_warm_hits_do_not_depend_on_the_working_directory(tmp_path, monkeypatch)
         linted.clear()
         assert run(*second) == (files, cold)
         assert linted == []  # every file a hit
+
+
+def test_checked_directories_are_import_roots_unless_they_are_packages(tmp_path, monkeypatch):
+    """`check src tests` finds `pkg` for the tests as Python would with src on sys.path; a
+    checked package is imported from above it, never as an import root of its own (searched,
+    8 checked packages made every import probe, and record, 8 more places)."""
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "src" / "pkg" / "layers.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_net.py").write_text(NET.replace("from ..layers", "from pkg.layers"))
+    found = _found(_run(tmp_path, {ATTRIBUTE}, paths=["src", "tests"], monkeypatch=monkeypatch))
+    assert found == {(os.path.join("tests", "test_net.py"), 8, ATTRIBUTE)}
+    test_file = str(tmp_path / "tests" / "test_net.py")
+    index = ProjectIndex(test_file, (str(tmp_path / "src" / "pkg"), str(tmp_path / "tests")))
+    assert index.module("layers") is None and index.module("pkg.layers") is None
+    assert not any("src" in dep for dep in index.deps)
+    assert ProjectIndex(test_file, (str(tmp_path / "src"), str(tmp_path / "tests"))).module("pkg.layers") is not None
