@@ -167,7 +167,9 @@ def task_for(path: Path, display: str, settings: Settings, data: Optional[bytes]
              index_roots: tuple[str, ...] = ()) -> FileTask:
     """One file's task, carrying the settings resolved for it and where the project index
     may read the modules it imports."""
-    return FileTask(path=str(path) if data is None else "-", display=display, codes=settings.codes_for(path),
+    spelled = str(path)
+    spelled = display if spelled == display else spelled  # one string, not two: a run keeps every task
+    return FileTask(path=spelled if data is None else "-", display=display, codes=settings.codes_for(path),
                     options=rule_options(settings.options), data=data, max_bytes=settings.max_file_size,
                     lint_timeout=settings.lint_timeout,
                     fixable=settings.fixable if settings.fix else frozenset(), unsafe_fixes=settings.unsafe_fixes,

@@ -245,6 +245,7 @@ def _keep(todo: list[_Todo],
         i, task, record = todo[j]
         todo[j] = (i, task, None)
         results[i] = result
+        result.display = task.display  # the task's string, not the worker's copy of it
         result.deps = {strings.setdefault(k, k): strings.setdefault(v, v) for k, v in result.deps.items()}  # type: ignore[misc]
         if record is not None and result.digest is not None and result.internal_error is None \
                 and not result.timed_out:
