@@ -242,3 +242,87 @@ def test_parsed_modules_and_searches_kept_per_process_are_bounded(tmp_path, monk
     # A forgotten module is parsed again when asked for, and the answer is the same.
     assert ProjectIndex(str(tmp_path / "main.py"), (str(tmp_path),)).class_def("m0.C0") is not None
     assert list(pi._PARSED)[-1].endswith("m0.py") and len(pi._PARSED) == 2
+
+
+NET = ("import torch\nfrom ..layers import Base\n\n\nclass Net(Base):\n    def __init__(self):\n        super().__init__()\n"
+       "        self.mask = torch.ones(3)\n\n    def forward(self, x):\n        return x * self.mask\n")
+
+
+def _package_with_a_base_above(tmp_path: Path) -> Path:
+    """pkg/models/net.py, whose base class lives in pkg/layers.py, outside pkg/models/."""
+    root = tmp_path / "project"
+    (root / "pkg" / "models").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "layers.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    (root / "pkg" / "models" / "__init__.py").write_text("")
+    (root / "pkg" / "models" / "net.py").write_text(NET)
+    return root
+
+
+def test_the_index_reads_the_checked_paths_not_the_rest_of_the_working_directory(tmp_path, monkeypatch):
+    """The index reads below the checked paths only: a module of the working directory
+    outside them is neither read nor recorded, so the findings (and the cache entries)
+    are the same from any working directory."""
+    root = _package_with_a_base_above(tmp_path)
+    monkeypatch.chdir(root)
+    report = check(CheckRequest(["pkg/models"], overrides=CliOverrides(select=[ATTRIBUTE]), no_cache=True,
+                                cwd=root, warn_empty_directories=False))
+    assert report.findings == [] and report.tasks[0].index_roots == (os.path.realpath(root / "pkg" / "models"),)
+    deps = {dep for result in report.results for dep in result.deps}
+    assert deps and not any(dep.startswith(str(root / "pkg" / "layers")) for dep in deps)
+    # Checked as a whole, the package's own modules are read.
+    whole = _found(_run(root, {ATTRIBUTE}, paths=["pkg"], monkeypatch=monkeypatch))
+    assert whole == {(os.path.join("pkg", "models", "net.py"), 8, ATTRIBUTE)}
+
+
+def test_warm_hits_do_not_depend_on_the_working_directory(tmp_path, monkeypatch):
+    """One cache, two runs started from different directories (one of them the project,
+    naming it `.`): the second run serves every file from the cache."""
+    root = _package_with_a_base_above(tmp_path)
+    shutil.copytree(MODULES / "models", root / "models")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cache = tmp_path / "cache"
+    linted: list[str] = []
+    real = linter.lint_task_hashed
+
+    def counting(task: FileTask) -> linter.FileResult:
+        linted.append(task.display)
+        return real(task)
+
+    monkeypatch.setattr(linter, "lint_task_hashed", counting)
+
+    def run(cwd: Path, paths: list[str]) -> tuple[int, list[tuple[str, int, str]]]:
+        monkeypatch.chdir(cwd)
+        report = check(CheckRequest(paths, overrides=CliOverrides(select=[ATTRIBUTE]), jobs=1, cache_dir=cache,
+                                    cwd=cwd, warn_empty_directories=False))
+        return len(report.tasks), sorted((os.path.relpath(os.path.join(cwd, f.path), root), f.row, f.code)
+                                         for f in report.findings)
+
+    for first, second in (((elsewhere, [str(root / "pkg" / "models"), str(root / "models")]),
+                           (root, ["pkg/models", "models"])),
+                          ((root, ["."]), (elsewhere, [str(root)]))):
+        shutil.rmtree(cache, ignore_errors=True)
+        files, cold = run(*first)
+        assert len(linted) == files >= 7 and cold
+        linted.clear()
+        assert run(*second) == (files, cold)
+        assert linted == []  # every file a hit
+
+
+def test_checked_directories_are_import_roots_unless_they_are_packages(tmp_path, monkeypatch):
+    """`check src tests` finds `pkg` for the tests as Python would with src on sys.path; a
+    checked package is imported from above it, never as an import root of its own (searched,
+    8 checked packages made every import probe, and record, 8 more places)."""
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "src" / "pkg" / "layers.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_net.py").write_text(NET.replace("from ..layers", "from pkg.layers"))
+    found = _found(_run(tmp_path, {ATTRIBUTE}, paths=["src", "tests"], monkeypatch=monkeypatch))
+    assert found == {(os.path.join("tests", "test_net.py"), 8, ATTRIBUTE)}
+    test_file = str(tmp_path / "tests" / "test_net.py")
+    index = ProjectIndex(test_file, (str(tmp_path / "src" / "pkg"), str(tmp_path / "tests")))
+    assert index.module("layers") is None and index.module("pkg.layers") is None
+    assert not any("src" in dep for dep in index.deps)
+    assert ProjectIndex(test_file, (str(tmp_path / "src"), str(tmp_path / "tests"))).module("pkg.layers") is not None

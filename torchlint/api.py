@@ -167,7 +167,9 @@ def task_for(path: Path, display: str, settings: Settings, data: Optional[bytes]
              index_roots: tuple[str, ...] = ()) -> FileTask:
     """One file's task, carrying the settings resolved for it and where the project index
     may read the modules it imports."""
-    return FileTask(path=str(path) if data is None else "-", display=display, codes=settings.codes_for(path),
+    spelled = str(path)
+    spelled = display if spelled == display else spelled  # one string, not two: a run keeps every task
+    return FileTask(path=spelled if data is None else "-", display=display, codes=settings.codes_for(path),
                     options=rule_options(settings.options), data=data, max_bytes=settings.max_file_size,
                     lint_timeout=settings.lint_timeout,
                     fixable=settings.fixable if settings.fix else frozenset(), unsafe_fixes=settings.unsafe_fixes,
@@ -198,7 +200,9 @@ def build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path,
         raise CheckError("`-` (stdin) cannot be combined with other paths")
     discovery = Discovery(resolver, force_exclude=request.force_exclude, project_root=lambda: project_root(cwd))
     found = list(discovery.iter_files(paths))
-    roots = tuple(dict.fromkeys(discovery.roots))  # complete once the paths are walked
+    # Where the index may read: the checked paths (complete once they are walked), not the
+    # working directory, so the findings and their cache entries are the same from any cwd.
+    roots = tuple(dict.fromkeys(discovery.checked_roots))
     tasks = [task_for(path, display_path(path, cwd), settings, index_roots=roots) for path, settings in found]
     for path, why in discovery.skipped:
         request.notify(f"warning: {display_path(path, cwd)}: skipped: {why}")

@@ -2,8 +2,9 @@
 unchanged reuses its findings without being parsed.
 
 One index per cache directory and torchlint version (`<cache-dir>/<version>/index.json`),
-mapping each file (by its path relative to the project, so a moved checkout still hits) to
-its content hash, the key of the settings it was linted with, and its findings. A warm run
+mapping each file (by its path relative to the directory holding the cache directory: the
+project, for the default cache, so a moved checkout still hits, and never the working
+directory, so runs started anywhere share the entries) to its content hash, the key of the settings it was linted with, and its findings. A warm run
 reads one file and stats each source file: when size, mtime, ctime and inode all match the
 index, the recorded hash is trusted; otherwise the file is hashed and compared. Files
 modified within the last seconds before the index was written are always re-hashed (git's
@@ -77,6 +78,8 @@ class Cache:
     def __init__(self, root: Path, project_root: Optional[Path] = None, read: bool = True) -> None:
         self.root = root
         self.project_root = os.path.realpath(project_root or Path.cwd())
+        # What entry names are relative to: the same however the run was started.
+        self.base = os.path.dirname(os.path.realpath(root))
         self.index_path = root / __version__ / "index.json"
         self.read = read  # False: write fresh results, serve none (--verify re-lints every file)
         self._entries: Optional[dict[str, Any]] = None
@@ -133,14 +136,14 @@ class Cache:
         return valid
 
     def roots_key(self, roots: tuple[str, ...]) -> tuple[str, ...]:
-        """The index roots as the settings key holds them: relative to the project, like
-        entries' names, so a moved checkout still hits."""
+        """The index roots as the settings key holds them: relative, like entries' names,
+        so a moved checkout still hits."""
         return tuple(self._path_key(r) for r in roots)
 
     def _path_key(self, path: str) -> str:
         absolute = os.path.abspath(path)
-        if is_within(absolute, [self.project_root]):
-            return os.path.relpath(absolute, self.project_root).replace(os.sep, "/")
+        if is_within(absolute, [self.base]):
+            return os.path.relpath(absolute, self.base).replace(os.sep, "/")
         return absolute
 
     def lookup(self, path: str, settings: str, display: str, stat: os.stat_result,
@@ -167,7 +170,7 @@ class Cache:
         return (findings, parse_error, deps), data, digest
 
     def _dep_path(self, name: str) -> str:
-        return name if os.path.isabs(name) else os.path.join(self.project_root, name)
+        return name if os.path.isabs(name) else os.path.join(self.base, name)
 
     def _current_hash(self, path: str, max_bytes: int) -> Optional[str]:
         """A dependency's content hash now (None: absent, not a regular file, unreadable),

@@ -75,6 +75,12 @@ class Discovery:
         self._project: Optional[list[str]] = None
 
     @property
+    def checked_roots(self) -> list[str]:
+        """The resolved directories named on the command line and those of the files named
+        there (`roots` without the working directory, unless it was named)."""
+        return self.roots[1:]
+
+    @property
     def project(self) -> list[str]:
         if self._project is None:
             root = self._project_root() if callable(self._project_root) else self._project_root

@@ -42,7 +42,7 @@ class FileTask:
     fixable: frozenset[str] = frozenset()  # codes whose fixes the file's settings apply (empty: no fixing)
     unsafe_fixes: bool = False
     # Resolved directories the project index may read other modules from (the checked
-    # paths and the working directory); empty: the file is judged alone.
+    # paths; for an editor's document, its workspace too); empty: the file is judged alone.
     index_roots: tuple[str, ...] = ()
 
 
@@ -251,6 +251,7 @@ def _keep(todo: list[_Todo],
         i, task, record = todo[j]
         todo[j] = (i, task, None)
         results[i] = result
+        result.display = task.display  # the task's string, not the worker's copy of it
         result.deps = {strings.setdefault(k, k): strings.setdefault(v, v) for k, v in result.deps.items()}  # type: ignore[misc]
         if record is not None and result.digest is not None and result.internal_error is None \
                 and not result.timed_out:

@@ -6,17 +6,23 @@ It is built lazily, per linted file, from the imports that file's questions reac
 `pkg.models.Net` (an absolute import, or `from .models import Net` resolved against the
 file's package) is looked up as `pkg/models.py` or `pkg/models/__init__.py` under the search
 roots (the directory above the file's top package, the file's own directory, then the
-allowed roots), and the module found there is parsed once per process (kept while its
-size, mtime and inode stay the same). A file's own tree is never parsed twice: questions
+allowed roots that are not packages themselves), and the module found there is parsed and
+kept for the process's later files, within a byte budget and while its size, mtime and
+inode stay the same. A file's own tree is never parsed twice: questions
 about its own names go to the semantic model. A lint that asks nothing of other files reads
 nothing, so the cost is paid where a question needs it.
 
 Every path probed, found or not, is recorded in `deps` with its content hash (None: absent),
 so the findings cache can tell when a file a result depends on has changed, appeared or
 gone. What is read follows the rules of the tree walk: only regular files, only below the
-allowed roots (the checked paths and the working directory, resolved), at most
-max-file-size, never a stdlib or torch module. With no allowed roots (a plain `lint_task`,
-stdin without a file name) the index is empty and a file is judged on its own."""
+allowed roots, at most max-file-size, never a stdlib or torch module. The allowed roots are
+the checked paths (the directories named on the command line and those of the files named
+there, resolved), never the working directory, so findings and the deps they record are
+the same wherever a run starts; an editor's document also allows the working directory
+(its workspace) and its own directory (`api.document_roots`). A candidate outside the
+allowed roots is skipped unlooked-at and unrecorded: its content cannot change a finding.
+With no allowed roots (a plain `lint_task`, stdin without a file name) the index is empty
+and a file is judged on its own."""
 
 from __future__ import annotations
 
@@ -42,7 +48,10 @@ _MEMO_SIZE = 64
 # (512 KiB still grew it by 33 MB over 8 copies, 64 KiB by 19); few modules are asked for
 # twice (2 of 15 loads over transformers' models/), and the newest is always kept.
 _MEMO_BYTES = 64 * 1024
-_PROBED_SIZE = 4096  # searches remembered; the oldest is forgotten first
+# Searches remembered, the oldest forgotten first. A search is keyed by the file's directory
+# among its search paths, so it serves the files of one directory, which are linted one after
+# another: more entries only grew a worker (4096 held 5 MB over 4 copies of transformers' models/).
+_PROBED_SIZE = 256
 
 
 class ModuleInfo:
@@ -198,6 +207,16 @@ def _remember(real: str, parsed: tuple[tuple[int, int, int], str, Optional[Modul
         _parsed_bytes -= _PARSED.popitem(last=False)[1][0][0]
 
 
+@lru_cache(maxsize=256)
+def _is_package(directory: str) -> bool:
+    """Does `directory` hold an `__init__.py`? A checked directory is searched like a
+    sys.path entry (`src/` of a src layout) unless it is a package: Python imports a
+    package's modules from above it, as its files' own package root already does. Searched,
+    every checked package would add its probes, and recorded deps, to every file's imports.
+    Asked once per process, like the `__init__.py` files that name a module (`module_name_of`)."""
+    return os.path.isfile(os.path.join(directory, "__init__.py"))
+
+
 def _signature(st: os.stat_result) -> tuple[int, int, int]:
     return st.st_size, st.st_mtime_ns, st.st_ino
 
@@ -210,7 +229,7 @@ class ProjectIndex:
         self.roots = tuple(_realpath(r) for r in roots)
         self.max_bytes = max_bytes
         self.name, top, self.is_package = module_name_of(path)
-        search = [top, os.path.dirname(self.path), *self.roots]
+        search = [top, os.path.dirname(self.path), *(r for r in self.roots if not _is_package(r))]
         self.search = tuple(dict.fromkeys(_realpath(s) for s in search))
         self.deps: dict[str, Optional[str]] = {}  # path -> content hash, None: absent
         self._modules: dict[str, Optional[ModuleInfo]] = {}  # dotted name -> module (kept alive)
@@ -255,20 +274,26 @@ class ProjectIndex:
         return found
 
     def _probe(self, dotted: str) -> tuple[tuple[str, ...], Optional[tuple[str, bool]]]:
-        """(the candidates found unusable, the first usable one and whether it is a package)."""
+        """(the candidates found unusable, the first usable one and whether it is a package).
+        A candidate outside the allowed roots is never read whatever it holds, so it is
+        neither looked at nor recorded (recorded as absent, an existing file there would fail
+        every cache check of the result); the search paths are resolved, so no stat is needed."""
         rel = dotted.replace(".", os.sep)
         absent: list[str] = []
         for root in self.search:
             for candidate, is_package in ((os.path.join(root, rel + ".py"), False),
                                           (os.path.join(root, rel, "__init__.py"), True)):
+                if not is_within(candidate, self.roots):
+                    continue
                 if self._exists(candidate):
                     return tuple(absent), (candidate, is_package)
                 absent.append(candidate)
         return tuple(absent), None
 
     def _exists(self, candidate: str) -> bool:
-        """Is `candidate` a regular file below the allowed roots? Recorded either way: a
-        module that appears later must invalidate what was concluded without it."""
+        """Is `candidate` (below the allowed roots) a regular file whose resolved path is
+        below them too? Recorded when not: a module that appears later must invalidate what
+        was concluded without it."""
         try:  # most candidates are absent: one stat says so, before resolving any link
             usable = stat.S_ISREG(os.stat(candidate).st_mode) and is_within(_realpath(candidate), self.roots)
         except OSError:
