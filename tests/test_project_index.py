@@ -275,6 +275,22 @@ def test_the_index_reads_the_checked_paths_not_the_rest_of_the_working_directory
     assert whole == {(os.path.join("pkg", "models", "net.py"), 8, ATTRIBUTE)}
 
 
+def test_a_config_file_roots_the_index_at_its_project(tmp_path, monkeypatch):
+    """pre-commit names staged files, not the project: with a config file, its directory is
+    where imports resolve too, so a staged module is judged as in a run over the whole project
+    (and from any working directory)."""
+    root = _package_with_a_base_above(tmp_path)
+    (root / "pyproject.toml").write_text("[tool.torchlint]\n")
+    staged = os.path.join("pkg", "models", "net.py")
+    for cwd in (root, tmp_path):
+        monkeypatch.chdir(cwd)
+        report = check(CheckRequest([str(root / staged)], overrides=CliOverrides(select=[ATTRIBUTE]),
+                                    no_cache=True, cwd=cwd, warn_empty_directories=False))
+        assert [(os.path.relpath(f.path if os.path.isabs(f.path) else os.path.join(cwd, f.path), root), f.row)
+                for f in report.findings] == [(staged, 8)]
+        assert os.path.realpath(root) in report.tasks[0].index_roots
+
+
 def test_warm_hits_do_not_depend_on_the_working_directory(tmp_path, monkeypatch):
     """One cache, two runs started from different directories (one of them the project,
     naming it `.`): the second run serves every file from the cache."""

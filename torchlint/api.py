@@ -201,12 +201,29 @@ def build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path,
     discovery = Discovery(resolver, force_exclude=request.force_exclude, project_root=lambda: project_root(cwd))
     found = list(discovery.iter_files(paths))
     # Where the index may read: the checked paths (complete once they are walked), not the
-    # working directory, so the findings and their cache entries are the same from any cwd.
+    # working directory, so the findings and their cache entries are the same from any cwd;
+    # and the project a config file roots, so that pre-commit's staged files are judged with
+    # the same knowledge of their imports as a run over the whole project.
     roots = tuple(dict.fromkeys(discovery.checked_roots))
-    tasks = [task_for(path, display_path(path, cwd), settings, index_roots=roots) for path, settings in found]
+    tasks = [task_for(path, display_path(path, cwd), settings, index_roots=_index_roots(roots, settings))
+             for path, settings in found]
     for path, why in discovery.skipped:
         request.notify(f"warning: {display_path(path, cwd)}: skipped: {why}")
     return tasks, discovery.missing
+
+
+_ROOTS: dict[tuple[tuple[str, ...], str], tuple[str, ...]] = {}
+
+
+def _index_roots(checked: tuple[str, ...], settings: Settings) -> tuple[str, ...]:
+    """The checked paths, plus the directory of the file's config file when it has one (one
+    tuple per distinct pair, shared by the tasks that have it)."""
+    if settings.config_path is None:
+        return checked
+    root = os.path.realpath(settings.root)
+    if len(_ROOTS) > 64:
+        _ROOTS.clear()
+    return _ROOTS.setdefault((checked, root), tuple(dict.fromkeys(checked + (root,))))
 
 
 def _stdin(request: CheckRequest, max_bytes: int) -> bytes:
