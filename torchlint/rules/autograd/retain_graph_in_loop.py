@@ -77,9 +77,9 @@ class RetainGraphInLoop(Rule):
     the same loop body, and the loop must not read a tensor that a model computed before it
     (`feats = encoder(x)` above the loop): a loss built once, or a shared part built once,
     is differentiated again by every iteration, which needs the retained graph. For the same
-    reason it stays silent when the loss is computed from a parameter of the enclosing
-    function that the loop never rebinds (`def train(X, target_Y)`): the caller may have built
-    that target through a model. `create_graph=True` (higher-order gradients) and a
+    reason it stays silent when a parameter of the enclosing function that the loop never
+    rebinds is an argument of a call computing the loss (`def train(X, target_Y)`, then
+    `l = loss_fn(extract(X), target_Y)`): the caller may have built that target through a model. `create_graph=True` (higher-order gradients) and a
     `retain_graph` given as a variable are left out.
 
     ## Why is this bad?
@@ -178,70 +178,47 @@ def _reads_outside_graph(loop: ast.AST, ctx: FileContext) -> bool:
 
 # Methods whose arguments say where or how to put a tensor, not what it holds.
 _PLACEMENT_METHODS = frozenset({"to", "cuda", "type", "view", "reshape", "expand", "permute", "repeat"})
-# Tensor methods whose result carries the receiver's graph (a receiver of any other method,
-# `model.encoder(x)`, is a callee, and `.detach()` cuts the graph).
-_GRAPH_METHODS = _PLACEMENT_METHODS | frozenset({
-    "sum", "mean", "squeeze", "unsqueeze", "gather", "pow", "exp", "log", "abs", "t", "matmul", "mm", "bmm",
-    "clamp", "float", "double", "half", "flatten", "contiguous", "transpose", "norm", "softmax", "log_softmax",
-    "mul", "add", "sub", "div", "square", "sqrt", "index_select", "masked_select", "narrow", "chunk", "split"})
-
-
-def _data_names(expr: ast.AST) -> set[str]:
-    """Names whose values an expression computes with: not callees, not the receivers of
-    other methods, not attribute bases (`args.weight`), not the arguments of a placement
-    method or keywords such as `device=`."""
-    found: set[str] = set()
-    stack = [expr]
-    while stack:
-        sub = stack.pop()
-        if isinstance(sub, ast.Name):
-            found.add(sub.id)
-        elif isinstance(sub, ast.Call):
-            method = sub.func.attr if isinstance(sub.func, ast.Attribute) else None
-            if method in _GRAPH_METHODS:
-                stack.append(sub.func.value)  # type: ignore[union-attr]
-            if method not in _PLACEMENT_METHODS:
-                stack.extend(sub.args)
-        elif not isinstance(sub, (ast.Lambda, ast.keyword, ast.Attribute)):
-            stack.extend(ast.iter_child_nodes(sub))
-    return found
 
 
 def _loss_reads_parameter(loop: ast.AST, node: ast.Call, ctx: FileContext) -> bool:
-    """Is the loss computed, through the loop's own assignments, from a parameter of the
-    enclosing function that the loop never rebinds (`def train(X, target_Y)`, then
-    `l = loss_fn(extract(X), target_Y)`)? Where its value comes from is unknown: a target the
-    caller computed through a model carries a graph that every iteration differentiates again,
-    which is what `retain_graph=True` is for."""
+    """Is a parameter of the enclosing function, never rebound by the loop, passed as an
+    argument of a call the loss is computed by (`def train(X, target_Y)`, then
+    `l = loss_fn(extract(X), target_Y)`)? Where it comes from is unknown: a target the caller
+    computed through a model carries a graph that every iteration differentiates again,
+    which is what `retain_graph=True` is for. Only direct call arguments count: a scalar
+    operand (`loss / accum_steps`) or what a batch is fetched with (`get_batch(data, n)`)
+    holds no graph of its own."""
     function = ctx.function
     if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     arguments = function.args
     parameters = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]} - {"self", "cls"}
-    defined: dict[str, list[ast.AST]] = {}
+    rebound: set[str] = set()
+    values: dict[str, list[ast.expr]] = {}
     for sub in ast.walk(loop):
-        if isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)) and sub is not loop \
-                and sub.lineno < node.lineno:
-            value = sub.iter if isinstance(sub, ast.For) else sub.value
-            for target in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]):
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name) and value is not None:
-                        defined.setdefault(name.id, []).append(value)
-    if isinstance(loop, ast.For):
-        for name in ast.walk(loop.target):
-            if isinstance(name, ast.Name):
-                defined.setdefault(name.id, [])
-    pending = [n for expr in loss_of_backward(node, ctx) for n in _data_names(expr)]
-    seen: set[str] = set()
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in defined:
-            pending.extend(n for value in defined[name] for n in _data_names(value))
-        elif name in parameters:
-            return True
+        targets: list[ast.expr] = []
+        if isinstance(sub, ast.Assign):
+            targets = list(sub.targets)
+        elif isinstance(sub, (ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = [sub.target]
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    rebound.add(name.id)
+                    if isinstance(sub, (ast.Assign, ast.AugAssign)) and sub.lineno < node.lineno:
+                        values.setdefault(name.id, []).append(sub.value)
+    losses: list[ast.AST] = []
+    for expr in loss_of_backward(node, ctx):
+        losses.append(expr)
+        if isinstance(expr, ast.Name):
+            losses.extend(values.get(expr.id, []))
+    for expr in losses:
+        for call in ast.walk(expr):
+            if not isinstance(call, ast.Call) or (isinstance(call.func, ast.Attribute)
+                                                  and call.func.attr in _PLACEMENT_METHODS):
+                continue
+            if any(isinstance(a, ast.Name) and a.id in parameters and a.id not in rebound for a in call.args):
+                return True
     return False
 
 
