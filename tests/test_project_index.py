@@ -275,12 +275,16 @@ def test_the_index_reads_the_checked_paths_not_the_rest_of_the_working_directory
     assert whole == {(os.path.join("pkg", "models", "net.py"), 8, ATTRIBUTE)}
 
 
-def test_a_config_file_roots_the_index_at_its_project(tmp_path, monkeypatch):
-    """pre-commit names staged files, not the project: with a config file, its directory is
-    where imports resolve too, so a staged module is judged as in a run over the whole project
-    (and from any working directory)."""
+@pytest.mark.parametrize("marker", ["config file", "git work tree"])
+def test_a_named_file_is_judged_with_its_project(tmp_path, monkeypatch, marker):
+    """pre-commit names staged files, not the project: the directory of the file's config
+    file, or the git work tree holding a named file, is where imports resolve too, so a staged
+    module is judged as in a run over the whole project (and from any working directory)."""
     root = _package_with_a_base_above(tmp_path)
-    (root / "pyproject.toml").write_text("[tool.torchlint]\n")
+    if marker == "config file":
+        (root / "pyproject.toml").write_text("[tool.torchlint]\n")
+    else:
+        (root / ".git").mkdir()
     staged = os.path.join("pkg", "models", "net.py")
     for cwd in (root, tmp_path):
         monkeypatch.chdir(cwd)

@@ -200,11 +200,12 @@ def build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path,
         raise CheckError("`-` (stdin) cannot be combined with other paths")
     discovery = Discovery(resolver, force_exclude=request.force_exclude, project_root=lambda: project_root(cwd))
     found = list(discovery.iter_files(paths))
-    # Where the index may read: the checked paths (complete once they are walked), not the
-    # working directory, so the findings and their cache entries are the same from any cwd;
-    # and the project a config file roots, so that pre-commit's staged files are judged with
-    # the same knowledge of their imports as a run over the whole project.
-    roots = tuple(dict.fromkeys(discovery.checked_roots))
+    # Where the index may read: the checked paths (complete once they are walked) and the
+    # git work trees of the files named, not the working directory, so the findings and their
+    # cache entries are the same from any cwd; and the project a config file roots, so that
+    # pre-commit's staged files are judged with the same knowledge of their imports as a run
+    # over the whole project.
+    roots = tuple(discovery.index_roots)
     tasks = [task_for(path, display_path(path, cwd), settings, index_roots=_index_roots(roots, settings))
              for path, settings in found]
     for path, why in discovery.skipped:

@@ -4,6 +4,7 @@ skipping excluded directories and, by default, what .gitignore ignores."""
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Union
 
@@ -57,6 +58,20 @@ def link_outside(raw: str, project: Union[list[str], Callable[[], list[str]]]) -
     return real != os.path.abspath(raw) and not is_within(real, project() if callable(project) else project)
 
 
+@lru_cache(maxsize=256)
+def work_tree(directory: str) -> Optional[str]:
+    """The nearest directory at or above `directory` that holds a `.git` (a repository or a
+    worktree's link file), without running git; None outside any."""
+    current = directory
+    while True:
+        if os.path.lexists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
 class Discovery:
     def __init__(self, resolver: ConfigResolver, force_exclude: bool = False,
                  project_root: Union[Path, Callable[[], Path], None] = None) -> None:
@@ -73,12 +88,20 @@ class Discovery:
         self._cwd = self.roots[0]
         self._project_root = project_root
         self._project: Optional[list[str]] = None
+        self._work_trees: list[str] = []  # the git work trees of the files named on the command line
 
     @property
     def checked_roots(self) -> list[str]:
         """The resolved directories named on the command line and those of the files named
         there (`roots` without the working directory, unless it was named)."""
         return self.roots[1:]
+
+    @property
+    def index_roots(self) -> list[str]:
+        """Where the project index may read: the checked paths, and the git work tree of each
+        file named on the command line, so that pre-commit's staged files are judged with the
+        same knowledge of their imports as `torchlint check .` from the top."""
+        return list(dict.fromkeys(self.checked_roots + self._work_trees))
 
     @property
     def project(self) -> list[str]:
@@ -97,6 +120,9 @@ class Discovery:
             path = Path(raw)
             if raw not in refused:
                 self.roots.append(os.path.realpath(raw if path.is_dir() else os.path.dirname(os.path.abspath(raw))))
+                tree = None if path.is_dir() else work_tree(self.roots[-1])
+                if tree is not None:
+                    self._work_trees.append(tree)
         for raw in paths:
             path = Path(raw)
             if raw in refused:

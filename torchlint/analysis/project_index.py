@@ -17,7 +17,8 @@ so the findings cache can tell when a file a result depends on has changed, appe
 gone. What is read follows the rules of the tree walk: only regular files, only below the
 allowed roots, at most max-file-size, never a stdlib or torch module. The allowed roots are
 the checked paths (the directories named on the command line and those of the files named
-there, resolved) and the directory of the file's config file if it has one (api._index_roots),
+there, resolved, and the git work tree of a file named there: Discovery.index_roots) and the
+directory of the file's config file if it has one (api._index_roots),
 never the working directory, so findings and the deps they record are
 the same wherever a run starts; an editor's document also allows the working directory
 (its workspace) and its own directory (`api.document_roots`). A candidate outside the
