@@ -329,6 +329,9 @@ def test_work_paused_off_the_budget_is_not_charged_to_it() -> None:
     with cpu_budget(0.1):
         with paused():
             spin(0.3)  # three budgets' worth, off the clock
+            with paused():  # nested (a rule module importing another): still off the clock
+                spin(0.05)
+            spin(0.15)
         spin(0.02)
     with pytest.raises(LintTimeout):
         with cpu_budget(0.1):

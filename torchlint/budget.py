@@ -31,6 +31,7 @@ class LintTimeout(BaseException):
 class _State(_thread._local):
     deadline: Optional[float] = None  # thread CPU time past which the walker stops (fallback)
     armed = False  # the SIGPROF timer belongs to a budget in force
+    paused = False  # inside paused(): a nested pause must not restart the stopped timer
 
 
 _state = _State()
@@ -86,6 +87,19 @@ def paused() -> Iterator[None]:
     """Run the body off the budget in force: one-off work of the process (importing a rule
     module, which the first file to wake the rule would pay for) must not make that file's
     TL000 depend on which file came first."""
+    if _state.paused:
+        yield
+        return
+    _state.paused = True
+    try:
+        with _off_the_clock():
+            yield
+    finally:
+        _state.paused = False
+
+
+@contextmanager
+def _off_the_clock() -> Iterator[None]:
     if _state.armed:
         remaining, _ = signal.getitimer(signal.ITIMER_PROF)
         signal.setitimer(signal.ITIMER_PROF, 0)

@@ -68,6 +68,8 @@ def rule_classes_for(codes: frozenset[str]) -> list[lazy.LazyRule]:
 def lint_bytes(task: FileTask, data: bytes) -> FileResult:
     """Lint one file's bytes within its CPU budget; past it, the file's only finding is one
     TL000 on line 1 saying so (never a part of its findings, which would depend on timing)."""
+    import torchlint.checker  # noqa: F401 - imported once per process, not on this file's budget
+
     try:
         with cpu_budget(task.lint_timeout):
             return _lint_bytes(task, data)
