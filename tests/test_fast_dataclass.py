@@ -120,3 +120,28 @@ def test_inheritance_post_init_and_own_methods():
         class _Bad:
             a: int = 1
             b: int
+
+
+def test_a_standard_dataclass_inherits_the_fields_positionally_and_redeclared_defaults_stay():
+    @fast.dataclass(frozen=True)
+    class Base:
+        x: int
+        y: list = fast.field(default_factory=list)
+        z: int = 3
+
+    @dataclasses.dataclass(frozen=True)
+    class Standard(Base):
+        q: int = 0
+
+    assert Standard(1, [], 3, 2) == Standard(x=1, y=[], z=3, q=2)  # not keyword-only
+
+    for decorate in (fast.dataclass, dataclasses.dataclass):
+        @decorate
+        class Default:
+            x: int = 5
+
+        @decorate
+        class Redeclared(Default):
+            x: int  # re-annotated without a value: the inherited default stays
+
+        assert Redeclared().x == 5

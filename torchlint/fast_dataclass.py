@@ -106,7 +106,9 @@ else:
             defaults.pop(name, None)
             factories.pop(name, None)
             uncompared.discard(name)
-            value = cls.__dict__.get(name, _MISSING)
+            # getattr, as dataclasses does: a field re-annotated without a value keeps the
+            # default its base set as a class attribute.
+            value = cls.__dict__[name] if name in cls.__dict__ else getattr(cls, name, _MISSING)
             if isinstance(value, _Field):
                 if not value.compare:
                     uncompared.add(name)
@@ -214,6 +216,8 @@ else:
                     default_factory=spec.factories.get(name, dataclasses.MISSING),
                     compare=name in spec.compared)
                 made.name, made.type = name, spec.types.get(name)
+                if hasattr(made, "kw_only"):  # Python 3.10+: MISSING there is truthy, i.e. keyword-only
+                    made.kw_only = False
                 made._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
                 built[name] = made
             if owner.__dict__.get(_SPEC) is spec:
