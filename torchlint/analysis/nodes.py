@@ -27,19 +27,13 @@ def node_fields(cls: type) -> tuple[str, ...]:
 
 
 def iter_children(node: ast.AST) -> Iterator[ast.AST]:
-    for field in node_fields(type(node)):
-        value = getattr(node, field, None)
-        if type(value) is list:
-            for item in value:
-                if isinstance(item, ast.AST):
-                    yield item
-        elif isinstance(value, ast.AST):
-            yield value
+    """The node's children in field order (`child_list`, iterated)."""
+    return iter(child_list(node))
 
 
 def child_list(node: ast.AST) -> list[ast.AST]:
-    """`list(iter_children(node))`, built without a generator: for walks that push a node's
-    children onto a stack (a generator per node was most of their cost)."""
+    """The node's children in field order, as a list built without a generator: for walks
+    that push a node's children onto a stack (a generator per node was most of their cost)."""
     children: list[ast.AST] = []
     fields = _FIELDS.get(type(node))
     if fields is None:

@@ -79,8 +79,9 @@ class RetainGraphInLoop(Rule):
     is differentiated again by every iteration, which needs the retained graph. For the same
     reason it stays silent when a parameter of the enclosing function that the loop never
     rebinds is an argument of a call computing the loss (`def train(X, target_Y)`, then
-    `l = loss_fn(extract(X), target_Y)`): the caller may have built that target through a model. `create_graph=True` (higher-order gradients) and a
-    `retain_graph` given as a variable are left out.
+    `l = loss_fn(extract(X), target_Y)`): the caller may have built that target through a
+    model. `create_graph=True` (higher-order gradients) and a `retain_graph` given as a
+    variable are left out.
 
     ## Why is this bad?
     `retain_graph=True` keeps the graph's saved tensors after backward so that a second backward
@@ -165,15 +166,19 @@ def _reads_outside_graph(loop: ast.AST, ctx: FileContext) -> bool:
     """Does the loop read, without rebinding it, a tensor a model computed before the loop
     (`feats = encoder(x)`)? Then every iteration's backward walks that shared part again,
     which is what `retain_graph=True` is for."""
-    assigned = {t.id for n in ast.walk(loop) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))
-                for tgt in (n.targets if isinstance(n, ast.Assign) else [n.target]) for t in ast.walk(tgt)
-                if isinstance(t, ast.Name)}
-    read = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - assigned
+    read = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - _rebound_in(loop)
     for name in read:
         value = ctx.value_before(ast.Name(id=name), loop.lineno)  # type: ignore[attr-defined]
         if isinstance(value, ast.Call) and _forward_like(value, ctx):
             return True
     return False
+
+
+def _rebound_in(loop: ast.AST) -> set[str]:
+    """The names the loop (its own target included) assigns anywhere in its body."""
+    return {t.id for n in ast.walk(loop) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))
+            for tgt in (n.targets if isinstance(n, ast.Assign) else [n.target]) for t in ast.walk(tgt)
+            if isinstance(t, ast.Name)}
 
 
 # Methods whose arguments say where or how to put a tensor, not what it holds.
@@ -193,19 +198,13 @@ def _loss_reads_parameter(loop: ast.AST, node: ast.Call, ctx: FileContext) -> bo
         return False
     arguments = function.args
     parameters = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]} - {"self", "cls"}
-    rebound: set[str] = set()
+    rebound = _rebound_in(loop)
     values: dict[str, list[ast.expr]] = {}
     for sub in ast.walk(loop):
-        targets: list[ast.expr] = []
-        if isinstance(sub, ast.Assign):
-            targets = list(sub.targets)
-        elif isinstance(sub, (ast.AugAssign, ast.AnnAssign, ast.For)):
-            targets = [sub.target]
-        for target in targets:
-            for name in ast.walk(target):
-                if isinstance(name, ast.Name):
-                    rebound.add(name.id)
-                    if isinstance(sub, (ast.Assign, ast.AugAssign)) and sub.lineno < node.lineno:
+        if isinstance(sub, (ast.Assign, ast.AugAssign)) and sub.lineno < node.lineno:
+            for target in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]):
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
                         values.setdefault(name.id, []).append(sub.value)
     losses: list[ast.AST] = []
     for expr in loss_of_backward(node, ctx):
