@@ -206,25 +206,24 @@ def build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path,
     # pre-commit's staged files are judged with the same knowledge of their imports as a run
     # over the whole project.
     roots = tuple(discovery.index_roots)
-    tasks = [task_for(path, display_path(path, cwd), settings, index_roots=_index_roots(roots, settings))
+    with_config: dict[str, tuple[str, ...]] = {}  # one tuple per config root, shared by its tasks
+    tasks = [task_for(path, display_path(path, cwd), settings, index_roots=_index_roots(roots, settings, with_config))
              for path, settings in found]
     for path, why in discovery.skipped:
         request.notify(f"warning: {display_path(path, cwd)}: skipped: {why}")
     return tasks, discovery.missing
 
 
-_ROOTS: dict[tuple[tuple[str, ...], str], tuple[str, ...]] = {}
-
-
-def _index_roots(checked: tuple[str, ...], settings: Settings) -> tuple[str, ...]:
-    """The checked paths, plus the directory of the file's config file when it has one (one
-    tuple per distinct pair, shared by the tasks that have it)."""
+def _index_roots(checked: tuple[str, ...], settings: Settings,
+                 shared: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The checked paths, plus the directory of the file's config file when it has one (kept
+    in `shared`, by that directory)."""
     if settings.config_path is None:
         return checked
     root = os.path.realpath(settings.root)
-    if len(_ROOTS) > 64:
-        _ROOTS.clear()
-    return _ROOTS.setdefault((checked, root), tuple(dict.fromkeys(checked + (root,))))
+    if root not in shared:
+        shared[root] = tuple(dict.fromkeys(checked + (root,)))
+    return shared[root]
 
 
 def _stdin(request: CheckRequest, max_bytes: int) -> bytes:

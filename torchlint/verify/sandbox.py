@@ -46,7 +46,7 @@ SYSTEM_READ = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/local/lib", "/lib",
 DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full")
 # Opened for writing by common packages at import (dill, which torch imports when it is
 # installed, opens it O_RDWR and O_WRONLY|O_TRUNC); what is written there is discarded.
-DISCARD = ["/dev/null"]
+DISCARD = ("/dev/null",)
 
 
 class Refused(Exception):
@@ -392,7 +392,7 @@ def confine(cfg: dict[str, Any], namespaces: list[str], keep_fds: tuple[int, ...
             raise OSError("Landlock is not available (simulated)")
         # /proc only for the fork server, which sweeps its per-file processes' trees; their
         # nested domains (confine_file) leave it out, and Landlock grants the intersection.
-        abi = _landlock.restrict(cfg["read"] + ["/proc"], cfg["execute"], cfg["write"] + DISCARD,
+        abi = _landlock.restrict(cfg["read"] + ["/proc"], cfg["execute"], [*cfg["write"], *DISCARD],
                                  deny_tcp="net" not in namespaces, scope=True)
         layers.append(f"landlock ABI {abi}" + (" (TCP denied)" if abi >= 4 and "net" not in namespaces else "")
                       + (" (signals and abstract unix sockets scoped)" if abi >= 6 else ""))
