@@ -42,3 +42,26 @@ def test_each_files_cycles_are_freed_after_it_not_frozen_for_the_run():
         assert gc.collect() < 200
     finally:
         gc.enable()
+
+
+def test_texts_of_chains_keep_no_tree_alive():
+    """`dotted` remembers, per chain link, where its text starts (weakly keyed): a value that
+    held its own key kept every file's chains alive for the rest of the worker's life (8 copies
+    of transformers' models/ grew a worker by 20 MB)."""
+    import ast
+    import weakref
+
+    from torchlint.analysis import astutil
+
+    before = len(astutil._chain_cut)
+    long_chain = "x" + "".join(f".a{i}()" for i in range(40))  # past _CHAIN_CUT links
+    tree = ast.parse(f"self.model.encoder(x)[0].mean()\n{long_chain}\n")
+    chains = [n for n in ast.walk(tree) if isinstance(n, (ast.Attribute, ast.Call, ast.Subscript))]
+    texts = [astutil.dotted(n) for n in chains]
+    assert "self.model.encoder(x)[0].mean()" in texts and any(t.endswith("...") for t in texts)
+    assert len(astutil._chain_cut) >= before + len(chains)
+    alive = [weakref.ref(n) for n in chains]
+    del tree, chains, texts
+    gc.collect()
+    assert [r for r in alive if r() is not None] == []
+    assert len(astutil._chain_cut) == before

@@ -51,8 +51,10 @@ _CHAIN = (ast.Attribute, ast.Call, ast.Subscript)
 # Height on a chain above which the text is sure to be longer than _DOTTED_MAX: every link
 # adds at least two characters (`.a`, `()`, `[0]`) after the text of the link below it.
 _CHAIN_CUT = _DOTTED_MAX // 2
-# Per chain link: (its height above the chain's bottom link, the node its text starts with).
-_chain_cut: "weakref.WeakKeyDictionary[ast.AST, tuple[int, ast.AST]]" = weakref.WeakKeyDictionary()
+# Per chain link: (its height above the chain's bottom link, the node its text starts with,
+# None for the link itself). Never the link itself: a value holding its own weak key keeps the
+# entry, and the file's tree below it, alive for the rest of the process.
+_chain_cut: "weakref.WeakKeyDictionary[ast.AST, tuple[int, Optional[ast.AST]]]" = weakref.WeakKeyDictionary()
 
 
 def _link_below(node: ast.AST) -> Optional[ast.AST]:
@@ -73,13 +75,13 @@ def _text_start(node: ast.AST) -> ast.AST:
     while cur is not None and cur not in _chain_cut:
         spine.append(cur)
         cur = _link_below(cur)
-    height, cut = _chain_cut[cur] if cur is not None else (-1, spine[-1])
+    height, cut = _chain_cut[cur] if cur is not None else (-1, None)
     for link in reversed(spine):  # upwards from just above `cur` (or from the bottom link)
         height += 1
         if height == _CHAIN_CUT:
             cut = link
-        _chain_cut[link] = (height, cut if height >= _CHAIN_CUT else link)
-    return _chain_cut[node][1]
+        _chain_cut[link] = (height, cut if height >= _CHAIN_CUT and cut is not link else None)
+    return _chain_cut[node][1] or node
 
 
 def dotted(node: ast.AST) -> str:
