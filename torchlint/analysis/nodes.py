@@ -47,3 +47,23 @@ def child_list(node: ast.AST) -> list[ast.AST]:
         elif isinstance(value, ast.AST):
             children.append(value)
     return children
+
+
+# Where statements can be: statements hold them in these lists (match cases and except
+# handlers hold bodies of their own); expressions never hold a statement.
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def iter_statements(node: ast.AST) -> Iterator[ast.AST]:
+    """Every statement under `node` (nested functions and classes included), in no set
+    order, without descending into expressions: most of a tree's nodes, which cannot hold
+    a statement. `ExceptHandler` and `match_case` are yielded as they are passed through."""
+    stack = [node]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        current = pop()
+        for field in _STATEMENT_LISTS:
+            items = getattr(current, field, None)
+            if type(items) is list:
+                yield from items
+                extend(items)

@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Optional, Union
 from torchlint.analysis.cross_file import CrossFile
 from torchlint.analysis.imports import ImportTable, QualNames, qualify
 from torchlint.analysis.project_index import ProjectIndex
-from torchlint.analysis.nodes import iter_children
+from torchlint.analysis.nodes import iter_children, iter_statements
 from torchlint.analysis.scopes import (FUNCTION_TYPES, Assignments, Binding, GradRegion, Scope,
                                        grad_mode_of, iter_scope, local_names)
 
@@ -415,7 +415,7 @@ class SemanticModel(CrossFile):
         attrs = self._self_attrs.get(id(cls))
         if attrs is None:
             attrs = self._self_attrs[id(cls)] = {}
-            for stmt in ast.walk(cls):
+            for stmt in iter_statements(cls):  # an assignment is a statement: expressions are not walked
                 if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                     t = stmt.targets[0]
                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
