@@ -130,3 +130,35 @@ def test_a_rule_that_looks_ahead_does_not_fix_what_the_walk_resolves_later():
 
     Walker(ctx, {ast.FunctionDef: [look_ahead], ast.Call: [on_call]}).visit(tree)
     assert seen == [None, "torch.save"]
+
+
+def test_iter_statements_reaches_every_statement_and_no_expression():
+    import ast
+
+    from torchlint.analysis.nodes import iter_statements
+
+    tree = ast.parse(
+        "class M:\n"
+        "    def __init__(self, x):\n"
+        "        if x:\n"
+        "            self.a = 1\n"
+        "        else:\n"
+        "            try:\n"
+        "                self.b = f(lambda: 0)\n"
+        "            except E:\n"
+        "                self.c = 2\n"
+        "            finally:\n"
+        "                pass\n"
+        "        match x:\n"
+        "            case 1:\n"
+        "                with g() as h:\n"
+        "                    self.d = h\n"
+        "        def inner():\n"
+        "            self.e = 3\n")
+    cls = tree.body[0]
+    expected = sorted(id(n) for n in ast.walk(cls) if isinstance(n, ast.stmt) and n is not cls)
+    found = list(iter_statements(cls))
+    assert sorted(id(n) for n in found if isinstance(n, ast.stmt)) == expected
+    assert not any(isinstance(n, ast.expr) for n in found)
+    assigned = {n.targets[0].attr for n in found if isinstance(n, ast.Assign)}
+    assert assigned == {"a", "b", "c", "d", "e"}
