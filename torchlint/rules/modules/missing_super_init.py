@@ -17,10 +17,8 @@ def _calls_base_init(fn: ast.FunctionDef) -> bool:
     # Most calls are a statement of the body itself: found without walking a large __init__.
     if any(isinstance(s, ast.Expr) and _is_init_call(s.value) for s in fn.body):
         return True
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__":
-            return True  # super().__init__(), super(C, self).__init__(), Base.__init__(self)
-    return False
+    # super().__init__(), super(C, self).__init__(), Base.__init__(self), wherever they are
+    return any(_is_init_call(node) for node in ast.walk(fn))
 
 
 def _calls_self_method(fn: ast.FunctionDef, names: set[str]) -> bool:
