@@ -179,6 +179,7 @@ class GanDiscriminatorWithoutDetach(Rule):
     def setup(self, ctx: FileContext) -> None:
         self._bodies: dict[int, list[ast.AST]] = {}
         self._step_lines: dict[int, tuple[int, bool]] = {}
+        self._both: dict[int, bool] = {}  # see `_may_step_both`
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func
@@ -186,6 +187,8 @@ class GanDiscriminatorWithoutDetach(Rule):
                 or node.args or keyword(node, "retain_graph") is not None or keyword(node, "inputs") is not None:
             return
         body, _ = current_body(ctx)
+        if not self._may_step_both(body, ctx):
+            return
         last_d_step, g_steps = self._steps(body)
         if last_d_step <= node.lineno or not g_steps:
             return  # no discriminator step after this backward, or no generator step at all
@@ -206,6 +209,16 @@ class GanDiscriminatorWithoutDetach(Rule):
             self._bodies[key] = [n for n in ast.walk(body) if "requires_grad" in (
                 getattr(n, "attr", None) or getattr(n, "id", None) or getattr(n, "arg", None) or "")][:1]
         return bool(self._bodies[key])
+
+    def _may_step_both(self, body: ast.AST, ctx: FileContext) -> bool:
+        """Do the body's calls, nested loops included (the semantic model's shared list, no
+        walk of our own), step a discriminator and a generator? Without both, its own-level
+        steps (`_steps`) cannot either."""
+        found = self._both.get(id(body))
+        if found is None:
+            roles = {_step_role(c) for c in ctx.body_calls(body) if is_optimizer_step(c)}
+            found = self._both[id(body)] = "D" in roles and "G" in roles
+        return found
 
     def _steps(self, body: ast.AST) -> tuple[int, bool]:
         """(the line of the body's last discriminator step, whether it steps a generator)."""
