@@ -338,10 +338,13 @@ class SemanticModel(CrossFile):
 
     def followed_has(self, key: str, node: ast.AST, test: Callable[[ast.AST], bool]) -> bool:
         """`any(test(n) for n in self.followed_nodes(node))`, memoized like `body_has`."""
-        if self.body_has(key, node.body, test):  # type: ignore[attr-defined]
+        calls = self.body_calls(node)
+        # Most tests match a call (`zero_grad()`): the body's calls, listed once for every
+        # rule, answer without a walk of the body's other nodes.
+        if any(test(call) for call in calls) or self.body_has(key, node.body, test):  # type: ignore[attr-defined]
             return True
         seen: set[int] = set()
-        for call in self.body_calls(node):
+        for call in calls:
             fn = self.called_function(call)
             if fn is not None and id(fn) not in seen:
                 seen.add(id(fn))
