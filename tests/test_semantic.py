@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
+import pytest
+
 from torchlint.checker import FileContext, Walker
 from torchlint.source import SourceFile
 
@@ -162,3 +164,50 @@ def test_iter_statements_reaches_every_statement_and_no_expression():
     assert not any(isinstance(n, ast.expr) for n in found)
     assigned = {n.targets[0].attr for n in found if isinstance(n, ast.Assign)}
     assert assigned == {"a", "b", "c", "d", "e"}
+
+
+BINDING_KINDS = '''
+def f(items):
+    for i, item in enumerate(items):
+        with open(item) as fh, lock:
+            data = fh.read()
+    try:
+        data = parse(data)
+    except ValueError as err:
+        data = None
+    else:
+        data = data or fallback
+    finally:
+        done = True
+    match data:
+        case {"k": v}:
+            data = v
+    def helper():
+        pass
+    return data, helper
+'''
+
+
+@pytest.mark.parametrize("walrus", [False, True])
+def test_bindings_are_the_same_with_or_without_walking_expressions(walrus):
+    """Without a `:=` in the file, a scope's bindings come from its statements alone (no walk
+    of expressions): the same bindings, in the same order, as the full walk."""
+    from torchlint.analysis.scopes import Assignments
+
+    fn = ast.parse(BINDING_KINDS).body[0]
+    full, statements = Assignments(fn, True), Assignments(fn, walrus)
+    shape = lambda a: {k: [(type(b.node).__name__, b.lineno, b.index) for b in v] for k, v in a.by_name.items()}  # noqa: E731
+    assert shape(statements) == shape(full) and list(statements.by_name) == list(full.by_name)
+    assert [b.lineno for b in full.get("data")] == [5, 7, 9, 11, 16]
+    assert {"i", "item", "fh", "err", "done", "helper", "items"} <= set(full.by_name)
+
+
+def test_a_walrus_binding_is_found_when_the_file_has_one():
+    source = "def f(xs):\n    if (n := len(xs)) > 3:\n        return n\n"
+    tree = ast.parse(source)
+    ctx = FileContext(SourceFile("w.py", source), tree)
+    assert ctx.module_scope.walrus is True
+    fn = tree.body[0]
+    assert [type(b.node).__name__ for b in ctx.scope_info(fn).assignments.get("n")] == ["NamedExpr"]
+    plain = "def f(xs):\n    n = len(xs)\n    return n\n"
+    assert FileContext(SourceFile("p.py", plain), ast.parse(plain)).module_scope.walrus is False

@@ -41,6 +41,8 @@ class FileContext(SemanticModel):
     def __init__(self, source: SourceFile, tree: ast.Module) -> None:
         super().__init__(tree)
         self.source = source
+        # Without `:=` in the text, only statements bind: scopes skip walking expressions.
+        self.module_scope.walrus = ":=" in source.text
         self.findings: list[Finding] = []
         self._reported: set[tuple[str, int, int, int, Optional[int]]] = set()
         self.enabled_codes: frozenset[str] = frozenset()  # every rule selected for this file (TL001)

@@ -214,10 +214,37 @@ _BINDERS: dict[type, Callable[[Any], Iterator[Binding]]] = {
 }
 
 
-class Assignments:
-    """'This name was assigned from X' within one scope, in source order."""
+_STATEMENT_FIELDS: dict[type, tuple[str, ...]] = {}  # per node type: its fields that hold statements
 
-    def __init__(self, scope: Scope) -> None:
+
+def _scope_statements(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The statements of a scope, `with` items and `except` handlers in iter_scope's order
+    (pre-order, fields in order), without expressions: every binding but a walrus's."""
+    stack: list[ast.AST] = list(reversed(body))
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        yield node
+        if isinstance(node, _NESTED_SCOPES):
+            continue
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            yield from node.items
+        fields = _STATEMENT_FIELDS.get(type(node))
+        if fields is None:
+            fields = _STATEMENT_FIELDS[type(node)] = tuple(f for f in node._fields if f in _BODY_FIELDS)
+        children: list[ast.AST] = []
+        for field in fields:  # in the node's field order: a try's handlers before its else
+            children.extend(getattr(node, field))
+        if children:
+            children.reverse()
+            extend(children)
+
+
+class Assignments:
+    """'This name was assigned from X' within one scope, in source order. `walrus` False:
+    the file has no `:=`, so only statements bind and expressions are not walked."""
+
+    def __init__(self, scope: Scope, walrus: bool = True) -> None:
         self.scope = scope
         self.by_name: dict[str, list[Binding]] = {}
         self._latest: dict[tuple[str, bool], tuple[list[int], list[Binding]]] = {}
@@ -226,7 +253,7 @@ class Assignments:
             for binding in _parameters(scope.args):
                 self._add(binding)
         body: list[ast.stmt] = scope.body if isinstance(scope.body, list) else [ast.Expr(scope.body)]
-        for node in iter_scope(body):
+        for node in (iter_scope(body) if walrus else _scope_statements(body)):
             binder = _BINDERS.get(type(node))
             if binder is not None:
                 for binding in binder(node):

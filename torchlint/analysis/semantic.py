@@ -25,11 +25,12 @@ _UNSET = object()
 class ScopeInfo:
     """One function (or the module): the imports made in it and, lazily, its bindings."""
 
-    __slots__ = ("node", "parent", "imports", "_assignments", "_bound")
+    __slots__ = ("node", "parent", "imports", "_assignments", "_bound", "walrus")
 
     def __init__(self, node: Scope, parent: Optional["ScopeInfo"]) -> None:
         self.node = node
         self.parent = parent
+        self.walrus: bool = parent.walrus if parent is not None else True  # may the file hold a `:=`?
         self.imports = ImportTable()
         self._assignments: Optional[Assignments] = None
         self._bound: Optional[frozenset[str]] = None
@@ -37,7 +38,7 @@ class ScopeInfo:
     @property
     def assignments(self) -> Assignments:
         if self._assignments is None:
-            self._assignments = Assignments(self.node)
+            self._assignments = Assignments(self.node, self.walrus)
         return self._assignments
 
     def binds(self, name: str) -> bool:
