@@ -51,7 +51,17 @@ def child_list(node: ast.AST) -> list[ast.AST]:
 
 # Where statements can be: statements hold them in these lists (match cases and except
 # handlers hold bodies of their own); expressions never hold a statement.
-_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+STATEMENT_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+_STATEMENT_FIELDS_OF: dict[type, tuple[str, ...]] = {}
+
+
+def statement_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node type that hold statements, in the type's field order (a try's
+    handlers before its else), computed once per type."""
+    fields = _STATEMENT_FIELDS_OF.get(cls)
+    if fields is None:
+        fields = _STATEMENT_FIELDS_OF[cls] = tuple(f for f in getattr(cls, "_fields", ()) if f in STATEMENT_FIELDS)
+    return fields
 
 
 def iter_statements(node: ast.AST) -> Iterator[ast.AST]:
@@ -62,8 +72,7 @@ def iter_statements(node: ast.AST) -> Iterator[ast.AST]:
     pop, extend = stack.pop, stack.extend
     while stack:
         current = pop()
-        for field in _STATEMENT_LISTS:
-            items = getattr(current, field, None)
-            if type(items) is list:
-                yield from items
-                extend(items)
+        for field in statement_fields(type(current)):
+            items = getattr(current, field)
+            yield from items
+            extend(items)

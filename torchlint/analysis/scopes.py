@@ -7,7 +7,7 @@ from bisect import bisect_right
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 from torchlint.analysis.imports import QualnameResolver
-from torchlint.analysis.nodes import child_list
+from torchlint.analysis.nodes import STATEMENT_FIELDS, child_list, statement_fields
 from torchlint.fast_dataclass import dataclass
 
 Scope = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
@@ -91,9 +91,6 @@ def assigned_names(target: ast.AST) -> Iterator[tuple[str, Optional[int]]]:
                 yield elt.value.id, None
 
 
-_BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
-
-
 def local_names(scope: Scope) -> frozenset[str]:
     """The names a function binds (parameters, assignment and loop targets, imports, defs,
     `with ... as`, `except ... as`), minus `global`/`nonlocal` ones. Statements only: much
@@ -130,7 +127,7 @@ def local_names(scope: Scope) -> frozenset[str]:
                 names.add(target.id)
             elif not isinstance(target, (ast.Attribute, ast.Subscript)):
                 names.update(sub.id for sub in ast.walk(target) if isinstance(sub, ast.Name))
-        for field in _BODY_FIELDS:
+        for field in STATEMENT_FIELDS:
             stack.extend(getattr(node, field, ()))
     return frozenset(names - outside)
 
@@ -214,9 +211,6 @@ _BINDERS: dict[type, Callable[[Any], Iterator[Binding]]] = {
 }
 
 
-_STATEMENT_FIELDS: dict[type, tuple[str, ...]] = {}  # per node type: its fields that hold statements
-
-
 def _scope_statements(body: list[ast.stmt]) -> Iterator[ast.AST]:
     """The statements of a scope, `with` items and `except` handlers in iter_scope's order
     (pre-order, fields in order), without expressions: every binding but a walrus's."""
@@ -229,11 +223,8 @@ def _scope_statements(body: list[ast.stmt]) -> Iterator[ast.AST]:
             continue
         if isinstance(node, (ast.With, ast.AsyncWith)):
             yield from node.items
-        fields = _STATEMENT_FIELDS.get(type(node))
-        if fields is None:
-            fields = _STATEMENT_FIELDS[type(node)] = tuple(f for f in node._fields if f in _BODY_FIELDS)
         children: list[ast.AST] = []
-        for field in fields:  # in the node's field order: a try's handlers before its else
+        for field in statement_fields(type(node)):
             children.extend(getattr(node, field))
         if children:
             children.reverse()
