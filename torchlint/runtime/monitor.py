@@ -116,9 +116,9 @@ class Monitor:
 
     tensors = staticmethod(_support.tensors)
     describe = staticmethod(_support.describe)
-    rounded = staticmethod(_support.rounded)
-    owner = staticmethod(_support.owner)
+    rounded, owner = staticmethod(_support.rounded), staticmethod(_support.owner)
     error_summary = staticmethod(_support.error_summary)
+    gradient_norms = _support.gradient_norms  # a method: (self, optimizer)
 
     def __init__(self, sink: Any, max_steps: int = 0) -> None:
         self.sink = sink

@@ -37,25 +37,41 @@ class TargetMonitor:
         if name not in ("cross_entropy", "nll_loss"):
             event["counted"] = inp.numel()
             if name.startswith("binary_cross_entropy") and target.numel():
-                event["prob_range"] = [float(target.min()), float(target.max())]
+                event["prob_range"] = self.value_range(target)
             return
         classes = event["classes"]
         if event["class_index"] and not target.dtype.is_floating_point and target.numel():
-            counted = target != event["ignore_index"]
+            # One sync for the range; the mask of ignored labels only where the range holds one.
+            low, high = self.value_range(target)
+            ignore = event["ignore_index"]
+            if not low <= ignore <= high:
+                event["counted"] = target.numel()
+                if budget:
+                    event["labels_read"] = True
+                    event["label_range"] = [low, high]
+                return
+            counted = target != ignore
             event["counted"] = int(counted.sum())
             if budget:
                 event["labels_read"] = True
                 kept = target[counted]
                 if kept.numel():
-                    event["label_range"] = [int(kept.min()), int(kept.max())]
+                    event["label_range"] = self.value_range(kept)
         elif not event["class_index"] and target.dtype.is_floating_point and target.numel():
             event["counted"] = target.numel() // max(1, classes)
             if budget:
                 event["labels_read"] = True
                 row_sums = target.detach().reshape(-1, classes).sum(dim=-1) if target.dim() == 2 else None
-                event["prob_range"] = [float(target.min()), float(target.max())]
+                event["prob_range"] = self.value_range(target)
                 if row_sums is not None:
                     event["row_sums"] = m.rounded(row_sums[:4].tolist())
+
+    @staticmethod
+    def value_range(tensor: Any) -> list:
+        """[min, max] of a non-empty tensor, read in one sync."""
+        import torch
+
+        return torch.stack(torch.aminmax(tensor.detach())).tolist()
 
 
 # TL222, from torchlint.rules.dtype_device.mixed_parameter_dtypes

@@ -61,8 +61,9 @@ class SoftmaxInputMonitor:
                 event["producer_site"] = known[1]
         elif (name in ("cross_entropy", "nll_loss") and inp.dtype.is_floating_point and inp.dim() >= 2 and budget
               and inp.numel()):
-            sums = inp.detach().sum(dim=1)
-            if bool(inp.min() >= 0) and bool(((sums - 1).abs() < 1e-4).all()):
+            detached = inp.detach()
+            # Logits almost always hold a negative value: that one sync answers, before the sums.
+            if float(detached.min()) >= 0 and bool(((detached.sum(dim=1) - 1).abs() < 1e-4).all()):
                 event["input_rows_sum_to_one"] = True
 
 

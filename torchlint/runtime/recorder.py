@@ -10,6 +10,7 @@ norm is a device sync, so steps are sampled: every one of the first KEEP, then e
 
 from __future__ import annotations
 
+import math
 import os
 import weakref
 from typing import Any, Optional
@@ -34,7 +35,6 @@ class SeriesRecorder:
     def __init__(self) -> None:
         self.losses: dict[str, list[float]] = {}  # backward site -> [sum, count]
         self.labels: Any = weakref.WeakKeyDictionary()  # optimizer -> its groups' labels
-        self.no_norms: Any = weakref.WeakSet()  # optimizers whose gradients cannot be normed
 
     def before_backward(self, m: Any, loss: Any, site: Optional[list], fn: str) -> None:
         if fn == "grad" or loss is None or loss.numel() != 1 or not loss.dtype.is_floating_point:
@@ -63,26 +63,14 @@ class SeriesRecorder:
         except (TypeError, ValueError, RuntimeError):
             return None
 
-    def norms(self, m: Any, optimizer: Any) -> list:
-        """The L2 norm of each group's gradients (None: no gradient), read in one sync."""
-        if optimizer in self.no_norms:
+    @staticmethod
+    def norms(m: Any, optimizer: Any) -> list:
+        """The L2 norm of each group's gradients (None: no gradient), from the step's shared
+        per-parameter norms."""
+        groups = m.gradient_norms(optimizer)
+        if groups is None:
             return []
-        import torch
-
-        try:
-            found: list = []
-            for group in optimizer.param_groups:
-                grads = [p.grad for p in group["params"] if p.grad is not None]
-                found.append(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)).float())
-                             if grads else None)
-            present = [n for n in found if n is not None]
-            devices = {n.device for n in present}
-            values = iter(torch.stack(present).tolist() if len(devices) == 1 else [float(n) for n in present])
-            return [None if n is None else next(values) for n in found]
-        except Exception as exc:  # sparse, distributed or exotic gradients: no norms for this optimizer
-            self.no_norms.add(optimizer)
-            m.internal_error("series gradient norms", exc)
-            return []
+        return [math.sqrt(sum(v * v for _, v in group)) if group else None for group in groups]
 
     def group_labels(self, m: Any, optimizer: Any) -> list[str]:
         labels = self.labels.get(optimizer)

@@ -13,6 +13,7 @@ import site
 import sys
 import sysconfig
 import threading
+import weakref
 from typing import Any, Callable, Optional
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -25,8 +26,10 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # t
 # Every optimizer step of the first FULL_STEPS is watched; after them one in SAMPLE_EVERY is,
 # and the per-step hooks are out in between (see `Monitor.watch`): a long run pays for a few
 # hundred watched steps, not for every one. A module switching to eval or back to train
-# (an evaluation pass) is watched until the next step ends.
-FULL_STEPS = 50
+# (an evaluation pass) is watched until the next step ends. The checks that compare steps need
+# two or three (a stale gradient, a graph kept); what varies by batch (labels, NaN, a diverging
+# loss) is read again at every sampled step.
+FULL_STEPS = 30
 SAMPLE_EVERY = 100
 
 
@@ -168,6 +171,40 @@ def tensors(value: Any, depth: int = 0) -> list:
     if depth < 2 and isinstance(value, dict):
         return [t for item in value.values() for t in tensors(item, depth + 1)]
     return []
+
+
+def gradient_norms(m: Any, optimizer: Any) -> Optional[list[list[tuple[Any, float]]]]:
+    """For each of `optimizer`'s groups, (parameter, L2 norm of its gradient) for the parameters
+    holding one, read in one sync per device. The checks that read gradients at a step share
+    it (non-finite-value, the --report series): memoized for the step. None where the
+    gradients cannot be normed (sparse, exotic)."""
+    memo = m.notes.get("gradient_norms")
+    if memo is not None and memo[0]() is optimizer and memo[1] == m.steps:
+        return memo[2]
+    failed = m.notes.setdefault("gradients_not_normed", weakref.WeakSet())
+    if optimizer in failed:
+        return None
+    import torch
+
+    groups = [[p for p in group["params"] if p.grad is not None] for group in optimizer.param_groups]
+    flat = [p for group in groups for p in group]
+    try:
+        norms = torch._foreach_norm([p.grad for p in flat]) if flat else []
+        by_device: dict[Any, list[int]] = {}
+        for index, norm in enumerate(norms):
+            by_device.setdefault(norm.device, []).append(index)
+        values = [0.0] * len(flat)
+        for indices in by_device.values():
+            for index, value in zip(indices, torch.stack([norms[i] for i in indices]).float().tolist()):
+                values[index] = value
+        position = iter(values)
+        found: Optional[list] = [[(p, next(position)) for p in group] for group in groups]
+    except Exception as exc:  # reported once per optimizer
+        failed.add(optimizer)
+        m.internal_error("gradient norms", exc)
+        found = None
+    m.notes["gradient_norms"] = (weakref.ref(optimizer), m.steps, found)
+    return found
 
 
 def describe(tensor: Any) -> dict[str, Any]:

@@ -82,11 +82,15 @@ class NonFiniteMonitor:
     def step(self, m: Any, optimizer: Any, site: Optional[list], event: dict) -> None:
         if self.reported:
             return
-        for group in optimizer.param_groups:
-            for p in group["params"]:
-                if p.requires_grad and p.grad is not None and not self.finite(p.grad):
-                    self.report(m, site, where="gradient", name=m.parameter_names().get(id(p)), tensor=m.describe(p))
-                    return
+        # A NaN or Inf gradient has a non-finite norm; a huge finite one may too, so those are
+        # checked exactly. Without shared norms, each gradient is screened on its own.
+        groups = m.gradient_norms(optimizer)
+        held = ([(p, norm) for group in groups for p, norm in group] if groups is not None else
+                [(p, math.nan) for group in optimizer.param_groups for p in group["params"] if p.grad is not None])
+        for p, norm in held:
+            if p.requires_grad and not math.isfinite(norm) and not self.finite(p.grad):
+                self.report(m, site, where="gradient", name=m.parameter_names().get(id(p)), tensor=m.describe(p))
+                return
 
 
 class NonFiniteValue(RuntimeCheck):
