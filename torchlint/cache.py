@@ -22,8 +22,6 @@ hide findings: a forged entry fails the check and is re-linted and rewritten."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import sys
@@ -32,12 +30,14 @@ from pathlib import Path
 from typing import IO, Any, Iterator, Optional
 
 from torchlint import __version__, integrity
+from torchlint.git_index import maybe_tracked
+from torchlint.hashing import blake2b, compare_digest, content_hash
 from torchlint.diagnostics import Finding
 from torchlint.records import Fix, RecordError
 from torchlint.safe_io import RefusedFile, is_within, read_regular_file, replace_atomically
 
 CACHE_DIR_NAME = ".torchlint_cache"
-_FORMAT = 8  # 8: entries list the files they depend on; 7: notebook findings keep their fixes (cell rows); 6: entries carry a MAC; 5: findings carry `help`
+_FORMAT = 9  # 9: BLAKE2b hashes and MACs; 8: entries list the files they depend on; 7: notebook findings keep their fixes (cell rows); 6: entries carry a MAC; 5: findings carry `help`
 _RACY_SECONDS = 2.0
 MAX_INDEX_BYTES = 256 * 1024 * 1024
 _MAX_TEXT = 20_000  # characters in one cached string
@@ -46,15 +46,11 @@ _MAX_ITEMS = 10_000  # findings per file, items per container
 _STAT_FIELDS = ("size", "mtime", "ctime", "ino")
 
 
-def content_hash(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def settings_key(codes: frozenset[str], options: tuple, index_roots: tuple[str, ...] = ()) -> str:
     """Everything besides the file's bytes that its findings depend on: the rules, their
     options, and where the project index may look for the modules it imports."""
     blob = repr((sorted(codes), options, index_roots, sys.version_info[:2], _FORMAT))
-    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+    return blake2b(blob.encode(), digest_size=16).hexdigest()
 
 
 def refusal(cache_dir: Path, project_root: Path, from_config: bool) -> Optional[str]:
@@ -64,8 +60,8 @@ def refusal(cache_dir: Path, project_root: Path, from_config: bool) -> Optional[
     if from_config and not is_within(resolved, [root]):
         return (f"cache-dir {cache_dir} lies outside the project ({project_root}); caching is off. "
                 f"Use a directory inside the project, or pass --cache-dir on the command line")
-    if os.path.isdir(cache_dir):
-        from torchlint.git import run_git  # git only when a cache already exists
+    if os.path.isdir(cache_dir) and maybe_tracked(resolved):
+        from torchlint.git import run_git  # git only when a cache exists and its index may list it
 
         proc = run_git(Path(resolved), "ls-files", "-z", "--", ".")
         if proc is not None and proc.returncode == 0 and proc.stdout.strip(b"\0"):
@@ -130,7 +126,7 @@ class Cache:
             return {}
         files = data["files"]
         valid = {name: entry for name, entry in files.items()
-                 if _valid_entry(entry) and hmac.compare_digest(entry_mac(key, name, entry), entry["mac"])}
+                 if _valid_entry(entry) and compare_digest(entry_mac(key, name, entry), entry["mac"])}
         if len(valid) != len(files):
             self._dirty = True  # rewrite without the bad entries
         return valid

@@ -1,4 +1,4 @@
-"""Cache entries the checked tree cannot forge: an HMAC-SHA256 whose key lives in the user's
+"""Cache entries the checked tree cannot forge: a keyed BLAKE2b MAC whose key lives in the user's
 cache directory (`$XDG_CACHE_HOME/torchlint/key`, else `~/.cache/torchlint/key`), never in
 the project.
 
@@ -12,15 +12,13 @@ distrusted: `load_key` returns None and the callers neither read nor write entri
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from torchlint.hashing import compare_digest, keyed_hash
 from torchlint.safe_io import is_within
 
 KEY_BYTES = 32
@@ -70,10 +68,10 @@ def _read_key(path: Path) -> Optional[bytes]:
 
 
 def _create_key(path: Path) -> Optional[bytes]:
-    tmp = path.with_name(f".key-{secrets.token_hex(8)}.tmp")
+    tmp = path.with_name(f".key-{os.urandom(8).hex()}.tmp")
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        key = secrets.token_bytes(KEY_BYTES)
+        key = os.urandom(KEY_BYTES)  # what secrets.token_bytes returns, without its imports
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
             os.write(fd, key)
@@ -97,11 +95,11 @@ def _create_key(path: Path) -> Optional[bytes]:
 def tag(key: bytes, value: Any) -> str:
     """The MAC of a JSON value (canonical form: sorted keys, no spaces)."""
     blob = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hmac.new(key, blob.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    return keyed_hash(key, blob.encode("utf-8", "surrogatepass"))
 
 
 def check(key: bytes, value: Any, mac: Any) -> bool:
-    return type(mac) is str and hmac.compare_digest(tag(key, value), mac)
+    return type(mac) is str and compare_digest(tag(key, value), mac)
 
 
 def seal(entry: dict[str, Any], untrusted: Iterable[str | os.PathLike[str]]) -> Optional[dict[str, Any]]:

@@ -175,7 +175,8 @@ def lint_task(task: FileTask) -> FileResult:
 def lint_task_hashed(task: FileTask) -> FileResult:
     """`lint_task`, also recording the hash of the bytes it linted: the cache stores a result
     under the content it came from, read once, where it was linted (the parent holds no bytes)."""
-    from torchlint.cache import content_hash, stat_record
+    from torchlint.cache import stat_record
+    from torchlint.hashing import content_hash
 
     stat: Optional[tuple[int, int, int, int]] = None
     if task.data is None:

@@ -39,6 +39,7 @@ from typing import Callable, Optional, Union
 
 from torchlint.analysis.imports import ImportTable
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, is_within, read_regular_file
+from torchlint.hashing import content_hash
 
 _FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 MAX_DEPTH = 12  # re-exports and base classes followed through at most this many modules
@@ -317,9 +318,7 @@ class ProjectIndex:
         except (OSError, RefusedFile):
             self.deps[path] = None
             return None
-        import hashlib  # only once a local module is read (OpenSSL's start-up, ~2 ms)
-
-        digest = hashlib.sha256(data).hexdigest()
+        digest = content_hash(data)  # as the lint cache compares dependencies
         self.deps[path] = digest
         try:
             info: Optional[ModuleInfo] = ModuleInfo(dotted, path, ast.parse(data), is_package)
