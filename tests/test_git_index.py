@@ -1,0 +1,90 @@
+"""git_index.maybe_tracked answers "certainly not tracked" from `.git/index` alone; it must
+never say so where `git ls-files` lists a file, and it hands every index it does not read
+plainly back to git."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from torchlint import cache
+from torchlint.git_index import maybe_tracked
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True)
+    return done.stdout
+
+
+def _tracked_by_git(root: Path, directory: Path) -> bool:
+    return bool(_git(directory, "ls-files", "-z", "--", ".").strip("\0"))
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    for rel in ("train.py", "src/model.py", "src/.torchlint_cache/x", "data/cache-old/y", "tracked_cache/z"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-A")
+    for rel in (".torchlint_cache/0.1.0", "src/fresh_cache", "data/cache", "empty"):
+        (tmp_path / rel).mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel / "index.json").write_text("{}")
+    return tmp_path
+
+
+def test_it_never_says_not_tracked_where_git_lists_a_file(repo):
+    directories = [p for p in repo.rglob("*") if p.is_dir() and ".git" not in p.parts]
+    answers = {str(d.relative_to(repo)): (maybe_tracked(str(d)), _tracked_by_git(repo, d)) for d in directories}
+    assert all(maybe for maybe, tracked in answers.values() if tracked), answers
+    # untracked directories are answered without git, unless a tracked path spells them
+    assert answers["src/fresh_cache"] == (False, False) and answers["empty"] == (False, False)
+    assert answers["data/cache"] == (False, False)  # data/cache-old/ is another directory
+    assert answers["tracked_cache"] == (True, True) and answers["src"] == (True, True)
+    assert answers[".torchlint_cache"][0] is True  # src/.torchlint_cache/ holds the bytes: git decides
+
+
+def test_outside_any_repository_nothing_is_tracked(tmp_path):
+    (tmp_path / "cache").mkdir()
+    assert maybe_tracked(str(tmp_path / "cache")) is False
+
+
+def test_indexes_it_does_not_read_plainly_go_to_git(repo, monkeypatch):
+    fresh = str(repo / "src" / "fresh_cache")
+    assert maybe_tracked(fresh) is False
+    _git(repo, "update-index", "--index-version", "4")  # prefix-compressed paths
+    assert maybe_tracked(fresh) is True
+    _git(repo, "update-index", "--index-version", "2")
+    assert maybe_tracked(fresh) is False
+    monkeypatch.setenv("GIT_INDEX_FILE", str(repo / "other-index"))
+    assert maybe_tracked(fresh) is True
+    monkeypatch.delenv("GIT_INDEX_FILE")
+    _git(repo, "config", "core.worktree", str(repo))
+    assert maybe_tracked(fresh) is True
+
+
+def test_a_worktree_or_submodule_checkout_goes_to_git(tmp_path):
+    (tmp_path / ".git").write_text("gitdir: /elsewhere/.git/worktrees/x\n")
+    (tmp_path / "cache").mkdir()
+    assert maybe_tracked(str(tmp_path / "cache")) is True
+
+
+def test_the_cache_check_starts_no_git_for_an_untracked_cache(repo, monkeypatch):
+    import torchlint.git
+
+    def no_git(*args, **kwargs):
+        raise AssertionError("git was started")
+
+    monkeypatch.setattr(torchlint.git, "run_git", no_git)
+    assert cache.refusal(repo / "src" / "fresh_cache", repo, from_config=False) is None
+    monkeypatch.undo()
+    _git(repo, "add", "-f", "src/fresh_cache/index.json")
+    assert "tracked by git" in cache.refusal(repo / "src" / "fresh_cache", repo, from_config=False)
