@@ -10,7 +10,7 @@ import re
 from typing import Optional
 
 from torchlint.analysis.astutil import dotted, literal
-from torchlint.analysis.nodes import iter_children
+from torchlint.analysis.nodes import child_list, iter_children
 from torchlint.analysis.scopes import FUNCTION_TYPES, grad_mode_of
 from torchlint.analysis.semantic import SemanticModel
 from torchlint.fast_dataclass import dataclass, field
@@ -89,19 +89,37 @@ def _collect(model: SemanticModel) -> EvaluationFacts:
                 for item in node.items:
                     stack.append((item, scope, grad_off))
                 continue
-        elif isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Name):
-                facts.calls.setdefault(node.func.id, []).append(CallSite(node, scope, grad_off))
-            elif isinstance(node.func, ast.Attribute):  # `self.validate()`: methods, by name
-                facts.calls.setdefault("." + node.func.attr, []).append(CallSite(node, scope, grad_off))
-            mode = _mode_call(node)
-            if mode == "eval":
-                facts.eval_receivers.add(dotted(node.func.value))  # type: ignore[attr-defined]
-                facts.scopes_calling_eval.add(id(scope))
-            elif mode == "train":
-                facts.scopes_calling_train.add(id(scope))
+        elif isinstance(node, ast.expr):
+            _collect_expression(node, scope, grad_off, facts)
+            continue
         stack.extend((child, scope, grad_off) for child in iter_children(node))
     return facts
+
+
+def _collect_expression(root: ast.expr, scope: ast.AST, grad_off: bool, facts: EvaluationFacts) -> None:
+    """The calls of one expression, found in the order `_collect`'s stack would find them:
+    its scope and grad mode are the same throughout (an expression holds no function or
+    `with`), so a plain stack of nodes does, without a tuple per node (most of the tree)."""
+    stack: list[ast.AST] = [root]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        if type(node) is ast.Call:
+            _record_call(node, scope, grad_off, facts)  # type: ignore[arg-type]
+        extend(child_list(node))
+
+
+def _record_call(node: ast.Call, scope: ast.AST, grad_off: bool, facts: EvaluationFacts) -> None:
+    if isinstance(node.func, ast.Name):
+        facts.calls.setdefault(node.func.id, []).append(CallSite(node, scope, grad_off))
+    elif isinstance(node.func, ast.Attribute):  # `self.validate()`: methods, by name
+        facts.calls.setdefault("." + node.func.attr, []).append(CallSite(node, scope, grad_off))
+    mode = _mode_call(node)
+    if mode == "eval":
+        facts.eval_receivers.add(dotted(node.func.value))  # type: ignore[attr-defined]
+        facts.scopes_calling_eval.add(id(scope))
+    elif mode == "train":
+        facts.scopes_calling_train.add(id(scope))
 
 
 def _class_has_mode_layers(cls: ast.ClassDef, model: SemanticModel, depth: int = 0) -> bool:

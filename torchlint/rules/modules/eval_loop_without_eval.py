@@ -163,13 +163,15 @@ class EvalLoopWithoutEval(Rule):
             named = self._train_iterables[id(loop)] = iterated is not None and "train" in dotted(iterated).lower()
         if named:
             return False
-        if trains(loop, ctx):
-            return False
         fn = ctx.function
         # A validation pass inside a training function is the usual shape: under no_grad, the
-        # innermost loop (not the function) must not train.
-        return ctx.grad_disabled() or (fn is not None and not self._test_file
-                                       and is_eval_name(getattr(fn, "name", "")) and not trains(fn, ctx))
+        # innermost loop (not the function) must not train. Both syntactic facts come before
+        # `trains`, which follows calls: most loops are neither.
+        grad_off = ctx.grad_disabled()
+        eval_named = fn is not None and not self._test_file and is_eval_name(getattr(fn, "name", ""))
+        if not (grad_off or eval_named) or trains(loop, ctx):
+            return False
+        return grad_off or not trains(fn, ctx)
 
     def _model_class(self, node: ast.Call, ctx: FileContext) -> Optional[str]:
         func = node.func
