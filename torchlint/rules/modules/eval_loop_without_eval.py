@@ -171,7 +171,7 @@ class EvalLoopWithoutEval(Rule):
         eval_named = fn is not None and not self._test_file and is_eval_name(getattr(fn, "name", ""))
         if not (grad_off or eval_named) or trains(loop, ctx):
             return False
-        return grad_off or not trains(fn, ctx)
+        return grad_off or (fn is not None and not trains(fn, ctx))
 
     def _model_class(self, node: ast.Call, ctx: FileContext) -> Optional[str]:
         func = node.func
