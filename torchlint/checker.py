@@ -152,6 +152,9 @@ class Walker:
         self.leave = leave or {}
         self.errors: dict[str, RuleError] = {}
         self._plans: dict[type, _Plan] = {}  # see `_plan`
+        # A call's handlers by its attribute (None: not an attribute call), leaving out the
+        # handlers marked `calls_ending` names the attribute is not (rules.base).
+        self._call_handlers: dict[Optional[str], list[Handler]] = {}
         # Leaf types no rule listens for: `_children` does not even call `visit` on them
         # (Name and Constant are about half of all nodes). A failed rule only ever removes
         # handlers, so the set stays right for the rest of the walk.
@@ -178,6 +181,7 @@ class Walker:
             for node_type, handlers in list(table.items()):
                 table[node_type] = [h for h in handlers if getattr(h, "__self__", None) is not rule]
         self._plans.clear()
+        self._call_handlers.clear()
 
     def _plan(self, cls: type) -> _Plan:
         """What `visit` does with a node type, looked up once per type and walk (a failed
@@ -190,6 +194,8 @@ class Walker:
         cls = type(node)
         handlers, kind, fields, leave = self._plans.get(cls) or self._plan(cls)
         if handlers:
+            if cls is ast.Call:
+                handlers = self.call_handlers(node.func)  # type: ignore[attr-defined]
             self._run(handlers, node)
         if kind == _GENERIC:
             if fields:
@@ -208,6 +214,15 @@ class Walker:
             self.ctx.add_import(node)  # a function-level import binds in that function
         if leave:
             self._run(leave, node)
+
+    def call_handlers(self, func: ast.AST) -> list[Handler]:
+        attr = func.attr if type(func) is ast.Attribute else None  # type: ignore[attr-defined]
+        found = self._call_handlers.get(attr)
+        if found is None:
+            every = self.dispatch.get(ast.Call) or []
+            found = self._call_handlers[attr] = every if attr is None else [
+                h for h in every if attr in getattr(h, "call_attrs", (attr,))]
+        return found
 
     def _children(self, node: ast.AST, fields: tuple[str, ...]) -> None:
         if budget.fallback_clocks:
@@ -284,7 +299,7 @@ class DeepWalker(Walker):
                 continue
             handlers = self.dispatch.get(cls)
             if handlers:
-                self._run(handlers, node)
+                self._run(self.call_handlers(node.func) if cls is ast.Call else handlers, node)  # type: ignore[attr-defined]
             if self.leave.get(cls):
                 stack.append((node, depth, True))
             children = child_list(node)

@@ -9,7 +9,7 @@ judges the `# noqa` directives (after the suppression pass). A rule reports inst
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator, Optional, TypeVar
 
 # Re-exported: rules import their AST helpers from here.
 from torchlint.analysis.astutil import arg_or_keyword, dotted, has_star_kwargs, keyword, literal
@@ -169,6 +169,22 @@ class Rule:
         """Report on a text range: 1-based (row, code-point column), the end exclusive."""
         self.ctx.report_range(self, start, end, violation.message(), params=params, severity=severity,
                               help=violation.help_text(), fix=fix)
+
+
+_Handler = TypeVar("_Handler", bound=Callable[..., Any])
+
+def calls_ending(*names: Iterable[str]) -> Callable[[_Handler], _Handler]:
+    """Mark a `visit_Call` that returns at once, touching nothing, for a call `x.attr(...)`
+    whose `attr` is none of `names` (a QualNames' `lasts`, or plain strings): the walk
+    does not call it for those (most calls are methods no rule asks about). A call through
+    a bare name (`f(...)`, perhaps an alias) always reaches it."""
+    attrs = frozenset(n for group in names for n in ([group] if isinstance(group, str) else group))
+
+    def mark(handler: _Handler) -> _Handler:
+        handler.call_attrs = attrs  # type: ignore[attr-defined]
+        return handler
+
+    return mark
 
 
 def _handler_tables(cls: type) -> tuple[tuple[tuple[type, str], ...], tuple[tuple[type, str], ...]]:

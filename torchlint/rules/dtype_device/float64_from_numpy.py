@@ -8,7 +8,7 @@ from typing import Optional
 from torchlint.analysis.imports import QualNames
 from torchlint.analysis.torch_api import dtype_name
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, Violation, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, calls_ending, keyword, literal
 
 _ALWAYS_FLOAT64 = frozenset({
     "numpy.random.rand", "numpy.random.randn", "numpy.random.random", "numpy.random.uniform",
@@ -136,6 +136,7 @@ class Float64FromNumpy(Rule):
             return name
         return None
 
+    @calls_ending(_TORCH_CONVERTERS.lasts)
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         name = ctx.call_among(node, _TORCH_CONVERTERS)
         if name is None or not node.args or keyword(node, "dtype") is not None:

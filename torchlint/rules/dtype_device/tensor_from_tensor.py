@@ -9,7 +9,7 @@ from torchlint.analysis.imports import QualNames
 from torchlint.analysis.inference import TENSOR_FACTORIES, kind_of_annotation
 from torchlint.checker import FileContext
 from torchlint.edits import has_comment, make_fix, replace, text_of
-from torchlint.rules.base import Evidence, Rule, Violation, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, calls_ending, dotted
 
 # torch.* functions that always return one tensor (`torch.max(x, 1)` is a tuple, `torch.numel` an int).
 _TENSOR_FUNCTIONS = TENSOR_FACTORIES | {
@@ -126,6 +126,7 @@ class TensorFromTensor(Rule):
     requires_text = ("tensor",)
     evidence = Evidence(probe=probe_tensor_copy)
 
+    @calls_ending(_TORCH_TENSOR.lasts)
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if len(node.args) != 1 or isinstance(node.args[0], ast.Starred) or ctx.call_among(node, _TORCH_TENSOR) is None:
             return

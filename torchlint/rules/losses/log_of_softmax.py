@@ -9,7 +9,7 @@ from torchlint.analysis.torch_api import TORCH_LOG
 from torchlint.analysis.training_step import own_level
 from torchlint.checker import FileContext
 from torchlint.edits import SAFE, Fix, has_comment, make_fix, replace, text_of
-from torchlint.rules.base import Evidence, Rule, Violation
+from torchlint.rules.base import Evidence, Rule, Violation, calls_ending
 
 
 def probe_log_of_softmax(params: dict, device: str) -> tuple[str, str]:
@@ -128,6 +128,7 @@ class LogOfSoftmax(Rule):
     def setup(self, ctx: FileContext) -> None:
         self._loss_reads: dict[int, list[tuple[int, set[str]]]] = {}
 
+    @calls_ending(TORCH_LOG.lasts, ["log"])
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if len(node.args) == 1 and not node.keywords and ctx.call_among(node, TORCH_LOG) is not None:
             arg = node.args[0]

@@ -9,7 +9,7 @@ from torchlint.analysis.torch_api import TORCH_LOG
 from torchlint.checker import FileContext
 from torchlint.edits import has_comment, make_fix, module_alias, replace, text_of
 from torchlint.records import Fix
-from torchlint.rules.base import Evidence, Rule, Violation
+from torchlint.rules.base import Evidence, Rule, Violation, calls_ending
 
 
 def probe_log_sum_exp(params: dict, device: str) -> tuple[str, str]:
@@ -111,6 +111,7 @@ class LogSumExp(Rule):
     requires_text = ("exp",)
     evidence = Evidence(probe=probe_log_sum_exp)
 
+    @calls_ending(TORCH_LOG.lasts, ["log"])
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if node.keywords:
             return

@@ -9,7 +9,7 @@ from typing import Optional
 from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, edit, end_of, make_fix, module_alias, replace, start_of
-from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, Violation
+from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, Violation, calls_ending
 
 # old name -> (new name, device, how the device is passed)
 _MOVED = {
@@ -101,6 +101,7 @@ class CudaAmpNamespace(Rule):
 
     # Calls, and bare decorators (`@torch.cuda.amp.custom_fwd`): a handler on every Name and
     # Attribute node would cost more than the rule is worth.
+    @calls_ending(_LAST)
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if _candidate(node.func, ctx):
             self._check(node.func, node, ctx)

@@ -9,7 +9,7 @@ from typing import Optional
 from torchlint.analysis.torch_versions import DeprecatedApi, at_least, deprecated_apis
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, add_keyword, make_fix, module_alias, replace
-from torchlint.rules.base import Evidence, Option, Rule, TORCH_VERSION_OPTION, Violation
+from torchlint.rules.base import Evidence, Option, Rule, TORCH_VERSION_OPTION, Violation, calls_ending
 
 _LAST_NAMES = frozenset(api.short for api in deprecated_apis().values())
 _UPSAMPLE_MODES = {"upsample-nearest": 'mode="nearest"', "upsample-bilinear": 'mode="bilinear", align_corners=True'}
@@ -126,6 +126,7 @@ class DeprecatedTorchApi(Rule):
 
     # Calls only (a `with`, a decorator with arguments and a constructor are calls too): a
     # handler on every Name and Attribute node cost more than all the other rules' gates.
+    @calls_ending(_LAST_NAMES)
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         func = node.func
         if isinstance(func, ast.Attribute):

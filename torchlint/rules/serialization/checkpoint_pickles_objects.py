@@ -8,7 +8,7 @@ from typing import Optional
 from torchlint.analysis import inference
 from torchlint.analysis.torch_api import TORCH_SAVE
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, dotted, has_star_kwargs, keyword, literal
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, calls_ending, dotted, has_star_kwargs, keyword, literal
 
 
 def probe_checkpoint_objects(params: dict, device: str) -> tuple[str, str]:
@@ -181,6 +181,7 @@ class CheckpointPicklesObjects(Rule):
         self._facts: Optional[_FileFacts] = None
         self._added: dict[int, dict[str, list[tuple[int, ast.AST]]]] = {}  # scope -> name -> ckpt[k] = v
 
+    @calls_ending(TORCH_SAVE.lasts)
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_among(node, TORCH_SAVE) is None or keyword(node, "pickle_module") is not None:
             return

@@ -8,7 +8,7 @@ from typing import Optional
 from torchlint.analysis import inference
 from torchlint.analysis.torch_api import TORCH_SAVE
 from torchlint.checker import FileContext
-from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, dotted
+from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, calls_ending, dotted
 
 
 class ModuleInSavedDict(Violation):
@@ -82,6 +82,7 @@ class SaveWholeModule(Rule):
                                 'a default torch.load refuses every pickled module whose class is not allow-listed, whatever '
                                 "the code's values, so a run here cannot come out either way"))
 
+    @calls_ending(TORCH_SAVE.lasts)
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:
         if ctx.call_among(node, TORCH_SAVE) is None:
             return
