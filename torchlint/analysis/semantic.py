@@ -232,9 +232,12 @@ class SemanticModel(CrossFile):
     def call_among(self, node: ast.AST, names: QualNames) -> Optional[str]:
         """`call_name(node)` when it is one of `names`, else None. Most calls are methods
         whose attribute ends none of the names: those cost no name resolution."""
-        if not isinstance(node, ast.Call) or not names.may_name(node.func):
+        if type(node) is not ast.Call:
             return None
-        found = self.qualname(node.func)
+        func = node.func  # type: ignore[attr-defined]
+        if type(func) is ast.Attribute and func.attr not in names.lasts:  # names.may_name, inlined (hot)
+            return None
+        found = self.qualname(func)
         return found if found in names else None
 
     # -- bindings ------------------------------------------------------------------
