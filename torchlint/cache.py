@@ -16,7 +16,7 @@ outside the project is refused with a warning; the index is read only if it is a
 file of bounded size, and every entry is type-checked, a bad one dropped and rewritten.
 Writes are atomic (temp file + os.replace) and never follow a symlink, neither at the index
 nor at any directory from the cache root down: concurrent runs may drop each other's new
-entries, never corrupt the index. Each entry carries an HMAC (torchlint.integrity) under a
+entries, never corrupt the index. Each entry carries a keyed MAC (torchlint.integrity) under a
 key the checked tree cannot read, so a cache shipped without git (an unpacked sdist) cannot
 hide findings: a forged entry fails the check and is re-linted and rewritten."""
 
