@@ -198,21 +198,8 @@ class Walker:
                 handlers = self.call_handlers(node.func)  # type: ignore[attr-defined]
             self._run(handlers, node)
         if kind == _GENERIC:
-            if fields:  # `_children`, inlined: most nodes are generic, and a call each was ~5% of the walk
-                if budget.fallback_clocks:
-                    budget.check()
-                parents = self.ctx.parents
-                parents.append(node)
-                visit, silent = self.visit, self._silent
-                for field_name in fields:
-                    value = getattr(node, field_name, None)
-                    if type(value) is list:
-                        for item in value:
-                            if type(item) not in silent and isinstance(item, ast.AST):
-                                visit(item)
-                    elif type(value) not in silent and isinstance(value, ast.AST):
-                        visit(value)
-                parents.pop()
+            if fields:
+                self._children(node, fields)
         else:
             self._visit_scoping(node, kind)
         if leave:
