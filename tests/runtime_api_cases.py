@@ -111,3 +111,61 @@ def test_linting_never_imports_torch():
     root = Path(__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
     assert out.stdout.strip() == "False"
+
+
+class _Notes:
+    """What support.gradient_norms reads of a Monitor: its notes, step count and error sink."""
+
+    def __init__(self) -> None:
+        self.notes: dict = {}
+        self.steps = 0
+        self.errors: list = []
+
+    def internal_error(self, where, exc) -> None:
+        self.errors.append(where)
+
+
+def test_gradient_norms_are_read_once_per_step_and_match_torch():
+    from torchlint.runtime.support import gradient_norms
+
+    model = mlp()
+    optimizer = torch.optim.SGD([{"params": model[0].parameters()}, {"params": model[2].parameters()}], lr=0.1)
+    x, y = batch()
+    F.cross_entropy(model(x), y).backward()
+    m = _Notes()
+    groups = gradient_norms(m, optimizer)
+    assert [[p for p, _ in g] for g in groups] == [list(model[0].parameters()), list(model[2].parameters())]
+    for group in groups:
+        for p, norm in group:
+            assert norm == pytest.approx(float(torch.linalg.vector_norm(p.grad)), rel=1e-6)
+    assert gradient_norms(m, optimizer) is groups  # the same step: shared, not read again
+    m.steps += 1
+    assert gradient_norms(m, optimizer) is not groups and m.errors == []
+
+
+def test_sparse_gradients_have_no_shared_norms_and_no_error():
+    from torchlint.runtime.support import gradient_norms
+
+    bag = nn.EmbeddingBag(10, 4, sparse=True)
+    optimizer = torch.optim.SGD(bag.parameters(), lr=0.1)
+    bag(torch.randint(0, 10, (3, 2))).sum().backward()
+    m = _Notes()
+    assert gradient_norms(m, optimizer) is None and m.errors == []
+
+
+def test_gradients_that_cannot_be_normed_are_reported_once(monkeypatch):
+    from torchlint.runtime.support import gradient_norms
+
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = batch()
+    F.cross_entropy(model(x), y).backward()
+
+    def refuse(tensors):
+        raise RuntimeError("no norms here")
+
+    monkeypatch.setattr(torch, "_foreach_norm", refuse)
+    m = _Notes()
+    assert gradient_norms(m, optimizer) is None
+    m.steps += 1
+    assert gradient_norms(m, optimizer) is None and m.errors == ["gradient norms"]

@@ -188,6 +188,9 @@ def gradient_norms(m: Any, optimizer: Any) -> Optional[list[list[tuple[Any, floa
 
     groups = [[p for p in group["params"] if p.grad is not None] for group in optimizer.param_groups]
     flat = [p for group in groups for p in group]
+    if any(p.grad.layout is not torch.strided for p in flat):
+        failed.add(optimizer)  # sparse embeddings' gradients: no shared norms, and no error either
+        return None
     try:
         norms = torch._foreach_norm([p.grad for p in flat]) if flat else []
         by_device: dict[Any, list[int]] = {}
