@@ -6,6 +6,7 @@
     python benchmarks/speed.py                   # all corpora, all tools
     python benchmarks/speed.py --corpus timm --skip torchfix
     python benchmarks/speed.py --corpus transformers-models --skip torchfix,flake8,ruff --no-scaling --copies 8
+    python benchmarks/speed.py --corpus transformers-models --skip torchfix,flake8,ruff --no-scaling --floor-pairs 5
 
 Not a test: timings on shared machines are noisy. Run it on an idle machine.
 """
@@ -16,6 +17,7 @@ import argparse
 import ast
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -108,6 +110,25 @@ def run_corpus(name: str, paths: list[str], skip: set[str], jobs: int | None) ->
     return results
 
 
+def floor_pairs(paths: list[str], jobs: int | None, count: int) -> None:
+    """torchlint cold and the floor, run back to back `count` times: the ratio of each pair,
+    and their median. On a shared machine either run alone can be 20% off; a pair shares
+    the machine's state, and the median of pairs is the figure to compare (issue 23)."""
+    ratios = []
+    print(f"\n## cold vs floor, {count} back-to-back pairs")
+    for _ in range(count):
+        cache_dir = tempfile.mkdtemp(prefix="torchlint-bench-cache-")
+        try:
+            commands = tool_commands(paths, cache_dir, jobs)
+            cold = measure("torchlint cold", commands["torchlint cold"])
+            base = measure("ast.parse floor", commands["ast.parse floor"])
+        finally:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+        ratios.append(cold.cpu / base.cpu)
+        print(f"  torchlint cold {cold.cpu:.2f} CPU s, floor {base.cpu:.2f} CPU s: {ratios[-1]:.2f}x")
+    print(f"  median {statistics.median(ratios):.2f}x the floor (target <= 1.8x)")
+
+
 def scaling(jobs: int | None) -> None:
     """torchlint cold on growing slices of transformers' models/: cost per file should stay flat."""
     root = corpus_path("transformers-models")
@@ -159,6 +180,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=None, help="torchlint --jobs (default: all cores)")
     parser.add_argument("--no-scaling", action="store_true", help="skip the three-size scaling run")
     parser.add_argument("--copies", type=int, default=0, help="also compare peak RSS on 1 and N copies of each corpus")
+    parser.add_argument("--floor-pairs", type=int, default=0,
+                        help="also run torchlint cold and the floor back to back N times: the median ratio")
     args = parser.parse_args()
     skip = {s for s in args.skip.split(",") if s}
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
@@ -166,6 +189,8 @@ def main() -> None:
         run_corpus(name, [str(corpus_path(name))], skip, args.jobs)
         if args.copies > 1:
             copies(name, args.copies, args.jobs)
+        if args.floor_pairs > 0:
+            floor_pairs([str(corpus_path(name))], args.jobs, args.floor_pairs)
     if not args.no_scaling:
         scaling(args.jobs)
 
