@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import IO, Any, Iterator, Optional
 
 from torchlint import __version__, integrity
+from torchlint.diagnostics import Finding
 from torchlint.git_index import maybe_tracked
 from torchlint.hashing import blake2b, compare_digest, content_hash
-from torchlint.diagnostics import Finding
 from torchlint.records import Fix, RecordError
 from torchlint.safe_io import RefusedFile, is_within, read_regular_file, replace_atomically
 

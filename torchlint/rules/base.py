@@ -173,6 +173,7 @@ class Rule:
 
 _Handler = TypeVar("_Handler", bound=Callable[..., Any])
 
+
 def calls_ending(*names: Iterable[str]) -> Callable[[_Handler], _Handler]:
     """Mark a `visit_Call` that returns at once, touching nothing, for a call `x.attr(...)`
     whose `attr` is none of `names` (a QualNames' `lasts`, or plain strings): the walk
