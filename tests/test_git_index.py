@@ -47,7 +47,7 @@ def test_it_never_says_not_tracked_where_git_lists_a_file(repo):
     assert all(maybe for maybe, tracked in answers.values() if tracked), answers
     # untracked directories are answered without git, unless a tracked path spells them
     assert answers["src/fresh_cache"] == (False, False) and answers["empty"] == (False, False)
-    assert answers["data/cache"] == (False, False)  # data/cache-old/ is another directory
+    assert answers["data/cache"] == (True, False)  # data/cache-old/ spells it: git decides
     assert answers["tracked_cache"] == (True, True) and answers["src"] == (True, True)
     assert answers[".torchlint_cache"][0] is True  # src/.torchlint_cache/ holds the bytes: git decides
 
@@ -88,3 +88,50 @@ def test_the_cache_check_starts_no_git_for_an_untracked_cache(repo, monkeypatch)
     monkeypatch.undo()
     _git(repo, "add", "-f", "src/fresh_cache/index.json")
     assert "tracked by git" in cache.refusal(repo / "src" / "fresh_cache", repo, from_config=False)
+
+
+def _check(directory: Path) -> tuple[bool, bool]:
+    """(maybe_tracked, does `git ls-files` list a file there)."""
+    return maybe_tracked(str(directory)), _tracked_by_git(directory, directory)
+
+
+@pytest.mark.parametrize("layout", ["invalid .git between", "bare-like directory", "huge config", "gitlink",
+                                    "sparse index", "commondir", "inside .git"])
+def test_layouts_a_shipped_git_directory_can_take_go_to_git(tmp_path, monkeypatch, layout):
+    """A tree can ship its own `.git` (a tarball): the layouts an attack on the first version
+    found, where git lists files that a plain reading of `.git/index` would miss."""
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    cache_dir = repo / "sub" / "cache"
+    cache_dir.mkdir(parents=True)
+    (cache_dir / "x").write_text("{}")
+    (repo / "other").write_text("x")
+    _git(repo, "add", "sub/cache/x", "other")
+    if layout == "invalid .git between":  # git skips an empty .git and uses the repository above
+        (repo / "sub" / ".git").mkdir()
+    elif layout == "bare-like directory":  # git takes sub/ for a bare repository with a work tree
+        _git(repo / "sub", "init", "-q", "--bare", ".")
+    elif layout == "huge config":
+        with open(repo / ".git" / "config", "a") as config:
+            config.write("#" + "x" * (1 << 20) + "\n")
+    elif layout == "gitlink":
+        _git(repo, "rm", "-q", "--cached", "sub/cache/x")
+        blob = "0" * 39 + "1"  # a commit id: the entry is a submodule, not a file
+        _git(repo, "update-index", "--add", "--cacheinfo", f"160000,{blob},sub/cache")
+    elif layout == "sparse index":
+        (repo / "keep").mkdir()
+        (repo / "keep" / "y").write_text("y")
+        _git(repo, "add", "keep/y")
+        _git(repo, "commit", "-qm", "m")
+        _git(repo, "sparse-checkout", "set", "--cone", "--sparse-index", "keep")
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    elif layout == "commondir":
+        (repo / ".git" / "commondir").write_text(".\n")
+    elif layout == "inside .git":
+        cache_dir = repo / ".git" / "cache"
+        cache_dir.mkdir()
+    maybe, tracked = _check(cache_dir)
+    assert maybe is True, (layout, tracked)
