@@ -96,7 +96,8 @@ def _check(directory: Path) -> tuple[bool, bool]:
 
 
 @pytest.mark.parametrize("layout", ["invalid .git between", "bare-like directory", "huge config", "gitlink",
-                                    "sparse index", "commondir", "inside .git"])
+                                    "sparse index", "commondir", "inside .git", "HEAD with a leading space",
+                                    "HEAD a symlink", "a HEAD and a commondir", "a dangling HEAD"])
 def test_layouts_a_shipped_git_directory_can_take_go_to_git(tmp_path, monkeypatch, layout):
     """A tree can ship its own `.git` (a tarball): the layouts an attack on the first version
     found, where git lists files that a plain reading of `.git/index` would miss."""
@@ -133,5 +134,19 @@ def test_layouts_a_shipped_git_directory_can_take_go_to_git(tmp_path, monkeypatc
     elif layout == "inside .git":
         cache_dir = repo / ".git" / "cache"
         cache_dir.mkdir()
+    elif layout in ("HEAD with a leading space", "HEAD a symlink"):  # a .git git rejects: it goes on up
+        inner = repo / "sub" / ".git"
+        (inner / "objects").mkdir(parents=True)
+        (inner / "refs").mkdir()
+        if layout == "HEAD a symlink":
+            (inner / "H").write_text("ref: refs/heads/main\n")
+            (inner / "HEAD").symlink_to("H")
+        else:
+            (inner / "HEAD").write_text(" ref: refs/heads/main\n")
+    elif layout == "a HEAD and a commondir":  # sub/ is a git directory whose objects live elsewhere
+        (repo / "sub" / "HEAD").write_text("ref: refs/heads/main\n")
+        (repo / "sub" / "commondir").write_text("../.git\n")
+    elif layout == "a dangling HEAD":
+        (repo / "sub" / "HEAD").symlink_to("refs/heads/nope")
     maybe, tracked = _check(cache_dir)
     assert maybe is True, (layout, tracked)

@@ -4,8 +4,8 @@ starting git (a process start and `subprocess`'s import are ~5 ms of a one-file 
 Only the answer "certainly not" is taken from here, and only for the plain layout: a work
 tree whose `.git` is a valid repository directory with nothing that moves git's view (no
 `commondir`, no `core.worktree` or worktree config, no includes, no split or sparse index,
-no GIT_DIR-like variables), and no directory on the way up that git could take for a bare
-repository. In an index of version 2 or 3 every entry's path is stored whole, so a directory
+no GIT_DIR-like variables), and nothing else on the way up to `/` that git could take for a
+repository (another `.git`, a `HEAD`): which of several candidates git uses is its call. In an index of version 2 or 3 every entry's path is stored whole, so a directory
 whose path (relative to the work tree) appears nowhere in the index holds no tracked file,
 nor is it a submodule entry. Anything else answers "maybe", and the caller asks git itself.
 The checked tree may ship its own `.git` (a tarball): every doubt goes to git."""
@@ -45,7 +45,9 @@ def maybe_tracked(directory: str) -> bool:
         return True
     if not data:
         return False  # a repository with nothing added yet
-    needle = rel.replace(os.sep, "/").encode("utf-8", "surrogateescape")
+    if not rel.isascii():
+        return True  # the index may hold another normalization of the name (macOS: NFC against NFD)
+    needle = rel.replace(os.sep, "/").encode("ascii")
     return needle in data or (_FOLDS_CASE and needle.lower() in data.lower())
 
 
@@ -73,40 +75,51 @@ def _plain_index(git_dir: str) -> Optional[bytes]:
 
 
 def _work_tree(directory: str) -> Optional[str]:
-    """The nearest directory at or above `directory` holding a valid `.git` directory; None
-    when there is none and nothing git could take for a repository; "" when something on
-    the way is not plain: a `.git` file (a worktree, a submodule), a `.git` directory git
-    may skip as invalid, a directory laid out like a bare repository, an unreadable one."""
+    """The directory holding the one repository at or above `directory`; None when nothing
+    there could be a repository; "" when the answer is not plain: more than one candidate
+    (git may skip one it finds invalid and use another, so which one it reads is git's
+    call), a `.git` that is not a directory, one that is not plainly valid, a directory with
+    a `HEAD` of its own (git may take it for a bare repository), an unreadable one."""
+    found: list[str] = []
     current = directory
     while True:
-        dot_git = os.path.join(current, ".git")
-        try:
-            mode: Optional[int] = os.lstat(dot_git).st_mode
-        except FileNotFoundError:
-            mode = None
-        except OSError:
-            return ""
-        if mode is not None:
-            return current if stat.S_ISDIR(mode) and _valid_git_dir(dot_git) else ""
-        if _looks_like_git_dir(current):
-            return ""  # git would take it for a bare repository (perhaps with a core.worktree)
+        for name in (".git", "HEAD"):
+            try:
+                os.lstat(os.path.join(current, name))
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return ""
+            found.append(os.path.join(current, name))
         parent = os.path.dirname(current)
         if parent == current:
-            return None
+            break
         current = parent
+    if not found:
+        return None
+    if len(found) > 1 or os.path.basename(found[0]) != ".git" or not _valid_git_dir(found[0]):
+        return ""
+    return os.path.dirname(found[0])
 
 
 def _valid_git_dir(path: str) -> bool:
-    """What git asks of a repository directory: HEAD naming a ref or a commit, objects/, refs/."""
+    """A repository directory in its plainest form: a directory (not a link) whose HEAD is a
+    regular file reading `ref: refs/...` or a commit id, with objects/ and refs/ directories."""
     try:
-        if not (os.path.isdir(os.path.join(path, "objects")) and os.path.isdir(os.path.join(path, "refs"))):
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
             return False
-        with open(os.path.join(path, "HEAD"), "rb") as head:
-            text = head.read(256).strip()
+        head = os.path.join(path, "HEAD")
+        if not stat.S_ISREG(os.lstat(head).st_mode):
+            return False
+        for name in ("objects", "refs"):
+            if not stat.S_ISDIR(os.lstat(os.path.join(path, name)).st_mode):
+                return False
+        with open(head, "rb") as file:
+            text = file.read(256)
     except OSError:
         return False
-    return text.startswith(b"ref: refs/") or (len(text) in (40, 64) and all(c in b"0123456789abcdef" for c in text))
-
-
-def _looks_like_git_dir(path: str) -> bool:
-    return all(os.path.exists(os.path.join(path, name)) for name in ("HEAD", "objects", "refs"))
+    if not text.endswith(b"\n"):
+        return False
+    text = text[:-1]
+    return (text.startswith(b"ref: refs/") and b"\n" not in text) or (
+        len(text) in (40, 64) and all(c in b"0123456789abcdef" for c in text))
