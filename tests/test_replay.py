@@ -100,6 +100,8 @@ def test_a_changed_input_goes_the_normal_way(recorded, tmp_path, monkeypatch, ch
         assert not _answers()  # another working directory: another key
         monkeypatch.chdir(tmp_path)
         (sub / "train.py").rename(tmp_path / "train.py")
+        assert _answers()  # back where it was, the same bytes: the same answer (its stat is new)
+        return
     elif change == "add requirements":
         (tmp_path / "requirements.txt").write_text("torch>=1.8\n")
     elif change == "other flags":
@@ -181,6 +183,49 @@ def test_a_run_that_walked_a_directory_or_warned_is_not_recorded(tmp_path, monke
     monkeypatch.setattr(replay, "_pending", ("key", 0, 0, 0, 0, ("check", "pkg/a.py")))
     replay.spoil()
     assert not replay.record("", 0, ["pkg/a.py"], [], [str(tmp_path)], None, [str(tmp_path)])
+
+
+@pytest.mark.parametrize("save", ["touched", "the same bytes written again", "replaced atomically",
+                                  "a new file beside it"])
+def test_the_same_bytes_saved_again_are_answered(recorded, tmp_path, save):
+    """An editor's save of an unchanged file, pre-commit's stash and restore, a touch: new
+    stat, same bytes, same answer (compared by content hash, the directory's stat left out)."""
+    path = tmp_path / "train.py"
+    if save == "touched":
+        os.utime(path)
+    elif save == "the same bytes written again":
+        path.write_bytes(path.read_bytes())
+    elif save == "replaced atomically":
+        (tmp_path / ".train.py.swp").write_bytes(path.read_bytes())
+        os.replace(tmp_path / ".train.py.swp", path)
+    else:
+        (tmp_path / "notes.txt").write_text("x")
+    assert _answers()
+
+
+def test_bytes_are_compared_unless_a_settled_stat_proves_them(recorded, tmp_path):
+    """A checked file's record holds (stat, hash, trusted): a stat taken outside the racy
+    window answers alone; a racy one, or a new stat, is checked against the hash."""
+    path = str(tmp_path / "train.py")
+    now = replay._stat(path)
+    assert replay._unchanged(path, replay._CONTENT, (now, "not-its-hash", True))  # settled stat, unchanged
+    assert not replay._unchanged(path, replay._CONTENT, (now, "not-its-hash", False))  # racy: the bytes decide
+    from torchlint.hashing import content_hash
+
+    digest = content_hash((tmp_path / "train.py").read_bytes())
+    assert replay._unchanged(path, replay._CONTENT, (None, digest, True))  # another stat, the same bytes
+    os.utime(path)
+    assert not replay._unchanged(path, replay._CONTENT, (replay._stat(path), "not-its-hash", False))
+
+
+def test_a_file_whose_bytes_are_not_the_ones_linted_is_not_recorded(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(replay, "_spoiled", False)
+    (tmp_path / "a.py").write_text(SOURCE)
+    _age(tmp_path / "a.py", tmp_path)
+    monkeypatch.setattr(replay, "_pending", ("key", 0, 0, 0, 0, ("check", "a.py")))
+    assert not replay.record("", 0, ["a.py"], [], [str(tmp_path)], None, [str(tmp_path)], {"a.py": "other-bytes"})
+    assert not replay.record("", 0, ["a.py"], [], [str(tmp_path)], None, [str(tmp_path)], {})  # no hash: no record
 
 
 def test_the_config_names_it_stats_are_the_ones_the_settings_read():

@@ -163,7 +163,7 @@ class Cache:
             return None, data, digest or entry["hash"]
         findings = [Finding.from_cache(display, f) for f in entry["findings"]]
         parse_error = Finding.from_cache(display, entry["parse_error"]) if entry["parse_error"] else None
-        return (findings, parse_error, deps), data, digest
+        return (findings, parse_error, deps), data, digest or entry["hash"]  # the hash of the bytes now there
 
     def _dep_path(self, name: str) -> str:
         return name if os.path.isabs(name) else os.path.join(self.base, name)

@@ -218,11 +218,11 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
             settings = keys.get(shared) or keys.setdefault(
                 shared, settings_key(task.codes, task.options, cache.roots_key(task.index_roots)))
             try:
-                hit = cache.lookup(task.path, settings, task.display, os.stat(task.path), read_limit(task))[0]
+                hit, _, digest = cache.lookup(task.path, settings, task.display, os.stat(task.path), read_limit(task))
             except (OSError, RefusedFile):
                 hit = None  # the worker's read reports it
             if hit is not None:
-                results[i] = FileResult(task.display, hit[0], parse_error=hit[1], deps=hit[2])
+                results[i] = FileResult(task.display, hit[0], parse_error=hit[1], deps=hit[2], digest=digest)
                 continue
             record = settings
         todo.append((i, task, record))

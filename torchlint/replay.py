@@ -14,8 +14,13 @@ and exits with the recorded code: no click, no settings, no rule is imported.
 Anything else (a flag not listed in `_FLAGS`/`_VALUED`, a directory, stdin, a changed input)
 goes the normal way, which records afresh.
 
-Inputs modified within the last seconds are never recorded (git's "racy clean" rule, as in
-torchlint.cache): an edit that keeps size and mtime cannot be missed. The records live in
+A checked file is compared by its bytes: its stat answers only when it was recorded outside
+the racy window (git's "racy clean" rule, as in torchlint.cache), and otherwise (saved again
+unchanged, restored by pre-commit's stash, touched, just written) its content hash is checked
+against the hash of the bytes the answer came from. Other inputs modified within the last
+seconds are never recorded: an edit that keeps size and mtime cannot be missed. A settings
+root is compared by the names of its requirements files, not by the directory's stat, which
+every atomic save in it changes. The records live in
 the user's cache directory next to the MAC key (torchlint.integrity), in a directory of
 mode 0700 and a file of mode 0600 that this user owns; `marshal` reads them (no import
 cost), which is only safe because nothing but this user can write there. A record whose
@@ -39,7 +44,7 @@ if TYPE_CHECKING:
 
     Stat = Optional[tuple[int, ...]]
 
-_FORMAT = 1
+_FORMAT = 2  # 2: checked files by content, settings roots by their requirements files
 _RACY_SECONDS = 2.0
 _MAX_RECORDS = 32  # one file, bounded: pre-commit runs on ever-changing file lists
 _MAX_TEXT = 1 << 20  # characters of recorded stdout
@@ -98,7 +103,10 @@ def user_dir() -> Optional[str]:
     return os.path.join(base, "torchlint", "replay")
 
 
-_LSTAT, _FOLLOW, _KIND = 0, 1, 2  # how an input is compared: its stat, its target's stat, its type only
+# How an input is compared: its stat, its target's stat, its type only, the names of the
+# requirements files a directory lists, a checked file's content (its stat when that proves it).
+_LSTAT, _FOLLOW, _KIND, _LISTING, _CONTENT = 0, 1, 2, 3, 4
+_MAX_INPUT = 64 << 20  # bytes of a checked file compared by content
 
 
 def _stat(path: str, how: int = _LSTAT) -> Stat:
@@ -181,7 +189,7 @@ def serve(argv: list[str]) -> None:
     if not _trusted_dir(directory, paths):
         return
     record: Any = _load(directory).get(key)
-    if not _valid(record) or not all(type(item) is tuple and len(item) == 3 and _stat(item[0], item[1]) == item[2]
+    if not _valid(record) or not all(type(item) is tuple and len(item) == 3 and _unchanged(*item)
                                      for item in record[2]):
         return
     try:
@@ -190,6 +198,53 @@ def serve(argv: list[str]) -> None:
     except (OSError, ValueError) as exc:
         _write_failed(exc)
     raise SystemExit(record[1])
+
+
+def _unchanged(path: Any, how: Any, recorded: Any) -> bool:
+    """Is the input as it was when the answer was recorded?"""
+    if how == _LISTING:
+        return _requirements(path) == recorded
+    if how != _CONTENT:
+        return _stat(path, how) == recorded
+    if type(recorded) is not tuple or len(recorded) != 3:
+        return False
+    stat_then, digest, trusted = recorded
+    now = _stat(path)
+    if now is None or not stat.S_ISREG(now[0]):
+        return False
+    if trusted and now == stat_then:
+        return True  # as git's index does: a stat recorded outside the racy window proves the bytes
+    data = _read(path)  # saved again, restored by pre-commit, touched: the same bytes are the same answer
+    if data is None:
+        return False
+    from torchlint.hashing import content_hash
+
+    return content_hash(data) == digest
+
+
+def _read(path: str) -> Optional[bytes]:
+    """A regular file's bytes, not through a symlink, or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_INPUT:
+            return None
+        return b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _requirements(root: str) -> Optional[tuple[str, ...]]:
+    """The requirements*.txt names a settings root lists (torchlint.project_torch reads them)."""
+    try:
+        return tuple(sorted(n for n in os.listdir(root) if n.startswith("requirements") and n.endswith(".txt")))
+    except OSError:
+        return None
 
 
 def _write_failed(exc: BaseException) -> None:
@@ -227,15 +282,18 @@ def record_report(report: CheckReport, text: str, code: int, color: bool) -> Non
     roots = sorted({str(resolver.default.root), *(str(resolver.for_file(Path(p)).root) for p in files)})
     deps = sorted({dep for r in report.results for dep in r.deps})
     index = str(root / __version__ / "index.json") if root is not None else None
+    digests = {t.path: r.digest for t, r in zip(report.tasks, report.results) if r is not None and r.digest}
     record(neutralize(text), code, files, deps, roots, index,
-           [str(report.cwd), *roots, *([str(root)] if root is not None else [])])
+           [str(report.cwd), *roots, *([str(root)] if root is not None else [])], digests)
 
 
 def record(text: str, code: int, files: list[str], deps: list[str], roots: list[str], cache_index: Optional[str],
-           untrusted: list[str]) -> bool:
+           untrusted: list[str], digests: Optional[dict[str, str]] = None) -> bool:
     """Record this run's answer (stdout `text`, exit `code`) under its key. `files`: the
     checked files; `deps`: what the project index read or looked for; `roots`: the settings
-    roots; `untrusted`: directories the record must not lie in (the project, the cache).
+    roots; `untrusted`: directories the record must not lie in (the project, the cache);
+    `digests`: the content hash of the bytes each checked file's findings came from (a run
+    with a file without one is not recorded).
     Returns whether it was recorded."""
     directory = user_dir()
     if _pending is None or _spoiled or directory is None or len(text) > _MAX_TEXT:
@@ -243,7 +301,7 @@ def record(text: str, code: int, files: list[str], deps: list[str], roots: list[
     named = check_paths(list(_pending[5])) or []
     if {os.path.abspath(p) for p in named} != {os.path.abspath(p) for p in files}:
         return False  # a directory was walked: its listing is an input this record cannot hold
-    inputs = _inputs(files, deps, roots, cache_index)
+    inputs = _inputs(files, deps, roots, cache_index, digests or {})
     if inputs is None:
         return False
     from torchlint import integrity  # the record goes only where a cache key can live
@@ -267,13 +325,14 @@ def record(text: str, code: int, files: list[str], deps: list[str], roots: list[
     return True
 
 
-def _inputs(files: list[str], deps: list[str], roots: list[str],
-            cache_index: Optional[str]) -> Optional[tuple[tuple[str, int, Stat], ...]]:
-    """(path, how it is compared, stat) of every input, or None when one cannot be recorded safely:
-    a checked file that is not a regular file reached without symlinks, or one modified too
-    recently to tell a later edit from it."""
+def _inputs(files: list[str], deps: list[str], roots: list[str], cache_index: Optional[str],
+            digests: dict[str, str]) -> Optional[tuple[tuple[str, int, Any], ...]]:
+    """(path, how it is compared, what it was) of every input, or None when one cannot be
+    recorded safely: a checked file that is not a regular file reached without symlinks, or
+    whose bytes are not the ones linted; another input modified too recently to tell a later
+    edit from it."""
     now = time.time()
-    items: dict[str, tuple[str, int, Stat]] = {}
+    items: dict[str, tuple[str, int, Any]] = {}
 
     def add(path: str, how: int = _LSTAT, racy: bool = True) -> bool:
         st = _stat(path, how)
@@ -283,11 +342,12 @@ def _inputs(files: list[str], deps: list[str], roots: list[str],
     dirs: set[str] = {os.path.realpath(os.getcwd())}
     for path in files:
         absolute = os.path.abspath(path)
-        if os.path.realpath(absolute) != absolute or not add(path):
+        if os.path.realpath(absolute) != absolute:
             return None
-        st = items[path][2]
-        if st is None or not stat.S_ISREG(st[0]):
+        content = _content(path, digests.get(path), now)
+        if content is None:
             return None
+        items[path] = (path, _CONTENT, content)
         dirs.add(os.path.dirname(absolute))
     if not all(add(os.path.abspath(dep), _FOLLOW) for dep in deps):
         return None
@@ -298,18 +358,37 @@ def _inputs(files: list[str], deps: list[str], roots: list[str],
         # changes (replaced whole by git, so no racy window); a repository appearing too.
         if add(os.path.join(directory, ".git"), _KIND) and items[os.path.join(directory, ".git")][2]:
             add(os.path.join(directory, ".git", "index"), racy=False)
-    for root in roots:  # the directory's own stat: a requirements file added or removed
-        if not add(root) or not all(add(os.path.join(root, name)) for name in ROOT_NAMES):
+    for root in roots:  # its requirements files by name: one added or removed changes the torch floor
+        if not all(add(os.path.join(root, name)) for name in ROOT_NAMES):
             return None
-        try:
-            names = sorted(n for n in os.listdir(root) if n.startswith("requirements") and n.endswith(".txt"))
-        except OSError:
+        names = _requirements(root)
+        if names is None:
             return None
+        items[root] = (root, _LISTING, names)
         if not all(add(os.path.join(root, name), _FOLLOW) for name in names):
             return None
     if cache_index is not None:
         add(cache_index, racy=False)  # replaced atomically, never edited in place: a new inode
     return tuple(items.values())
+
+
+def _content(path: str, digest: Optional[str], now: float) -> Optional[tuple[Stat, str, bool]]:
+    """(stat, content hash, whether the stat alone proves the bytes) of a checked file whose
+    bytes now are the ones its findings came from (`digest`), or None: no digest, or the file
+    changed since it was read. Read between two stats, so a write in between is seen."""
+    if digest is None:
+        return None
+    before = _stat(path)
+    if before is None or not stat.S_ISREG(before[0]):
+        return None
+    data = _read(path)
+    if data is None or _stat(path) != before:
+        return None
+    from torchlint.hashing import content_hash
+
+    if content_hash(data) != digest:
+        return None
+    return before, digest, now - before[4] / 1e9 >= _RACY_SECONDS
 
 
 def _ancestors(dirs: set[str]) -> list[str]:
