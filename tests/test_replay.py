@@ -228,6 +228,62 @@ def test_a_file_whose_bytes_are_not_the_ones_linted_is_not_recorded(tmp_path, mo
     assert not replay.record("", 0, ["a.py"], [], [str(tmp_path)], None, [str(tmp_path)], {})  # no hash: no record
 
 
+def test_a_linked_config_whose_target_changes_goes_the_normal_way(tmp_path, monkeypatch):
+    """A config that is a symlink: the settings read its target, so the record holds the
+    target's stat too (an attack found the link's own stat alone replayed a stale answer)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(replay, "_spoiled", False)
+    (tmp_path / "a.py").write_text(SOURCE)
+    (tmp_path / "real.toml").write_text("ignore = []\n")
+    (tmp_path / "torchlint.toml").symlink_to("real.toml")
+    _age(tmp_path / "a.py", tmp_path / "real.toml", tmp_path)
+    past = time.time() - 3600
+    os.utime(tmp_path / "torchlint.toml", (past, past), follow_symlinks=False)
+    from torchlint.hashing import content_hash
+
+    digests = {"a.py": content_hash((tmp_path / "a.py").read_bytes())}
+    inputs = replay._inputs(["a.py"], [], [str(tmp_path)], None, digests)
+    assert inputs is not None
+    assert all(replay._unchanged(*item) for item in inputs)
+    (tmp_path / "real.toml").write_text('ignore = ["TL101"]\n')
+    assert not all(replay._unchanged(*item) for item in inputs)
+
+
+def test_a_directory_replaced_by_a_link_goes_the_normal_way(tmp_path, monkeypatch):
+    """The project moved and a symlink put in its place: the same bytes at the same path, but
+    the settings are now found above the link's target."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "a.py").write_text(SOURCE)
+    _age(project / "a.py", project)
+    monkeypatch.chdir(tmp_path)
+    from torchlint.hashing import content_hash
+
+    digests = {"proj/a.py": content_hash((project / "a.py").read_bytes())}
+    inputs = replay._inputs(["proj/a.py"], [], [str(project)], None, digests)
+    assert inputs is not None and all(replay._unchanged(*item) for item in inputs)
+    (tmp_path / "other").mkdir()
+    project.rename(tmp_path / "other" / "real")
+    project.symlink_to(tmp_path / "other" / "real")
+    assert not all(replay._unchanged(*item) for item in inputs)
+
+
+@pytest.mark.parametrize("failure", ["timed out", "a rule failed"])
+def test_a_run_with_a_timed_out_or_failed_file_is_not_recorded(monkeypatch, failure):
+    """As the lint cache: a file past lint-timeout, or one a rule crashed on, is tried again."""
+    from types import SimpleNamespace
+
+    result = SimpleNamespace(timed_out=failure == "timed out", internal_error="boom" if failure != "timed out" else None)
+    monkeypatch.setattr(replay, "_pending", ("key",))
+    monkeypatch.setattr(replay, "_spoiled", False)
+
+    def must_not_record(*args, **kwargs):
+        raise AssertionError("recorded")
+
+    monkeypatch.setattr(replay, "record", must_not_record)
+    replay.record_report(SimpleNamespace(results=[result]), "text", 0, False)  # type: ignore[arg-type]
+
+
 def test_the_config_names_it_stats_are_the_ones_the_settings_read():
     # A copy, so that a replay imports no config module; kept in step here.
     from torchlint.config import CONFIG_FILES

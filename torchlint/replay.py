@@ -104,8 +104,9 @@ def user_dir() -> Optional[str]:
 
 
 # How an input is compared: its stat, its target's stat, its type only, the names of the
-# requirements files a directory lists, a checked file's content (its stat when that proves it).
-_LSTAT, _FOLLOW, _KIND, _LISTING, _CONTENT = 0, 1, 2, 3, 4
+# requirements files a directory lists, a checked file's content (its stat when that proves
+# it), the path it resolves to.
+_LSTAT, _FOLLOW, _KIND, _LISTING, _CONTENT, _REAL = 0, 1, 2, 3, 4, 5
 _MAX_INPUT = 64 << 20  # bytes of a checked file compared by content
 
 
@@ -204,6 +205,11 @@ def _unchanged(path: Any, how: Any, recorded: Any) -> bool:
     """Is the input as it was when the answer was recorded?"""
     if how == _LISTING:
         return _requirements(path) == recorded
+    if how == _REAL:
+        try:
+            return os.path.realpath(os.path.abspath(path)) == recorded
+        except (OSError, ValueError):
+            return False
     if how != _CONTENT:
         return _stat(path, how) == recorded
     if type(recorded) is not tuple or len(recorded) != 3:
@@ -273,6 +279,8 @@ def record_report(report: CheckReport, text: str, code: int, color: bool) -> Non
     """Record a finished `check` (cli._finish_report) whose only output is `text` on stdout."""
     if not pending() or (not color and "\x1b" in text):  # click strips those: not the bytes we hold
         return
+    if any(r.timed_out or r.internal_error for r in report.results):
+        return  # as the lint cache: a file past lint-timeout, or a rule that failed, is tried again
     from pathlib import Path
 
     from torchlint.output.ci_safe import neutralize  # the bytes the stream filter lets out
@@ -337,18 +345,18 @@ def _inputs(files: list[str], deps: list[str], roots: list[str], cache_index: Op
     def add(path: str, how: int = _LSTAT, racy: bool = True) -> bool:
         st = _stat(path, how)
         items[path] = (path, how, st)
+        if how == _LSTAT and st is not None and stat.S_ISLNK(st[0]):  # a linked config: its target's bytes too
+            return add_target(path, racy) and (not racy or now - st[4] / 1e9 >= _RACY_SECONDS)
         return st is None or how == _KIND or not racy or now - st[4] / 1e9 >= _RACY_SECONDS
 
+    def add_target(path: str, racy: bool) -> bool:
+        st = _stat(path, _FOLLOW)
+        items[path + "\0target"] = (path, _FOLLOW, st)
+        return st is None or not racy or now - st[4] / 1e9 >= _RACY_SECONDS
+
     dirs: set[str] = {os.path.realpath(os.getcwd())}
-    for path in files:
-        absolute = os.path.abspath(path)
-        if os.path.realpath(absolute) != absolute:
-            return None
-        content = _content(path, digests.get(path), now)
-        if content is None:
-            return None
-        items[path] = (path, _CONTENT, content)
-        dirs.add(os.path.dirname(absolute))
+    if not _checked_files(files, digests, now, items, dirs):
+        return None
     if not all(add(os.path.abspath(dep), _FOLLOW) for dep in deps):
         return None
     for directory in _ancestors(dirs):
@@ -370,6 +378,23 @@ def _inputs(files: list[str], deps: list[str], roots: list[str], cache_index: Op
     if cache_index is not None:
         add(cache_index, racy=False)  # replaced atomically, never edited in place: a new inode
     return tuple(items.values())
+
+
+def _checked_files(files: list[str], digests: dict[str, str], now: float, items: dict[str, tuple[str, int, Any]],
+                   dirs: set[str]) -> bool:
+    """Add each checked file's content and resolved path to `items`, its directory to `dirs`;
+    False when one cannot be recorded (reached through a link, not the bytes linted)."""
+    for path in files:
+        absolute = os.path.abspath(path)
+        if os.path.realpath(absolute) != absolute:
+            return False
+        content = _content(path, digests.get(path), now)
+        if content is None:
+            return False
+        items[path] = (path, _CONTENT, content)
+        items[path + "\0real"] = (path, _REAL, absolute)  # no directory on its way replaced by a link
+        dirs.add(os.path.dirname(absolute))
+    return True
 
 
 def _content(path: str, digest: Optional[str], now: float) -> Optional[tuple[Stat, str, bool]]:
