@@ -147,21 +147,9 @@ def _trusted_dir(directory: str, paths: list[str]) -> bool:
 
 
 def _load(directory: str) -> dict[Any, Any]:
-    path = os.path.join(directory, f"records-{__version__}.bin")
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
+    data = _read(os.path.join(directory, f"records-{__version__}.bin"), _MAX_BYTES, private=True)
+    if data is None:
         return {}
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o077 or st.st_uid != os.geteuid() \
-                or st.st_size > _MAX_BYTES:
-            return {}
-        data = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
-    except OSError:
-        return {}
-    finally:
-        os.close(fd)
     try:
         records = marshal.loads(data)
     except (ValueError, EOFError, TypeError):
@@ -228,15 +216,17 @@ def _unchanged(path: Any, how: Any, recorded: Any) -> bool:
     return content_hash(data) == digest
 
 
-def _read(path: str) -> Optional[bytes]:
-    """A regular file's bytes, not through a symlink, or None."""
+def _read(path: str, limit: int = _MAX_INPUT, private: bool = False) -> Optional[bytes]:
+    """A regular file's bytes, not through a symlink, at most `limit` of them, or None.
+    `private`: only a file of this user's that no one else can read or write."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except (OSError, ValueError):
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_INPUT:
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit or (
+                private and (st.st_mode & 0o077 or st.st_uid != os.geteuid())):
             return None
         return b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
     except OSError:
@@ -342,17 +332,13 @@ def _inputs(files: list[str], deps: list[str], roots: list[str], cache_index: Op
     now = time.time()
     items: dict[str, tuple[str, int, Any]] = {}
 
-    def add(path: str, how: int = _LSTAT, racy: bool = True) -> bool:
+    def add(path: str, how: int = _LSTAT, racy: bool = True, key: Optional[str] = None) -> bool:
         st = _stat(path, how)
-        items[path] = (path, how, st)
-        if how == _LSTAT and st is not None and stat.S_ISLNK(st[0]):  # a linked config: its target's bytes too
-            return add_target(path, racy) and (not racy or now - st[4] / 1e9 >= _RACY_SECONDS)
-        return st is None or how == _KIND or not racy or now - st[4] / 1e9 >= _RACY_SECONDS
-
-    def add_target(path: str, racy: bool) -> bool:
-        st = _stat(path, _FOLLOW)
-        items[path + "\0target"] = (path, _FOLLOW, st)
-        return st is None or not racy or now - st[4] / 1e9 >= _RACY_SECONDS
+        items[key or path] = (path, how, st)
+        ok = st is None or how == _KIND or not racy or _settled(st, now)
+        if ok and how == _LSTAT and st is not None and stat.S_ISLNK(st[0]):  # a linked config: its target too
+            return add(path, _FOLLOW, racy, key=path + "\0target")
+        return ok
 
     dirs: set[str] = {os.path.realpath(os.getcwd())}
     if not _checked_files(files, digests, now, items, dirs):
@@ -413,7 +399,12 @@ def _content(path: str, digest: Optional[str], now: float) -> Optional[tuple[Sta
 
     if content_hash(data) != digest:
         return None
-    return before, digest, now - before[4] / 1e9 >= _RACY_SECONDS
+    return before, digest, _settled(before, now)
+
+
+def _settled(st: tuple[int, ...], now: float) -> bool:
+    """Modified longer ago than the racy window: a later edit cannot keep this stat."""
+    return now - st[4] / 1e9 >= _RACY_SECONDS
 
 
 def _ancestors(dirs: set[str]) -> list[str]:
