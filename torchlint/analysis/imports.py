@@ -73,11 +73,6 @@ class QualNames(frozenset):
         self.lasts = frozenset(n.rpartition(".")[2] for n in self)
         return self
 
-    def may_name(self, node: ast.AST) -> bool:
-        """Could `node` (a call's func) name one of these? False only for an attribute whose
-        name ends none of them; a bare name may be an alias of anything."""
-        return not isinstance(node, ast.Attribute) or node.attr in self.lasts
-
 
 def qualify(node: ast.AST, resolve_base: Callable[[str], Optional[str]]) -> Optional[str]:
     """`a.b.c` -> the canonical qualified name, given what the base name `a` stands for."""

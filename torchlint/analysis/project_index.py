@@ -38,8 +38,8 @@ from functools import lru_cache
 from typing import Callable, Optional, Union
 
 from torchlint.analysis.imports import ImportTable
-from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, is_within, read_regular_file
 from torchlint.hashing import content_hash
+from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, is_within, read_regular_file
 
 _FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 MAX_DEPTH = 12  # re-exports and base classes followed through at most this many modules

@@ -235,7 +235,7 @@ class SemanticModel(CrossFile):
         if type(node) is not ast.Call:
             return None
         func = node.func  # type: ignore[attr-defined]
-        if type(func) is ast.Attribute and func.attr not in names.lasts:  # names.may_name, inlined (hot)
+        if type(func) is ast.Attribute and func.attr not in names.lasts:  # a bare name may be an alias of anything
             return None
         found = self.qualname(func)
         return found if found in names else None
