@@ -422,15 +422,24 @@ def probe_ddp_loader_sharding(params: dict, device: str) -> tuple[str, str]:
     group = layers is None or "net namespace" in layers or "UNSANDBOXED" in layers
     with tempfile.TemporaryDirectory() as tmp:
         outs = [os.path.join(tmp, f"rank{r}.json") for r in range(2)]
-        # fork: the ranks start in a moment; no thread of this worker runs while they do.
-        procs = [multiprocessing.get_context("fork").Process(
-            target=_sharding_rank, args=(r, 2, os.path.join(tmp, "store"), outs[r], given, group)) for r in range(2)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(120)
-        if any(p.exitcode != 0 for p in procs):
-            return "skipped", f"a probe rank failed (exit codes {[p.exitcode for p in procs]})"
+        # Up to 3 tries, each with a fresh file store: gloo's TCP setup can abort a rank on a
+        # busy machine, which says nothing about the loader.
+        for attempt in range(3):
+            # fork: the ranks start in a moment; no thread of this worker runs while they do.
+            procs = [multiprocessing.get_context("fork").Process(
+                target=_sharding_rank, args=(r, 2, os.path.join(tmp, f"store{attempt}"), outs[r], given, group))
+                for r in range(2)]
+            for p in procs:
+                p.start()
+            for p in procs:
+                p.join(120)
+                if p.is_alive():  # hung: it must not hold the next try's store or port
+                    p.kill()
+                    p.join()
+            if all(p.exitcode == 0 for p in procs):
+                break
+        else:
+            return "skipped", f"a probe rank failed 3 times (exit codes {[p.exitcode for p in procs]})"
         got = []
         for out in outs:
             with open(out, encoding="utf-8") as f:

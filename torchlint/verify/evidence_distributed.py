@@ -10,10 +10,14 @@ from typing import Any, Callable, Optional
 
 # TL501, from torchlint.rules.distributed.mean_reduction_under_ddp
 def _ddp_rank(rank: int, world: int, store: str, out: str, ignore_index: int, kind: str = "ce") -> None:
+    import os
+
     import torch
     import torch.distributed as dist
     import torch.nn as nn
 
+    # Its own stderr file: what a crashed rank printed (a C++ abort's message) reaches the evidence.
+    os.dup2(os.open(f"{store}.rank{rank}.err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 2)
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
     torch.manual_seed(0)
     model = nn.Linear(3, 4)
@@ -65,12 +69,42 @@ def _no_loopback_tcp() -> bool:
 
 
 # TL501, from torchlint.rules.distributed.mean_reduction_under_ddp
-def probe_mean_under_ddp(params: dict, device: str) -> tuple[str, str]:
+def _ddp_gradient(ignore_index: int, kind: str) -> Any:
+    """rank 0's weight gradient after one DDP step of 2 gloo ranks. Up to 3 tries: gloo's TCP
+    setup can abort a rank on a busy machine (std::terminate from a connection the peer reset),
+    which says nothing about the hazard; a rank that fails 3 times raises, with its stderr."""
     import os
     import tempfile
 
     import torch
     import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "grad.pt")
+        for attempt in range(3):
+            store = os.path.join(tmp, f"store{attempt}")  # a file store serves one process group only
+            try:
+                # spawn, not fork: forking a process whose OpenMP/gloo threads are running can deadlock.
+                mp.start_processes(_ddp_rank, args=(2, store, out, ignore_index, kind), nprocs=2, join=True,
+                                   start_method="spawn")
+                return torch.load(out, weights_only=True)
+            except (mp.ProcessExitedException, mp.ProcessRaisedException) as exc:
+                failure, printed = exc, _tail(f"{store}.rank{exc.error_index}.err")
+        raise RuntimeError(f"{failure} in 3 tries; it printed: {printed or 'nothing'}")
+
+
+# TL501, from torchlint.rules.distributed.mean_reduction_under_ddp
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read()[-600:].decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+# TL501, from torchlint.rules.distributed.mean_reduction_under_ddp
+def probe_mean_under_ddp(params: dict, device: str) -> tuple[str, str]:
+    import torch
     import torch.nn as nn
 
     if _no_loopback_tcp():
@@ -80,12 +114,7 @@ def probe_mean_under_ddp(params: dict, device: str) -> tuple[str, str]:
     loss = str(params.get("loss", "F.cross_entropy"))
     how = "an explicit reduction='mean'" if params.get("explicit") else "the default reduction='mean'"
     kind = "ce" if any(name in loss for name in _MASKING_LOSSES) else "mse"
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "grad.pt")
-        # spawn, not fork: forking a process whose OpenMP/gloo threads are running can deadlock.
-        mp.start_processes(_ddp_rank, args=(2, os.path.join(tmp, "store"), out, ignore_index, kind), nprocs=2,
-                           join=True, start_method="spawn")
-        ddp_grad = torch.load(out, weights_only=True)
+    ddp_grad = _ddp_gradient(ignore_index, kind)
     torch.manual_seed(0)
     model = nn.Linear(3, 4)
     xs, ys = zip(*(_ddp_batch(r, ignore_index, kind) for r in range(2)))
