@@ -137,6 +137,25 @@ def test_a_module_that_appears_invalidates_what_was_concluded_without_it(tmp_pat
     assert _run(tmp_path, {ATTRIBUTE}, paths=["net.py"], no_cache=False, monkeypatch=monkeypatch) == []
 
 
+def test_a_package_marker_that_appears_invalidates_what_was_resolved_without_it(tmp_path, monkeypatch):
+    """Without app/__init__.py, app/train.py is the top-level module `train` and `models` is
+    app/models.py; with it, train.py is `app.train` and `models` is the models.py above app/,
+    as `python -m app.train` would import. The marker is a dependency, absent or present."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "train.py").write_text(NET.replace("from ..layers", "from models"))
+    (app / "models.py").write_text("class Base:\n    pass\n")
+    (tmp_path / "models.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    assert _run(tmp_path, {ATTRIBUTE}, no_cache=False, monkeypatch=monkeypatch) == []
+    assert _entries(tmp_path)["app/train.py"]["deps"]["app/__init__.py"] is None
+    (app / "__init__.py").write_text("")
+    found = _found(_run(tmp_path, {ATTRIBUTE}, no_cache=False, monkeypatch=monkeypatch))
+    assert found == {(os.path.join("app", "train.py"), 8, ATTRIBUTE)}
+    assert _found(_run(tmp_path, {ATTRIBUTE}, no_cache=True, monkeypatch=monkeypatch)) == found
+    (app / "__init__.py").unlink()
+    assert _run(tmp_path, {ATTRIBUTE}, no_cache=False, monkeypatch=monkeypatch) == []
+
+
 def test_a_single_file_run_sees_the_modules_it_imports(tmp_path, monkeypatch, run_cli):
     root = _copy(MODULES, tmp_path)
     code, out, _ = run_cli("check", "--no-cache", "--select", ATTRIBUTE, "--output-format", "concise",
@@ -344,5 +363,6 @@ def test_checked_directories_are_import_roots_unless_they_are_packages(tmp_path,
     test_file = str(tmp_path / "tests" / "test_net.py")
     index = ProjectIndex(test_file, (str(tmp_path / "src" / "pkg"), str(tmp_path / "tests")))
     assert index.module("layers") is None and index.module("pkg.layers") is None
-    assert not any("src" in dep for dep in index.deps)
+    # Nothing probed under src/pkg: only its marker, which decides that it is not searched.
+    assert [dep for dep in index.deps if "src" in dep] == [str(tmp_path / "src" / "pkg" / "__init__.py")]
     assert ProjectIndex(test_file, (str(tmp_path / "src"), str(tmp_path / "tests"))).module("pkg.layers") is not None

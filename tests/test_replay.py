@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from torchlint import integrity, replay
+from torchlint import catalog, integrity, replay
 from torchlint.cli import main
 
 SOURCE = "import torch\n\nnet = torch.nn.Linear(4, 2)\nwith torch.no_grad():\n    loss = net(x).mean()\n    loss.backward()\n"
@@ -301,3 +301,42 @@ def test_version_is_answered_without_click_as_click_answers_it(tmp_path):
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True)
     clicked = CliRunner().invoke(main, ["--version"], prog_name="torchlint")
     assert (done.stdout, done.returncode, done.stderr) == (clicked.output, clicked.exit_code, "[]")
+
+
+def test_a_package_marker_that_appears_goes_the_normal_way(tmp_path, monkeypatch):
+    """app/train.py imports `models`: app/models.py while app/ is no package, the models.py
+    above it once app/__init__.py exists. The marker's absence is an input of the answer."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(replay, "_isatty", lambda fd: False)
+    monkeypatch.setattr(replay, "_VOLATILE_ENV", replay._VOLATILE_ENV | {"PYTEST_CURRENT_TEST"})
+    (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\n")  # its directory is an index root
+    (tmp_path / "models.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "models.py").write_text("class Base:\n    pass\n")
+    (app / "train.py").write_text("import torch\nfrom models import Base\n\n\nclass Net(Base):\n"
+                                  "    def __init__(self):\n        super().__init__()\n"
+                                  "        self.mask = torch.ones(3)\n\n    def forward(self, x):\n"
+                                  "        return x * self.mask\n")
+    code = catalog.by_name()["unregistered-tensor-attribute"].code
+    argv = ["check", "app/train.py", "--select", code, "-q"]
+    assert CliRunner().invoke(main, argv).exit_code == 0  # fills the lint cache
+    _age(*tmp_path.rglob("*"), tmp_path)
+    for _ in range(2):  # a cache hit records too
+        monkeypatch.setattr(replay, "_pending", None)
+        monkeypatch.setattr(replay, "_spoiled", False)
+        try:
+            replay.serve(argv)
+        except SystemExit:
+            break
+        assert CliRunner().invoke(main, argv).exit_code == 0
+    with pytest.raises(SystemExit):
+        replay.serve(argv)  # recorded: unchanged inputs are answered
+    (app / "__init__.py").write_text("")
+    _age(app / "__init__.py", app)
+    monkeypatch.setattr(replay, "_pending", None)
+    try:
+        replay.serve(argv)
+    except SystemExit:
+        pytest.fail("answered from a record made while app/ was no package")
+    assert code in CliRunner().invoke(main, argv).output  # Base is now the nn.Module above app/

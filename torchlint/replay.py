@@ -6,8 +6,8 @@ nothing on stderr, its answer is recorded: the exact stdout text and exit code, 
 of everything the command line and the process see (the arguments, the working directory,
 the environment, which streams are terminals, the Python and torchlint versions), with the
 stat of every input the answer came from: the checked files, the modules the project index
-read or looked for, every config file name in every directory above them (present or not),
-the settings roots (a new requirements file changes the torch floor), git's index (a cache
+read or looked for and the `__init__.py` markers that named them, every config file name in
+every directory above them (present or not), the settings roots (a new requirements file changes the torch floor), git's index (a cache
 directory git tracks is refused with a warning), and the lint cache's index. The next
 identical run stats those inputs and, when all are as they were, prints the recorded text
 and exits with the recorded code: no click, no settings, no rule is imported.

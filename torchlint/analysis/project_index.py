@@ -13,6 +13,7 @@ about its own names go to the semantic model. A lint that asks nothing of other 
 nothing, so the cost is paid where a question needs it.
 
 Every path probed, found or not, is recorded in `deps` with its content hash (None: absent),
+and so are the `__init__.py` markers that decided the file's module name and search paths,
 so the findings cache can tell when a file a result depends on has changed, appeared or
 gone. What is read follows the rules of the tree walk: only regular files, only below the
 allowed roots, at most max-file-size, never a stdlib or torch module. The allowed roots are
@@ -163,6 +164,8 @@ def _realpath(path: str) -> str:
 # same imports. Forgotten at the start of each run (`new_run`), so a long-lived process (the
 # language server) sees modules that appear or go between runs.
 _PROBED: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[tuple[str, ...], Optional[tuple[str, bool]]]] = {}
+# The content hash of each package marker (`__init__.py`, None: absent) asked about this run.
+_MARKERS: dict[str, Optional[str]] = {}
 
 
 def new_run() -> None:
@@ -170,6 +173,8 @@ def new_run() -> None:
     what the last run froze back to the cyclic GC, so a long-lived process (the language
     server) frees the cycles left by its earlier runs."""
     _PROBED.clear()
+    _MARKERS.clear()
+    _is_package.cache_clear()  # a long-lived process sees a package marker appear between runs
     gc.unfreeze()
 
 
@@ -210,6 +215,17 @@ def _remember(real: str, parsed: tuple[tuple[int, int, int], str, Optional[Modul
         _parsed_bytes -= _PARSED.popitem(last=False)[1][0][0]
 
 
+def _markers_above(path: str, top: str) -> list[str]:
+    """The `__init__.py` paths `module_name_of` looked at: one per directory from the file's
+    own up to `top`, whose marker is absent (where the walk stopped)."""
+    directory, markers = os.path.dirname(path), []
+    while True:
+        markers.append(os.path.join(directory, "__init__.py"))
+        if directory == top or os.path.dirname(directory) == directory:
+            return markers
+        directory = os.path.dirname(directory)
+
+
 @lru_cache(maxsize=256)
 def _is_package(directory: str) -> bool:
     """Does `directory` hold an `__init__.py`? A checked directory is searched like a
@@ -235,6 +251,10 @@ class ProjectIndex:
         search = [top, os.path.dirname(self.path), *(r for r in self.roots if not _is_package(r))]
         self.search = tuple(dict.fromkeys(_realpath(s) for s in search))
         self.deps: dict[str, Optional[str]] = {}  # path -> content hash, None: absent
+        # The `__init__.py` files that decided this file's module name and the search paths:
+        # adding app/__init__.py makes `import models` mean the models.py above app/.
+        self._markers: Optional[list[str]] = [*_markers_above(self.path, top),
+                                              *(os.path.join(r, "__init__.py") for r in self.roots)]
         self._modules: dict[str, Optional[ModuleInfo]] = {}  # dotted name -> module (kept alive)
         self._definitions: dict[str, Optional[tuple[ModuleInfo, ast.AST]]] = {}
         self._module_memo: dict[str, bool] = {}
@@ -261,6 +281,9 @@ class ProjectIndex:
         """The module `dotted` of the project, or None (not found, not allowed, not Python)."""
         if dotted in self._modules:
             return self._modules[dotted]
+        if self._markers is not None:  # an answer from other files: recorded with what located them
+            self._record_markers(self._markers)
+            self._markers = None
         found = None
         if dotted and dotted.split(".", 1)[0] not in _NEVER:
             key = (dotted, self.search, self.roots)
@@ -275,6 +298,20 @@ class ProjectIndex:
                 found = self._load(hit[0], dotted, hit[1])
         self._modules[dotted] = found
         return found
+
+    def _record_markers(self, markers: list[str]) -> None:
+        """Each package marker below the allowed roots as a dependency. Outside them nothing is
+        read, so a marker added above the roots goes unnoticed until the file changes."""
+        for marker in markers:
+            if not is_within(marker, self.roots):
+                continue
+            if marker not in _MARKERS:
+                try:
+                    _MARKERS[marker] = content_hash(read_regular_file(_realpath(marker), self.max_bytes)) \
+                        if is_within(_realpath(marker), self.roots) else None
+                except (OSError, RefusedFile):
+                    _MARKERS[marker] = None
+            self.deps[marker] = _MARKERS[marker]
 
     def _probe(self, dotted: str) -> tuple[tuple[str, ...], Optional[tuple[str, bool]]]:
         """(the candidates found unusable, the first usable one and whether it is a package).
