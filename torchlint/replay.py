@@ -18,7 +18,9 @@ A checked file is compared by its bytes: its stat answers only when it was recor
 the racy window (git's "racy clean" rule, as in torchlint.cache), and otherwise (saved again
 unchanged, restored by pre-commit's stash, touched, just written) its content hash is checked
 against the hash of the bytes the answer came from. Other inputs modified within the last
-seconds are never recorded: an edit that keeps size and mtime cannot be missed. A settings
+seconds are never recorded: an edit that keeps size and mtime cannot be missed. Nor is an
+input that changed during the run: a module the index read must still hold the bytes it read,
+and the settings files must have the stat they had as the run began. A settings
 root is compared by the names of its requirements files, not by the directory's stat, which
 every atomic save in it changes. The records live in
 the user's cache directory next to the MAC key (torchlint.integrity), in a directory of
@@ -60,6 +62,9 @@ ROOT_NAMES = ("pyproject.toml", "setup.cfg")  # torchlint.project_torch reads th
 
 _pending: "Optional[tuple[Any, ...]]" = None  # this process's key, when its run may be recorded
 _spoiled = False  # something went to stderr: the run is not recorded
+# The settings files above the checked files as this run began, before the settings read
+# them: one edited while the run went on must not be recorded with the answer it did not give.
+_early: "dict[str, Stat]" = {}
 
 
 def check_paths(argv: list[str]) -> Optional[list[str]]:
@@ -166,6 +171,7 @@ def serve(argv: list[str]) -> None:
     """Answer `argv` from its record and exit, or return (after noting that the normal run
     may record its answer)."""
     global _pending
+    _early.clear()
     paths = check_paths(argv)
     directory = user_dir()
     if paths is None or directory is None or sys.stdout is None or not hasattr(os, "geteuid"):
@@ -180,6 +186,8 @@ def serve(argv: list[str]) -> None:
     record: Any = _load(directory).get(key)
     if not _valid(record) or not all(type(item) is tuple and len(item) == 3 and _unchanged(*item)
                                      for item in record[2]):
+        dirs = {os.path.dirname(os.path.realpath(p)) for p in paths} | {os.path.realpath(os.getcwd())}
+        _early.update((path, _stat(path)) for d in _ancestors(dirs) for path in _settings_files(d))
         return
     try:
         sys.stdout.write(record[0])
@@ -278,17 +286,22 @@ def record_report(report: CheckReport, text: str, code: int, color: bool) -> Non
     resolver, root = report.resolver, report.cache_root
     files = [t.path for t in report.tasks]
     roots = sorted({str(resolver.default.root), *(str(resolver.for_file(Path(p)).root) for p in files)})
-    deps = sorted({dep for r in report.results for dep in r.deps})
+    deps: dict[str, Optional[str]] = {}
+    for result in report.results:
+        for dep, digest in result.deps.items():
+            if deps.setdefault(dep, digest) != digest:
+                return  # two files saw different bytes there: it changed during the run
     index = str(root / __version__ / "index.json") if root is not None else None
     digests = {t.path: r.digest for t, r in zip(report.tasks, report.results) if r is not None and r.digest}
     record(neutralize(text), code, files, deps, roots, index,
            [str(report.cwd), *roots, *([str(root)] if root is not None else [])], digests)
 
 
-def record(text: str, code: int, files: list[str], deps: list[str], roots: list[str], cache_index: Optional[str],
-           untrusted: list[str], digests: Optional[dict[str, str]] = None) -> bool:
+def record(text: str, code: int, files: list[str], deps: dict[str, Optional[str]], roots: list[str],
+           cache_index: Optional[str], untrusted: list[str], digests: Optional[dict[str, str]] = None) -> bool:
     """Record this run's answer (stdout `text`, exit `code`) under its key. `files`: the
-    checked files; `deps`: what the project index read or looked for; `roots`: the settings
+    checked files; `deps`: what the project index read (path -> content hash of the bytes
+    read) or looked for (None); `roots`: the settings
     roots; `untrusted`: directories the record must not lie in (the project, the cache);
     `digests`: the content hash of the bytes each checked file's findings came from (a run
     with a file without one is not recorded).
@@ -323,12 +336,13 @@ def record(text: str, code: int, files: list[str], deps: list[str], roots: list[
     return True
 
 
-def _inputs(files: list[str], deps: list[str], roots: list[str], cache_index: Optional[str],
+def _inputs(files: list[str], deps: dict[str, Optional[str]], roots: list[str], cache_index: Optional[str],
             digests: dict[str, str]) -> Optional[tuple[tuple[str, int, Any], ...]]:
     """(path, how it is compared, what it was) of every input, or None when one cannot be
     recorded safely: a checked file that is not a regular file reached without symlinks, or
-    whose bytes are not the ones linted; another input modified too recently to tell a later
-    edit from it."""
+    whose bytes are not the ones linted; a module the index read whose bytes are not the ones
+    it read; a settings file changed since the run began; another input modified too recently
+    to tell a later edit from it."""
     now = time.time()
     items: dict[str, tuple[str, int, Any]] = {}
 
@@ -343,7 +357,7 @@ def _inputs(files: list[str], deps: list[str], roots: list[str], cache_index: Op
     dirs: set[str] = {os.path.realpath(os.getcwd())}
     if not _checked_files(files, digests, now, items, dirs):
         return None
-    if not all(add(os.path.abspath(dep), _FOLLOW) for dep in deps):
+    if not all(add(os.path.abspath(dep), _FOLLOW) and _as_read(dep, digest) for dep, digest in deps.items()):
         return None
     for directory in _ancestors(dirs):
         if not all(add(os.path.join(directory, name)) for name in CONFIG_NAMES):
@@ -363,7 +377,27 @@ def _inputs(files: list[str], deps: list[str], roots: list[str], cache_index: Op
             return None
     if cache_index is not None:
         add(cache_index, racy=False)  # replaced atomically, never edited in place: a new inode
+    if any(items[path][2] != st for path, st in _early.items() if path in items and items[path][1] == _LSTAT):
+        return None
     return tuple(items.values())
+
+
+def _as_read(dep: str, digest: Optional[str]) -> bool:
+    """Are a module's bytes now the ones the index read (`digest`; None: it found none)?
+    Read between two stats, so a write in between is seen."""
+    before = _stat(dep, _FOLLOW)
+    if digest is None:  # found unusable: still so, unless a module appeared during the run
+        return before is None or not stat.S_ISREG(before[0])
+    if before is None:
+        return False
+    try:
+        with open(dep, "rb") as f:  # the index followed links too (below its roots)
+            data = f.read(_MAX_INPUT + 1)
+    except OSError:
+        return False
+    from torchlint.hashing import content_hash
+
+    return _stat(dep, _FOLLOW) == before and content_hash(data) == digest
 
 
 def _checked_files(files: list[str], digests: dict[str, str], now: float, items: dict[str, tuple[str, int, Any]],
@@ -400,6 +434,10 @@ def _content(path: str, digest: Optional[str], now: float) -> Optional[tuple[Sta
     if content_hash(data) != digest:
         return None
     return before, digest, _settled(before, now)
+
+
+def _settings_files(directory: str) -> list[str]:
+    return [os.path.join(directory, name) for name in (*CONFIG_NAMES, *ROOT_NAMES[1:])]
 
 
 def _settled(st: tuple[int, ...], now: float) -> bool:
