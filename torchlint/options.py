@@ -31,7 +31,7 @@ DEFAULT_VERIFY_TIMEOUT = 120.0
 # The torch release that `torch-version` defaults to: what migration rules (TL9xx) treat as
 # the oldest torch the code must still run on. See rules_docs/TL901-deprecated-torch-api.md.
 DEFAULT_TORCH_VERSION = "2.4"
-_TORCH_VERSION_RE = re.compile(r"^[0-9]+\.[0-9]+$")
+_TORCH_VERSION = r"^[0-9]+\.[0-9]+$"  # compiled when a config sets one (by `re`)
 
 
 class ConfigError(Exception):
@@ -135,7 +135,7 @@ def _version(where: Path, option: Option, value: Any) -> str:
 
 def check_torch_version(value: Any, where: str) -> str:
     """`"2.4"`: major.minor, as a string (a TOML float would turn 2.10 into 2.1)."""
-    if not isinstance(value, str) or not _TORCH_VERSION_RE.match(value):
+    if not isinstance(value, str) or not re.match(_TORCH_VERSION, value):
         raise ConfigError(f"{where} must be a string \"MAJOR.MINOR\" such as \"2.4\", got {value!r}")
     return value
 
@@ -279,7 +279,7 @@ def _schema_type(option: Option) -> dict[str, Any]:
     if option.kind == "path":
         return {"type": "string", "minLength": 1}
     if option.kind == "version":
-        return {"type": "string", "pattern": _TORCH_VERSION_RE.pattern}
+        return {"type": "string", "pattern": _TORCH_VERSION}
     if option.kind == "size":
         return {"anyOf": [{"type": "string", "pattern": r"^\s*[0-9.]+\s*([KkMmGg][Ii]?)?[Bb]?\s*$"},
                           {"type": "integer", "minimum": 1, "maximum": option.ceiling}]}

@@ -12,20 +12,20 @@ from typing import Any, Iterable, Optional
 
 from torchlint.safe_io import RefusedFile, read_regular_file
 
-_REQUIREMENT = re.compile(r"^\s*torch\s*(\[[^\]]*\])?\s*(?P<spec>[^;#]*)")
-_FLOOR = re.compile(r"(>=|==|~=)\s*(?P<major>[0-9]+)\.(?P<minor>[0-9]+)")
+_REQUIREMENT = r"^\s*torch\s*(\[[^\]]*\])?\s*(?P<spec>[^;#]*)"  # compiled when first used (by `re`)
+_FLOOR = r"(>=|==|~=)\s*(?P<major>[0-9]+)\.(?P<minor>[0-9]+)"
 _MAX_BYTES = 1 << 20  # a requirements file or setup.cfg larger than this is not read
 
 
 def floor_of(requirement: str) -> Optional[str]:
     """"2.7" for `torch>=2.7`, `torch==2.7.1`, `torch~=2.7`, `torch>=2.7,<3`; None otherwise."""
-    m = _REQUIREMENT.match(requirement)
+    m = re.match(_REQUIREMENT, requirement)
     if m is None:
         return None
     spec = m.group("spec").strip()
     if spec[:1].isalnum() or spec[:1] in ("-", "_", "."):
         return None  # `torchvision>=0.20`, `torch-geometric`: another package
-    found = _FLOOR.search(spec)
+    found = re.search(_FLOOR, spec)
     return f"{int(found.group('major'))}.{int(found.group('minor'))}" if found else None
 
 
@@ -75,8 +75,18 @@ def _from_setup_cfg(root: Path) -> Optional[str]:
     return _first_floor(parser.get("options", "install_requires", fallback="").splitlines())
 
 
+def requirements_names(root: str) -> list[str]:
+    """The `requirements*.txt` names in `root`, sorted (as `Path.glob` would find them, without
+    compiling its pattern on every run; torchlint.replay lists them the same way)."""
+    return sorted(n for n in os.listdir(root) if n.startswith("requirements") and n.endswith(".txt"))
+
+
 def _from_requirements(root: Path) -> Optional[str]:
-    for path in sorted(root.glob("requirements*.txt")):
+    try:
+        names = requirements_names(str(root))
+    except OSError:
+        return None
+    for path in (root / name for name in names):
         text = _text(path) if _inside(path, root) else None
         found = _first_floor(text.splitlines()) if text is not None else None
         if found is not None:

@@ -100,7 +100,7 @@ def read_fd(fd: int, limit: int) -> bytes:
 # one behind, and the next write into that directory removes it once that pid is gone.
 TEMP_PREFIX = ".torchlint-"
 TEMP_SUFFIX = ".tmp"
-_TEMP_NAME = re.compile(r"\.torchlint-(\d+)-[A-Za-z0-9_]+\.tmp\Z")
+_TEMP_NAME = r"\.torchlint-(\d+)-[A-Za-z0-9_]+\.tmp\Z"  # compiled when first used (by `re`)
 STALE_TEMP_SECONDS = 300  # a pid can be reused (or live in another PID namespace): also wait
 _swept: set[str] = set()
 
@@ -117,7 +117,7 @@ def sweep_stale_temps(directory: str) -> None:
         return
     now = time.time()
     for name in names:
-        match = _TEMP_NAME.match(name)
+        match = re.match(_TEMP_NAME, name)
         if match is None or int(match[1]) == os.getpid() or _pid_alive(int(match[1])):
             continue
         path = os.path.join(directory, name)

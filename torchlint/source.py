@@ -21,13 +21,13 @@ def split_lines(text: str) -> list[str]:
     return LINE_BREAK.split(text) if "\r" in text else text.split("\n")
 
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_LINE = r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z"  # compiled when a diff is asked for (by `re`)
 
 
 def lines_with_breaks(text: str) -> list[str]:
     """The physical lines of `text` with their breaks (the last one may have none), split
     where the parser splits them: `str.splitlines(keepends=True)` without its extra breaks."""
-    return _LINE.findall(text)
+    return re.findall(_LINE, text)
 
 
 def physical_lines(text: str) -> list[str]:
@@ -124,22 +124,23 @@ class SourceFile:
 
 
 # Syntax that a newer Python accepts but the running one may not; used to explain
-# a parse failure instead of just saying "invalid syntax".
+# a parse failure instead of just saying "invalid syntax". Patterns, compiled (and cached by
+# `re`) only when a file fails to parse.
 _NEWER_SYNTAX = [
-    ((3, 10), re.compile(r"^\s*(match\s+\S.*:|case\s+\S.*:)\s*(#.*)?$"), "match statements"),
-    ((3, 10), re.compile(r"^\s*with\s*\(.*"), "parenthesized context managers"),
-    ((3, 11), re.compile(r"^\s*except\s*\*"), "except* (exception groups)"),
-    ((3, 12), re.compile(r"^\s*type\s+\w+(\[.*\])?\s*="), "type aliases (PEP 695)"),
-    ((3, 12), re.compile(r"^\s*(async\s+)?(def|class)\s+\w+\["), "type parameters (PEP 695)"),
-    ((3, 12), re.compile(r"f(['\"]).*\{[^}]*\1"), "nested quotes in f-strings (PEP 701)"),
-    ((3, 14), re.compile(r"^\s*except\s+[\w.]+\s*,\s*[\w.]+.*:"), "except without parentheses (PEP 758)"),
+    ((3, 10), r"^\s*(match\s+\S.*:|case\s+\S.*:)\s*(#.*)?$", "match statements"),
+    ((3, 10), r"^\s*with\s*\(.*", "parenthesized context managers"),
+    ((3, 11), r"^\s*except\s*\*", "except* (exception groups)"),
+    ((3, 12), r"^\s*type\s+\w+(\[.*\])?\s*=", "type aliases (PEP 695)"),
+    ((3, 12), r"^\s*(async\s+)?(def|class)\s+\w+\[", "type parameters (PEP 695)"),
+    ((3, 12), r"f(['\"]).*\{[^}]*\1", "nested quotes in f-strings (PEP 701)"),
+    ((3, 14), r"^\s*except\s+[\w.]+\s*,\s*[\w.]+.*:", "except without parentheses (PEP 758)"),
 ]
 
 
 def newer_syntax_hint(line: str) -> Optional[str]:
     running = sys.version_info[:2]
     for version, pattern, what in _NEWER_SYNTAX:
-        if running < version and pattern.search(line):
+        if running < version and re.search(pattern, line):
             return (
                 f"this line uses {what}, which needs Python {version[0]}.{version[1]}+; "
                 f"torchlint is running on Python {running[0]}.{running[1]}"
