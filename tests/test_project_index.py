@@ -156,6 +156,85 @@ def test_a_package_marker_that_appears_invalidates_what_was_resolved_without_it(
     assert _run(tmp_path, {ATTRIBUTE}, no_cache=False, monkeypatch=monkeypatch) == []
 
 
+BASE_MODULE = "import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n"
+
+
+def _two_bases(root: Path, train_import: str) -> Path:
+    """root/models.py has an nn.Module Base, root/app/models.py a plain one; app/train.py's
+    Net(Base) is flagged only when `train_import` reaches the first."""
+    app = root / "app"
+    app.mkdir(parents=True)
+    (app / "train.py").write_text(NET.replace("from ..layers import Base", train_import))
+    (app / "models.py").write_text("class Base:\n    pass\n")
+    (root / "models.py").write_text(BASE_MODULE)
+    return app
+
+
+def _cached_and_fresh(root: Path, monkeypatch, paths: list[str] | None = None) -> tuple[set, set]:
+    return (_found(_run(root, {ATTRIBUTE}, paths=paths, no_cache=False, monkeypatch=monkeypatch)),
+            _found(_run(root, {ATTRIBUTE}, paths=paths, no_cache=True, monkeypatch=monkeypatch)))
+
+
+def test_a_marker_that_makes_a_relative_import_resolve_is_a_dependency(tmp_path, monkeypatch):
+    """`from ..models import Base` resolves to nothing while app/ is no package: no module is
+    looked up, yet the marker's absence decided the answer."""
+    app = _two_bases(tmp_path, "from ..models import Base")
+    (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\n")
+    assert _cached_and_fresh(tmp_path, monkeypatch) == (set(), set())
+    (app / "__init__.py").write_text("")
+    cached, fresh = _cached_and_fresh(tmp_path, monkeypatch)
+    assert cached == fresh == {(os.path.join("app", "train.py"), 8, ATTRIBUTE)}
+
+
+def test_a_marker_above_the_allowed_roots_is_a_dependency_by_existence(tmp_path, monkeypatch):
+    """Only app/ is a root (no config, no git): proj/__init__.py appearing above it renames
+    app/train.py to proj.app.train, and `app.models` no longer resolves. Its existence is
+    recorded (a stat); nothing above the roots is read."""
+    app = _two_bases(tmp_path / "proj", "from app.models import Base")
+    (app / "__init__.py").write_text("")
+    (app / "models.py").write_text(BASE_MODULE)
+    paths = [os.path.join("proj", "app", "train.py")]
+    flagged = {(paths[0], 8, ATTRIBUTE)}
+    assert _cached_and_fresh(tmp_path, monkeypatch, paths) == (flagged, flagged)
+    (tmp_path / "proj" / "__init__.py").write_text("")
+    assert _cached_and_fresh(tmp_path, monkeypatch, paths) == (set(), set())
+
+
+@pytest.mark.parametrize("marker", ["link", "oversized"])
+def test_a_marker_that_cannot_be_read_is_recorded_by_existence(tmp_path, monkeypatch, marker):
+    app = _two_bases(tmp_path / "proj", "from models import Base")
+    config = "[tool.torchlint]\n" + ("max-file-size = 1000\n" if marker == "oversized" else "")
+    (tmp_path / "proj" / "pyproject.toml").write_text(config)
+    if marker == "link":
+        (tmp_path / "outside.py").write_text("")
+        (app / "__init__.py").symlink_to(tmp_path / "outside.py")  # outside the allowed roots
+    else:
+        (app / "__init__.py").write_text("#" * 2000 + "\n")  # past max-file-size
+    root = tmp_path / "proj"
+    flagged = {(os.path.join("app", "train.py"), 8, ATTRIBUTE)}
+    assert _cached_and_fresh(root, monkeypatch) == (flagged, flagged)
+    (app / "__init__.py").unlink()
+    assert _cached_and_fresh(root, monkeypatch) == (set(), set())
+
+
+def test_a_marker_that_appears_while_a_file_is_linted_is_recorded_as_it_was_seen(tmp_path, monkeypatch):
+    from torchlint.analysis import project_index as pi
+
+    app = _two_bases(tmp_path, "from models import Base")
+    (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\n")
+    made = pi.ProjectIndex.__init__
+
+    def saved_meanwhile(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        (app / "__init__.py").write_text("")  # the module name was decided without it
+
+    monkeypatch.setattr(pi.ProjectIndex, "__init__", saved_meanwhile)
+    assert _found(_run(tmp_path, {ATTRIBUTE}, paths=["app/train.py"], no_cache=False, monkeypatch=monkeypatch)) == set()
+    monkeypatch.setattr(pi.ProjectIndex, "__init__", made)
+    cached, fresh = _cached_and_fresh(tmp_path, monkeypatch, ["app/train.py"])
+    assert cached == fresh == {("app/train.py", 8, ATTRIBUTE)}
+
+
 def test_a_single_file_run_sees_the_modules_it_imports(tmp_path, monkeypatch, run_cli):
     root = _copy(MODULES, tmp_path)
     code, out, _ = run_cli("check", "--no-cache", "--select", ATTRIBUTE, "--output-format", "concise",

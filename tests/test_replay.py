@@ -384,3 +384,60 @@ def _digest(path: Path) -> str:
     from torchlint.hashing import content_hash
 
     return content_hash(path.read_bytes())
+
+
+@pytest.mark.parametrize("edited, record_dir", [("pyproject", False), ("requirements", True), ("linked", True)])
+def test_a_settings_file_edited_during_the_run_is_not_replayed(tmp_path, monkeypatch, edited, record_dir):
+    """The settings read the config (or the torch floor's requirements, or a linked config's
+    target) at the start; it is edited while the files are linted and aged past the racy
+    window (`cp -p`, `tar x`). The answer came from the old bytes: it is not recorded. Also
+    for the first record, when the record directory does not exist yet."""
+    from torchlint import api
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if record_dir:
+        os.makedirs(replay.user_dir(), 0o700)
+    project = tmp_path / "p"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(replay, "_isatty", lambda fd: False)
+    monkeypatch.setattr(replay, "_VOLATILE_ENV", replay._VOLATILE_ENV | {"PYTEST_CURRENT_TEST"})
+    (project / "train.py").write_text("import torch\n\nwith torch.cuda.amp.autocast():\n    pass\n")  # TL906 on torch >= 2.4
+    config = project / ("real.toml" if edited == "linked" else "pyproject.toml")
+    if edited == "requirements":
+        (project / "pyproject.toml").write_text("[tool.torchlint]\n")
+        target, after = project / "requirements.txt", "torch>=2.5\n"
+        target.write_text("torch>=2.0\n")
+    else:
+        config.write_text('[tool.torchlint]\nignore = ["TL906"]\n')
+        target, after = config, "[tool.torchlint]\n"
+        if edited == "linked":
+            (project / "pyproject.toml").symlink_to("real.toml")
+    argv = ["check", "train.py", "-q"]
+    assert CliRunner().invoke(main, argv).exit_code == 0  # fills the lint cache
+    _age(*(p for p in project.iterdir() if not p.is_symlink()), project)
+    if edited == "linked":
+        past = time.time() - 3600
+        os.utime(project / "pyproject.toml", (past, past), follow_symlinks=False)
+    monkeypatch.setattr(replay, "_pending", None)
+    monkeypatch.setattr(replay, "_spoiled", False)
+    assert not _answers()
+    linted = api.run_tasks
+
+    def edited_meanwhile(*args, **kwargs):
+        results = linted(*args, **kwargs)
+        target.write_text(after)
+        _age(target)
+        return results
+
+    monkeypatch.setattr(api, "run_tasks", edited_meanwhile)
+    assert CliRunner().invoke(main, argv).exit_code == 0  # the answer of the old settings
+    monkeypatch.setattr(api, "run_tasks", linted)
+    monkeypatch.setattr(replay, "_pending", None)
+    assert not _answers()
+    assert CliRunner().invoke(main, [*argv, "--no-cache"]).exit_code == 1  # what the settings now say
+    monkeypatch.setattr(replay, "_pending", None)
+    assert not _answers()
+    assert CliRunner().invoke(main, argv).exit_code == 1  # nothing edited during this one: recorded
+    monkeypatch.setattr(replay, "_pending", None)
+    assert _answers()

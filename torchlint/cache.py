@@ -32,12 +32,12 @@ from typing import IO, Any, Iterator, Optional
 from torchlint import __version__, integrity
 from torchlint.diagnostics import Finding
 from torchlint.git_index import maybe_tracked
-from torchlint.hashing import blake2b, compare_digest, content_hash
+from torchlint.hashing import EXISTS, blake2b, compare_digest, content_hash
 from torchlint.records import Fix, RecordError
 from torchlint.safe_io import RefusedFile, is_within, read_regular_file, replace_atomically
 
 CACHE_DIR_NAME = ".torchlint_cache"
-_FORMAT = 9  # 9: BLAKE2b hashes and MACs; 8: entries list the files they depend on; 7: notebook findings keep their fixes (cell rows); 6: entries carry a MAC; 5: findings carry `help`
+_FORMAT = 10  # 10: deps include the package markers that named the module; 9: BLAKE2b hashes and MACs; 8: entries list the files they depend on; 7: notebook findings keep their fixes (cell rows); 6: entries carry a MAC; 5: findings carry `help`
 _RACY_SECONDS = 2.0
 MAX_INDEX_BYTES = 256 * 1024 * 1024
 _MAX_TEXT = 20_000  # characters in one cached string
@@ -159,7 +159,8 @@ class Cache:
             if digest != entry["hash"]:
                 return None, data, digest
         deps = {self._dep_path(name): recorded for name, recorded in entry["deps"].items()}
-        if any(self._current_hash(dep, max_bytes) != recorded for dep, recorded in deps.items()):
+        if not all(os.path.isfile(dep) if recorded == EXISTS else self._current_hash(dep, max_bytes) == recorded
+                   for dep, recorded in deps.items()):
             return None, data, digest or entry["hash"]
         findings = [Finding.from_cache(display, f) for f in entry["findings"]]
         parse_error = Finding.from_cache(display, entry["parse_error"]) if entry["parse_error"] else None

@@ -14,7 +14,11 @@ try:
 except ImportError:  # pragma: no cover - not CPython
     from hmac import compare_digest  # type: ignore[no-redef]
 
-__all__ = ["compare_digest", "content_hash", "keyed_hash"]
+__all__ = ["EXISTS", "compare_digest", "content_hash", "keyed_hash"]
+
+# A dependency recorded by existence, not by its bytes: a package marker (`__init__.py`)
+# names a package by being a file, whatever it holds (torchlint.analysis.project_index).
+EXISTS = "exists"
 
 
 def content_hash(data: bytes) -> str:

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from torchlint import replay
 from torchlint.safe_io import RefusedFile, read_regular_file
 
 _REQUIREMENT = r"^\s*torch\s*(\[[^\]]*\])?\s*(?P<spec>[^;#]*)"  # compiled when first used (by `re`)
@@ -42,7 +43,9 @@ def _inside(path: Path, root: Path) -> bool:
 
 def _text(path: Path) -> Optional[str]:
     try:
-        return read_regular_file(str(path), _MAX_BYTES).decode("utf-8")
+        data = read_regular_file(str(path), _MAX_BYTES)
+        replay.note_read(str(path), data)
+        return data.decode("utf-8")
     except (RefusedFile, OSError, UnicodeDecodeError):
         return None
 

@@ -19,8 +19,8 @@ the racy window (git's "racy clean" rule, as in torchlint.cache), and otherwise 
 unchanged, restored by pre-commit's stash, touched, just written) its content hash is checked
 against the hash of the bytes the answer came from. Other inputs modified within the last
 seconds are never recorded: an edit that keeps size and mtime cannot be missed. Nor is an
-input that changed during the run: a module the index read must still hold the bytes it read,
-and the settings files must have the stat they had as the run began. A settings
+input that changed during the run: a module or settings file the run read must still hold
+the bytes it read, and the settings file names must have the stat they had as the run began. A settings
 root is compared by the names of its requirements files, not by the directory's stat, which
 every atomic save in it changes. The records live in
 the user's cache directory next to the MAC key (torchlint.integrity), in a directory of
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     Stat = Optional[tuple[int, ...]]
 
-_FORMAT = 2  # 2: checked files by content, settings roots by their requirements files
+_FORMAT = 3  # 3: deps include package markers, settings files by the bytes read; 2: checked files by content, settings roots by their requirements files
 _RACY_SECONDS = 2.0
 _MAX_RECORDS = 32  # one file, bounded: pre-commit runs on ever-changing file lists
 _MAX_TEXT = 1 << 20  # characters of recorded stdout
@@ -65,6 +65,8 @@ _spoiled = False  # something went to stderr: the run is not recorded
 # The settings files above the checked files as this run began, before the settings read
 # them: one edited while the run went on must not be recorded with the answer it did not give.
 _early: "dict[str, Stat]" = {}
+# And the settings files the run read (configs, requirements): path -> the hash of the bytes read.
+_reads: "dict[str, str]" = {}
 
 
 def check_paths(argv: list[str]) -> Optional[list[str]]:
@@ -172,6 +174,7 @@ def serve(argv: list[str]) -> None:
     may record its answer)."""
     global _pending
     _early.clear()
+    _reads.clear()
     paths = check_paths(argv)
     directory = user_dir()
     if paths is None or directory is None or sys.stdout is None or not hasattr(os, "geteuid"):
@@ -181,9 +184,7 @@ def serve(argv: list[str]) -> None:
     except OSError:
         return
     _pending = key
-    if not _trusted_dir(directory, paths):
-        return
-    record: Any = _load(directory).get(key)
+    record: Any = _load(directory).get(key) if _trusted_dir(directory, paths) else None
     if not _valid(record) or not all(type(item) is tuple and len(item) == 3 and _unchanged(*item)
                                      for item in record[2]):
         dirs = {os.path.dirname(os.path.realpath(p)) for p in paths} | {os.path.realpath(os.getcwd())}
@@ -267,6 +268,15 @@ def spoil() -> None:
     """The run wrote to stderr (a warning, an error): its answer is not recorded."""
     global _spoiled
     _spoiled = True
+
+
+def note_read(path: str, data: bytes) -> None:
+    """The run read this settings file: its answer is recorded only while the file still holds
+    these bytes (an edit during a run, or one a link's stat hides, is not replayed)."""
+    if _pending is not None:
+        from torchlint.hashing import content_hash
+
+        _reads[os.path.abspath(path)] = content_hash(data)
 
 
 def pending() -> bool:
@@ -379,13 +389,19 @@ def _inputs(files: list[str], deps: dict[str, Optional[str]], roots: list[str], 
         add(cache_index, racy=False)  # replaced atomically, never edited in place: a new inode
     if any(items[path][2] != st for path, st in _early.items() if path in items and items[path][1] == _LSTAT):
         return None
+    if not all(_as_read(path, digest) for path, digest in _reads.items()):
+        return None
     return tuple(items.values())
 
 
 def _as_read(dep: str, digest: Optional[str]) -> bool:
     """Are a module's bytes now the ones the index read (`digest`; None: it found none)?
     Read between two stats, so a write in between is seen."""
+    from torchlint.hashing import EXISTS, content_hash
+
     before = _stat(dep, _FOLLOW)
+    if digest == EXISTS:  # a package marker: it still is one (its stat is recorded)
+        return before is not None and stat.S_ISREG(before[0])
     if digest is None:  # found unusable: still so, unless a module appeared during the run
         return before is None or not stat.S_ISREG(before[0])
     if before is None:
@@ -395,8 +411,6 @@ def _as_read(dep: str, digest: Optional[str]) -> bool:
             data = f.read(_MAX_INPUT + 1)
     except OSError:
         return False
-    from torchlint.hashing import content_hash
-
     return _stat(dep, _FOLLOW) == before and content_hash(data) == digest
 
 

@@ -13,7 +13,8 @@ about its own names go to the semantic model. A lint that asks nothing of other 
 nothing, so the cost is paid where a question needs it.
 
 Every path probed, found or not, is recorded in `deps` with its content hash (None: absent),
-and so are the `__init__.py` markers that decided the file's module name and search paths,
+and so are the `__init__.py` markers that decided the file's module name and search paths
+(`EXISTS` or None, as they were seen: a marker names a package by existing, whatever it holds),
 so the findings cache can tell when a file a result depends on has changed, appeared or
 gone. What is read follows the rules of the tree walk: only regular files, only below the
 allowed roots, at most max-file-size, never a stdlib or torch module. The allowed roots are
@@ -39,7 +40,7 @@ from functools import lru_cache
 from typing import Callable, Optional, Union
 
 from torchlint.analysis.imports import ImportTable
-from torchlint.hashing import content_hash
+from torchlint.hashing import EXISTS, content_hash
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, is_within, read_regular_file
 
 _FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -134,16 +135,29 @@ def relative_base(package: str, level: int, module: Optional[str]) -> Optional[s
 def module_name_of(path: str) -> tuple[str, str, bool]:
     """(dotted module name, the directory it is importable from, is a package) for a file,
     by the `__init__.py` files above it."""
+    return _module_name_and_markers(path)[:3]
+
+
+def _module_name_and_markers(path: str) -> tuple[str, str, bool, dict[str, Optional[str]]]:
+    """`module_name_of`, and the markers it saw: each `__init__.py` above the file up to the
+    first absent one, as `EXISTS` or None. Recorded as seen, so an answer and its deps come
+    from one look at the tree even when a marker appears while a run goes on."""
     directory, base = os.path.split(os.path.abspath(path))
     stem = base.rsplit(".", 1)[0]
     is_package = stem == "__init__"
     parts = [] if is_package else [stem]
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
+    markers: dict[str, Optional[str]] = {}
+    while True:
+        marker = os.path.join(directory, "__init__.py")
+        if not os.path.isfile(marker):
+            markers[marker] = None
+            break
+        markers[marker] = EXISTS
         directory, name = os.path.split(directory)
         parts.insert(0, name)
         if not name:
             break
-    return ".".join(parts), directory, is_package
+    return ".".join(parts), directory, is_package, markers
 
 
 # Parsed modules by resolved path, shared by every file linted in this process: a module
@@ -164,8 +178,6 @@ def _realpath(path: str) -> str:
 # same imports. Forgotten at the start of each run (`new_run`), so a long-lived process (the
 # language server) sees modules that appear or go between runs.
 _PROBED: dict[tuple[str, tuple[str, ...], tuple[str, ...]], tuple[tuple[str, ...], Optional[tuple[str, bool]]]] = {}
-# The content hash of each package marker (`__init__.py`, None: absent) asked about this run.
-_MARKERS: dict[str, Optional[str]] = {}
 
 
 def new_run() -> None:
@@ -173,7 +185,6 @@ def new_run() -> None:
     what the last run froze back to the cyclic GC, so a long-lived process (the language
     server) frees the cycles left by its earlier runs."""
     _PROBED.clear()
-    _MARKERS.clear()
     _is_package.cache_clear()  # a long-lived process sees a package marker appear between runs
     gc.unfreeze()
 
@@ -215,17 +226,6 @@ def _remember(real: str, parsed: tuple[tuple[int, int, int], str, Optional[Modul
         _parsed_bytes -= _PARSED.popitem(last=False)[1][0][0]
 
 
-def _markers_above(path: str, top: str) -> list[str]:
-    """The `__init__.py` paths `module_name_of` looked at: one per directory from the file's
-    own up to `top`, whose marker is absent (where the walk stopped)."""
-    directory, markers = os.path.dirname(path), []
-    while True:
-        markers.append(os.path.join(directory, "__init__.py"))
-        if directory == top or os.path.dirname(directory) == directory:
-            return markers
-        directory = os.path.dirname(directory)
-
-
 @lru_cache(maxsize=256)
 def _is_package(directory: str) -> bool:
     """Does `directory` hold an `__init__.py`? A checked directory is searched like a
@@ -247,14 +247,14 @@ class ProjectIndex:
         self.path = os.path.abspath(path)
         self.roots = tuple(_realpath(r) for r in roots)
         self.max_bytes = max_bytes
-        self.name, top, self.is_package = module_name_of(path)
+        self.name, top, self.is_package, markers = _module_name_and_markers(path)
         search = [top, os.path.dirname(self.path), *(r for r in self.roots if not _is_package(r))]
         self.search = tuple(dict.fromkeys(_realpath(s) for s in search))
-        self.deps: dict[str, Optional[str]] = {}  # path -> content hash, None: absent
-        # The `__init__.py` files that decided this file's module name and the search paths:
-        # adding app/__init__.py makes `import models` mean the models.py above app/.
-        self._markers: Optional[list[str]] = [*_markers_above(self.path, top),
-                                              *(os.path.join(r, "__init__.py") for r in self.roots)]
+        # path -> content hash, None: absent. First the markers that decided the module name
+        # and the search paths (adding app/__init__.py makes `import models`, or `from ..models`,
+        # mean the models.py above app/), above the roots too: a stat, nothing read.
+        self.deps: dict[str, Optional[str]] = {
+            **markers, **{os.path.join(r, "__init__.py"): EXISTS if _is_package(r) else None for r in self.roots}}
         self._modules: dict[str, Optional[ModuleInfo]] = {}  # dotted name -> module (kept alive)
         self._definitions: dict[str, Optional[tuple[ModuleInfo, ast.AST]]] = {}
         self._module_memo: dict[str, bool] = {}
@@ -281,9 +281,6 @@ class ProjectIndex:
         """The module `dotted` of the project, or None (not found, not allowed, not Python)."""
         if dotted in self._modules:
             return self._modules[dotted]
-        if self._markers is not None:  # an answer from other files: recorded with what located them
-            self._record_markers(self._markers)
-            self._markers = None
         found = None
         if dotted and dotted.split(".", 1)[0] not in _NEVER:
             key = (dotted, self.search, self.roots)
@@ -298,20 +295,6 @@ class ProjectIndex:
                 found = self._load(hit[0], dotted, hit[1])
         self._modules[dotted] = found
         return found
-
-    def _record_markers(self, markers: list[str]) -> None:
-        """Each package marker below the allowed roots as a dependency. Outside them nothing is
-        read, so a marker added above the roots goes unnoticed until the file changes."""
-        for marker in markers:
-            if not is_within(marker, self.roots):
-                continue
-            if marker not in _MARKERS:
-                try:
-                    _MARKERS[marker] = content_hash(read_regular_file(_realpath(marker), self.max_bytes)) \
-                        if is_within(_realpath(marker), self.roots) else None
-                except (OSError, RefusedFile):
-                    _MARKERS[marker] = None
-            self.deps[marker] = _MARKERS[marker]
 
     def _probe(self, dotted: str) -> tuple[tuple[str, ...], Optional[tuple[str, bool]]]:
         """(the candidates found unusable, the first usable one and whether it is a package).
@@ -339,7 +322,7 @@ class ProjectIndex:
         except OSError:
             usable = False
         if not usable:
-            self.deps[candidate] = None
+            self.deps.setdefault(candidate, None)  # a marker seen to exist stays so
         return usable
 
     def _load(self, path: str, dotted: str, is_package: bool) -> Optional[ModuleInfo]:
