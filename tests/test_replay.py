@@ -130,6 +130,21 @@ TRAIN = "import torch.nn as nn\nfrom pkg.models import Net\n\nmodel = Net()\nlos
         "for x, y in batches:\n    loss = loss_fn(model(x), y)\n    loss.backward()\n"
 
 
+def _record_until_answered(argv: list[str], monkeypatch, expected) -> None:
+    """Run `argv` in-process until its answer is recorded (a cache hit records too), each
+    run's output passing `expected`; then unchanged inputs are answered."""
+    for _ in range(2):
+        monkeypatch.setattr(replay, "_pending", None)
+        monkeypatch.setattr(replay, "_spoiled", False)
+        try:
+            replay.serve(argv)
+        except SystemExit:
+            break
+        assert expected(CliRunner().invoke(main, argv))
+    with pytest.raises(SystemExit):
+        replay.serve(argv)
+
+
 def test_a_module_the_file_imports_edited_in_place_goes_the_normal_way(tmp_path, monkeypatch):
     """The project index read pkg/models.py for train.py's finding: it is an input, also when
     a cache hit answered the run and when the edit leaves every directory's stat alone."""
@@ -144,16 +159,7 @@ def test_a_module_the_file_imports_edited_in_place_goes_the_normal_way(tmp_path,
     argv = ["check", "train.py", "--select", "TL401", "-q"]
     assert "TL401" in CliRunner().invoke(main, argv).output  # fills the lint cache
     _age(tmp_path / "train.py", models, tmp_path / "pkg", tmp_path)
-    for _ in range(2):  # a cache hit records too
-        monkeypatch.setattr(replay, "_pending", None)
-        monkeypatch.setattr(replay, "_spoiled", False)
-        try:
-            replay.serve(argv)
-        except SystemExit:
-            break
-        assert "TL401" in CliRunner().invoke(main, argv).output
-    with pytest.raises(SystemExit):
-        replay.serve(argv)  # recorded: unchanged inputs are answered
+    _record_until_answered(argv, monkeypatch, lambda out: "TL401" in out.output)
     with open(models, "r+", encoding="utf-8") as f:  # in place: no directory's stat changes
         f.write(HEAD.format(out="self.fc(x)          "))
     _age(models)
@@ -322,16 +328,7 @@ def test_a_package_marker_that_appears_goes_the_normal_way(tmp_path, monkeypatch
     argv = ["check", "app/train.py", "--select", code, "-q"]
     assert CliRunner().invoke(main, argv).exit_code == 0  # fills the lint cache
     _age(*tmp_path.rglob("*"), tmp_path)
-    for _ in range(2):  # a cache hit records too
-        monkeypatch.setattr(replay, "_pending", None)
-        monkeypatch.setattr(replay, "_spoiled", False)
-        try:
-            replay.serve(argv)
-        except SystemExit:
-            break
-        assert CliRunner().invoke(main, argv).exit_code == 0
-    with pytest.raises(SystemExit):
-        replay.serve(argv)  # recorded: unchanged inputs are answered
+    _record_until_answered(argv, monkeypatch, lambda out: out.exit_code == 0)
     (app / "__init__.py").write_text("")
     _age(app / "__init__.py", app)
     monkeypatch.setattr(replay, "_pending", None)
