@@ -147,7 +147,7 @@ def test_a_package_marker_that_appears_invalidates_what_was_resolved_without_it(
     (app / "models.py").write_text("class Base:\n    pass\n")
     (tmp_path / "models.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
     assert _run(tmp_path, {ATTRIBUTE}, no_cache=False, monkeypatch=monkeypatch) == []
-    assert _entries(tmp_path)["app/train.py"]["deps"]["app/__init__.py"] is None
+    assert _entries(tmp_path)["app/train.py"]["deps"]["app/__init__.py"] == "missing"
     (app / "__init__.py").write_text("")
     found = _found(_run(tmp_path, {ATTRIBUTE}, no_cache=False, monkeypatch=monkeypatch))
     assert found == {(os.path.join("app", "train.py"), 8, ATTRIBUTE)}
@@ -215,6 +215,35 @@ def test_a_marker_that_cannot_be_read_is_recorded_by_existence(tmp_path, monkeyp
     assert _cached_and_fresh(root, monkeypatch) == (flagged, flagged)
     (app / "__init__.py").unlink()
     assert _cached_and_fresh(root, monkeypatch) == (set(), set())
+
+
+def test_a_marker_that_appears_unreadable_is_seen_by_existence(tmp_path, monkeypatch):
+    """An app/__init__.py past max-file-size still makes app/ a package: its appearance is not
+    mistaken for "still absent" because its bytes cannot be hashed."""
+    app = _two_bases(tmp_path, "from models import Base")
+    (tmp_path / "pyproject.toml").write_text("[tool.torchlint]\nmax-file-size = 1000\n")
+    assert _cached_and_fresh(tmp_path, monkeypatch, ["app/train.py"]) == (set(), set())
+    (app / "__init__.py").write_text("#" * 2000 + "\n")
+    flagged = {("app/train.py", 8, ATTRIBUTE)}
+    assert _cached_and_fresh(tmp_path, monkeypatch, ["app/train.py"]) == (flagged, flagged)
+
+
+def test_a_marker_also_probed_as_an_unusable_module_keeps_its_existence(tmp_path, monkeypatch):
+    """pkg/__init__.py links out of the roots: a marker (pkg/ is a package) that `from pkg
+    import Mixin` cannot read. Recorded as both, its removal is seen."""
+    (tmp_path / "outside.py").write_text("class Mixin:\n    pass\n")
+    root = tmp_path / "proj"
+    app = _two_bases(root, "from pkg import Mixin\nfrom models import Base")
+    train = app / "train.py"
+    train.write_text(train.read_text().replace("class Net(Base)", "class Net(Mixin, Base)"))
+    app.rename(root / "pkg")
+    (root / "pkg" / "__init__.py").symlink_to(tmp_path / "outside.py")
+    (root / "pyproject.toml").write_text("[tool.torchlint]\n")
+    paths = [os.path.join("pkg", "train.py")]
+    flagged = {(paths[0], 9, ATTRIBUTE)}
+    assert _cached_and_fresh(root, monkeypatch, paths) == (flagged, flagged)
+    (root / "pkg" / "__init__.py").unlink()
+    assert _cached_and_fresh(root, monkeypatch, paths) == (set(), set())
 
 
 def test_a_marker_that_appears_while_a_file_is_linted_is_recorded_as_it_was_seen(tmp_path, monkeypatch):

@@ -383,7 +383,8 @@ def _digest(path: Path) -> str:
     return content_hash(path.read_bytes())
 
 
-@pytest.mark.parametrize("edited, record_dir", [("pyproject", False), ("requirements", True), ("linked", True)])
+@pytest.mark.parametrize("edited, record_dir", [("pyproject", False), ("requirements", True), ("linked", True),
+                                                ("requirements appear", True)])
 def test_a_settings_file_edited_during_the_run_is_not_replayed(tmp_path, monkeypatch, edited, record_dir):
     """The settings read the config (or the torch floor's requirements, or a linked config's
     target) at the start; it is edited while the files are linted and aged past the racy
@@ -401,17 +402,21 @@ def test_a_settings_file_edited_during_the_run_is_not_replayed(tmp_path, monkeyp
     monkeypatch.setattr(replay, "_VOLATILE_ENV", replay._VOLATILE_ENV | {"PYTEST_CURRENT_TEST"})
     (project / "train.py").write_text("import torch\n\nwith torch.cuda.amp.autocast():\n    pass\n")  # TL906 on torch >= 2.4
     config = project / ("real.toml" if edited == "linked" else "pyproject.toml")
-    if edited == "requirements":
+    if edited.startswith("requirements"):
         (project / "pyproject.toml").write_text("[tool.torchlint]\n")
         target, after = project / "requirements.txt", "torch>=2.5\n"
-        target.write_text("torch>=2.0\n")
+        if edited == "requirements":
+            target.write_text("torch>=2.0\n")
+        else:  # none listed (the default floor, 2.4: TL906), then one with an older floor appears
+            after = "torch>=2.0\n"
     else:
         config.write_text('[tool.torchlint]\nignore = ["TL906"]\n')
         target, after = config, "[tool.torchlint]\n"
         if edited == "linked":
             (project / "pyproject.toml").symlink_to("real.toml")
     argv = ["check", "train.py", "-q"]
-    assert CliRunner().invoke(main, argv).exit_code == 0  # fills the lint cache
+    before, now = (1, 0) if edited == "requirements appear" else (0, 1)
+    assert CliRunner().invoke(main, argv).exit_code == before  # fills the lint cache
     _age(*(p for p in project.iterdir() if not p.is_symlink()), project)
     if edited == "linked":
         past = time.time() - 3600
@@ -428,13 +433,23 @@ def test_a_settings_file_edited_during_the_run_is_not_replayed(tmp_path, monkeyp
         return results
 
     monkeypatch.setattr(api, "run_tasks", edited_meanwhile)
-    assert CliRunner().invoke(main, argv).exit_code == 0  # the answer of the old settings
+    assert CliRunner().invoke(main, argv).exit_code == before  # the answer of the old settings
     monkeypatch.setattr(api, "run_tasks", linted)
     monkeypatch.setattr(replay, "_pending", None)
     assert not _answers()
-    assert CliRunner().invoke(main, [*argv, "--no-cache"]).exit_code == 1  # what the settings now say
+    assert CliRunner().invoke(main, [*argv, "--no-cache"]).exit_code == now  # what the settings now say
     monkeypatch.setattr(replay, "_pending", None)
     assert not _answers()
-    assert CliRunner().invoke(main, argv).exit_code == 1  # nothing edited during this one: recorded
+    assert CliRunner().invoke(main, argv).exit_code == now  # nothing edited during this one: recorded
     monkeypatch.setattr(replay, "_pending", None)
     assert _answers()
+
+
+def test_a_fifo_put_where_a_read_file_was_is_not_opened(tmp_path):
+    """The bytes check opens only regular files: a FIFO would block the run forever."""
+    fifo = tmp_path / "requirements.txt"
+    os.mkfifo(fifo)
+    assert not replay._as_read(str(fifo), "0" * 64)
+    plain = tmp_path / "models.py"
+    plain.write_text("x = 1\n")
+    assert replay._as_read(str(plain), _digest(plain)) and not replay._as_read(str(plain), "0" * 64)

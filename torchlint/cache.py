@@ -32,7 +32,7 @@ from typing import IO, Any, Iterator, Optional
 from torchlint import __version__, integrity
 from torchlint.diagnostics import Finding
 from torchlint.git_index import maybe_tracked
-from torchlint.hashing import EXISTS, blake2b, compare_digest, content_hash
+from torchlint.hashing import EXISTS, EXISTS_UNREAD, MISSING, blake2b, compare_digest, content_hash
 from torchlint.records import Fix, RecordError
 from torchlint.safe_io import RefusedFile, is_within, read_regular_file, replace_atomically
 
@@ -159,8 +159,7 @@ class Cache:
             if digest != entry["hash"]:
                 return None, data, digest
         deps = {self._dep_path(name): recorded for name, recorded in entry["deps"].items()}
-        if not all(os.path.isfile(dep) if recorded == EXISTS else self._current_hash(dep, max_bytes) == recorded
-                   for dep, recorded in deps.items()):
+        if not all(self._dep_unchanged(dep, recorded, max_bytes) for dep, recorded in deps.items()):
             return None, data, digest or entry["hash"]
         findings = [Finding.from_cache(display, f) for f in entry["findings"]]
         parse_error = Finding.from_cache(display, entry["parse_error"]) if entry["parse_error"] else None
@@ -168,6 +167,14 @@ class Cache:
 
     def _dep_path(self, name: str) -> str:
         return name if os.path.isabs(name) else os.path.join(self.base, name)
+
+    def _dep_unchanged(self, dep: str, recorded: Optional[str], max_bytes: int) -> bool:
+        """A package marker by existence (nothing read: it may lie above the roots), else by hash."""
+        if recorded == EXISTS or recorded == MISSING:
+            return os.path.isfile(dep) == (recorded == EXISTS)
+        if recorded == EXISTS_UNREAD:
+            return os.path.isfile(dep) and self._current_hash(dep, max_bytes) is None
+        return self._current_hash(dep, max_bytes) == recorded
 
     def _current_hash(self, path: str, max_bytes: int) -> Optional[str]:
         """A dependency's content hash now (None: absent, not a regular file, unreadable),

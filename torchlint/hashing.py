@@ -14,11 +14,13 @@ try:
 except ImportError:  # pragma: no cover - not CPython
     from hmac import compare_digest  # type: ignore[no-redef]
 
-__all__ = ["EXISTS", "compare_digest", "content_hash", "keyed_hash"]
+__all__ = ["EXISTS", "EXISTS_UNREAD", "MISSING", "compare_digest", "content_hash", "keyed_hash"]
 
-# A dependency recorded by existence, not by its bytes: a package marker (`__init__.py`)
+# Dependencies recorded by existence, not by their bytes: a package marker (`__init__.py`)
 # names a package by being a file, whatever it holds (torchlint.analysis.project_index).
-EXISTS = "exists"
+EXISTS = "exists"  # a file
+MISSING = "missing"  # no file
+EXISTS_UNREAD = "exists-unread"  # a file, and as a module of the project unreadable (too big, linked out)
 
 
 def content_hash(data: bytes) -> str:

@@ -89,6 +89,7 @@ def _from_requirements(root: Path) -> Optional[str]:
         names = requirements_names(str(root))
     except OSError:
         return None
+    replay.note_listing(str(root), names)
     for path in (root / name for name in names):
         text = _text(path) if _inside(path, root) else None
         found = _first_floor(text.splitlines()) if text is not None else None

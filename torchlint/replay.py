@@ -65,8 +65,10 @@ _spoiled = False  # something went to stderr: the run is not recorded
 # The settings files above the checked files as this run began, before the settings read
 # them: one edited while the run went on must not be recorded with the answer it did not give.
 _early: "dict[str, Stat]" = {}
-# And the settings files the run read (configs, requirements): path -> the hash of the bytes read.
+# And the settings files the run read (configs, requirements): path -> the hash of the bytes read;
+# the requirements*.txt names it listed in each settings root.
 _reads: "dict[str, str]" = {}
+_listed: "dict[str, tuple[str, ...]]" = {}
 
 
 def check_paths(argv: list[str]) -> Optional[list[str]]:
@@ -175,6 +177,7 @@ def serve(argv: list[str]) -> None:
     global _pending
     _early.clear()
     _reads.clear()
+    _listed.clear()
     paths = check_paths(argv)
     directory = user_dir()
     if paths is None or directory is None or sys.stdout is None or not hasattr(os, "geteuid"):
@@ -277,6 +280,13 @@ def note_read(path: str, data: bytes) -> None:
         from torchlint.hashing import content_hash
 
         _reads[os.path.abspath(path)] = content_hash(data)
+
+
+def note_listing(root: str, names: list[str]) -> None:
+    """The run listed these requirements files in `root` (a file that appears later in the run
+    would have given another torch floor)."""
+    if _pending is not None:
+        _listed[os.path.abspath(root)] = tuple(names)
 
 
 def pending() -> bool:
@@ -387,31 +397,48 @@ def _inputs(files: list[str], deps: dict[str, Optional[str]], roots: list[str], 
             return None
     if cache_index is not None:
         add(cache_index, racy=False)  # replaced atomically, never edited in place: a new inode
-    if any(items[path][2] != st for path, st in _early.items() if path in items and items[path][1] == _LSTAT):
-        return None
-    if not all(_as_read(path, digest) for path, digest in _reads.items()):
-        return None
-    return tuple(items.values())
+    return None if _changed_during_run(items) else tuple(items.values())
+
+
+def _changed_during_run(items: dict[str, tuple[str, int, Any]]) -> bool:
+    """A settings file's stat since the run began, its bytes or a requirements listing since
+    the run read them: the answer came from what was there before."""
+    return (any(items[path][2] != st for path, st in _early.items() if path in items and items[path][1] == _LSTAT)
+            or not all(_as_read(path, digest) for path, digest in _reads.items())
+            or any(_requirements(root) != names for root, names in _listed.items()))
 
 
 def _as_read(dep: str, digest: Optional[str]) -> bool:
-    """Are a module's bytes now the ones the index read (`digest`; None: it found none)?
-    Read between two stats, so a write in between is seen."""
-    from torchlint.hashing import EXISTS, content_hash
+    """Are a file's bytes now the ones the run read (`digest`; None: it found nothing usable;
+    a package marker's existence token)? Read between two stats, so a write in between is
+    seen; only a regular file is opened (a FIFO put there would block)."""
+    from torchlint.hashing import EXISTS, EXISTS_UNREAD, MISSING, content_hash
 
     before = _stat(dep, _FOLLOW)
-    if digest == EXISTS:  # a package marker: it still is one (its stat is recorded)
-        return before is not None and stat.S_ISREG(before[0])
+    regular = before is not None and stat.S_ISREG(before[0])
+    if digest in (EXISTS, EXISTS_UNREAD, MISSING):  # a package marker: still one, or still none
+        return regular == (digest != MISSING)  # (its stat is recorded too)
     if digest is None:  # found unusable: still so, unless a module appeared during the run
-        return before is None or not stat.S_ISREG(before[0])
-    if before is None:
+        return not regular
+    if not regular:
         return False
     try:
-        with open(dep, "rb") as f:  # the index followed links too (below its roots)
-            data = f.read(_MAX_INPUT + 1)
+        fd = os.open(dep, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # the run followed links too
     except OSError:
         return False
-    return _stat(dep, _FOLLOW) == before and content_hash(data) == digest
+    try:
+        chunks, size = [], 0
+        while size <= _MAX_INPUT:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return size <= _MAX_INPUT and _stat(dep, _FOLLOW) == before and content_hash(b"".join(chunks)) == digest
 
 
 def _checked_files(files: list[str], digests: dict[str, str], now: float, items: dict[str, tuple[str, int, Any]],

@@ -14,7 +14,8 @@ nothing, so the cost is paid where a question needs it.
 
 Every path probed, found or not, is recorded in `deps` with its content hash (None: absent),
 and so are the `__init__.py` markers that decided the file's module name and search paths
-(`EXISTS` or None, as they were seen: a marker names a package by existing, whatever it holds),
+(`EXISTS` or `MISSING`, as they were seen: a marker names a package by existing, whatever it
+holds; `EXISTS_UNREAD` when the index also found it unusable as a module),
 so the findings cache can tell when a file a result depends on has changed, appeared or
 gone. What is read follows the rules of the tree walk: only regular files, only below the
 allowed roots, at most max-file-size, never a stdlib or torch module. The allowed roots are
@@ -40,7 +41,7 @@ from functools import lru_cache
 from typing import Callable, Optional, Union
 
 from torchlint.analysis.imports import ImportTable
-from torchlint.hashing import EXISTS, content_hash
+from torchlint.hashing import EXISTS, EXISTS_UNREAD, MISSING, content_hash
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, is_within, read_regular_file
 
 _FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -150,7 +151,7 @@ def _module_name_and_markers(path: str) -> tuple[str, str, bool, dict[str, Optio
     while True:
         marker = os.path.join(directory, "__init__.py")
         if not os.path.isfile(marker):
-            markers[marker] = None
+            markers[marker] = MISSING
             break
         markers[marker] = EXISTS
         directory, name = os.path.split(directory)
@@ -254,7 +255,7 @@ class ProjectIndex:
         # and the search paths (adding app/__init__.py makes `import models`, or `from ..models`,
         # mean the models.py above app/), above the roots too: a stat, nothing read.
         self.deps: dict[str, Optional[str]] = {
-            **markers, **{os.path.join(r, "__init__.py"): EXISTS if _is_package(r) else None for r in self.roots}}
+            **markers, **{os.path.join(r, "__init__.py"): EXISTS if _is_package(r) else MISSING for r in self.roots}}
         self._modules: dict[str, Optional[ModuleInfo]] = {}  # dotted name -> module (kept alive)
         self._definitions: dict[str, Optional[tuple[ModuleInfo, ast.AST]]] = {}
         self._module_memo: dict[str, bool] = {}
@@ -290,11 +291,20 @@ class ProjectIndex:
                     del _PROBED[next(iter(_PROBED))]
                 probed = _PROBED[key] = self._probe(dotted)
             absent, hit = probed
-            self.deps.update(dict.fromkeys(absent))
+            for candidate in absent:
+                self._note(candidate, None)
             if hit is not None:
                 found = self._load(hit[0], dotted, hit[1])
         self._modules[dotted] = found
         return found
+
+    def _note(self, path: str, digest: Optional[str]) -> None:
+        """Record what a module candidate held (None: nothing usable), keeping what a marker
+        there was seen to be: absent stays `MISSING`, a file becomes `EXISTS_UNREAD`."""
+        seen = self.deps.get(path)
+        if digest is None and seen in (MISSING, EXISTS_UNREAD):
+            return
+        self.deps[path] = EXISTS_UNREAD if digest is None and seen == EXISTS else digest
 
     def _probe(self, dotted: str) -> tuple[tuple[str, ...], Optional[tuple[str, bool]]]:
         """(the candidates found unusable, the first usable one and whether it is a package).
@@ -322,7 +332,7 @@ class ProjectIndex:
         except OSError:
             usable = False
         if not usable:
-            self.deps.setdefault(candidate, None)  # a marker seen to exist stays so
+            self._note(candidate, None)
         return usable
 
     def _load(self, path: str, dotted: str, is_package: bool) -> Optional[ModuleInfo]:
@@ -336,7 +346,7 @@ class ProjectIndex:
                 return cached[2]
             data = read_regular_file(real, self.max_bytes)
         except (OSError, RefusedFile):
-            self.deps[path] = None
+            self._note(path, None)
             return None
         digest = content_hash(data)  # as the lint cache compares dependencies
         self.deps[path] = digest
