@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from torchlint import replay
+from torchlint import settings_reads
 from torchlint.fast_dataclass import dataclass
 from torchlint.options import (DEFAULT_EXCLUDES, DEFAULT_TORCH_VERSION, DEFAULT_VERIFY_BUDGET,  # noqa: F401 (re-exported)
                                DEFAULT_VERIFY_MEMORY_MIB, DEFAULT_VERIFY_TIMEOUT, OPTIONS_BY_KEY, ConfigError,
@@ -136,7 +136,7 @@ def load_toml(path: Path) -> dict[str, Any]:
     try:
         # A config file in an untrusted checkout may be a link to /proc or a device.
         data = read_regular_file(str(path), MAX_CONFIG_BYTES)
-        replay.note_read(str(path), data)
+        settings_reads.note_read(str(path), data)
         return tomllib.loads(data.decode("utf-8"))
     except RefusedFile as exc:
         raise ConfigError(f"{path}: cannot read config file: {exc}") from None

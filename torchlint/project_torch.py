@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from torchlint import replay
+from torchlint import settings_reads
 from torchlint.safe_io import RefusedFile, read_regular_file
 
 _REQUIREMENT = r"^\s*torch\s*(\[[^\]]*\])?\s*(?P<spec>[^;#]*)"  # compiled when first used (by `re`)
@@ -44,7 +44,7 @@ def _inside(path: Path, root: Path) -> bool:
 def _text(path: Path) -> Optional[str]:
     try:
         data = read_regular_file(str(path), _MAX_BYTES)
-        replay.note_read(str(path), data)
+        settings_reads.note_read(str(path), data)
         return data.decode("utf-8")
     except (RefusedFile, OSError, UnicodeDecodeError):
         return None
@@ -89,7 +89,7 @@ def _from_requirements(root: Path) -> Optional[str]:
         names = requirements_names(str(root))
     except OSError:
         return None
-    replay.note_listing(str(root), names)
+    settings_reads.note_listing(str(root), names)
     for path in (root / name for name in names):
         text = _text(path) if _inside(path, root) else None
         found = _first_floor(text.splitlines()) if text is not None else None

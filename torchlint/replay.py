@@ -36,7 +36,7 @@ import stat
 import sys
 import time
 
-from torchlint import __version__
+from torchlint import __version__, settings_reads
 
 TYPE_CHECKING = False  # typing costs more to import than a whole replay
 if TYPE_CHECKING:
@@ -65,10 +65,6 @@ _spoiled = False  # something went to stderr: the run is not recorded
 # The settings files above the checked files as this run began, before the settings read
 # them: one edited while the run went on must not be recorded with the answer it did not give.
 _early: "dict[str, Stat]" = {}
-# And the settings files the run read (configs, requirements): path -> the hash of the bytes read;
-# the requirements*.txt names it listed in each settings root.
-_reads: "dict[str, str]" = {}
-_listed: "dict[str, tuple[str, ...]]" = {}
 
 
 def check_paths(argv: list[str]) -> Optional[list[str]]:
@@ -176,8 +172,7 @@ def serve(argv: list[str]) -> None:
     may record its answer)."""
     global _pending
     _early.clear()
-    _reads.clear()
-    _listed.clear()
+    settings_reads.watch(False)
     paths = check_paths(argv)
     directory = user_dir()
     if paths is None or directory is None or sys.stdout is None or not hasattr(os, "geteuid"):
@@ -187,6 +182,7 @@ def serve(argv: list[str]) -> None:
     except OSError:
         return
     _pending = key
+    settings_reads.watch(True)
     record: Any = _load(directory).get(key) if _trusted_dir(directory, paths) else None
     if not _valid(record) or not all(type(item) is tuple and len(item) == 3 and _unchanged(*item)
                                      for item in record[2]):
@@ -271,22 +267,6 @@ def spoil() -> None:
     """The run wrote to stderr (a warning, an error): its answer is not recorded."""
     global _spoiled
     _spoiled = True
-
-
-def note_read(path: str, data: bytes) -> None:
-    """The run read this settings file: its answer is recorded only while the file still holds
-    these bytes (an edit during a run, or one a link's stat hides, is not replayed)."""
-    if _pending is not None:
-        from torchlint.hashing import content_hash
-
-        _reads[os.path.abspath(path)] = content_hash(data)
-
-
-def note_listing(root: str, names: list[str]) -> None:
-    """The run listed these requirements files in `root` (a file that appears later in the run
-    would have given another torch floor)."""
-    if _pending is not None:
-        _listed[os.path.abspath(root)] = tuple(names)
 
 
 def pending() -> bool:
@@ -404,8 +384,8 @@ def _changed_during_run(items: dict[str, tuple[str, int, Any]]) -> bool:
     """A settings file's stat since the run began, its bytes or a requirements listing since
     the run read them: the answer came from what was there before."""
     return (any(items[path][2] != st for path, st in _early.items() if path in items and items[path][1] == _LSTAT)
-            or not all(_as_read(path, digest) for path, digest in _reads.items())
-            or any(_requirements(root) != names for root, names in _listed.items()))
+            or not all(_as_read(path, digest) for path, digest in settings_reads.read.items())
+            or any(_requirements(root) != names for root, names in settings_reads.listed.items()))
 
 
 def _as_read(dep: str, digest: Optional[str]) -> bool:
