@@ -301,8 +301,8 @@ def record(text: str, code: int, files: list[str], deps: dict[str, Optional[str]
            cache_index: Optional[str], untrusted: list[str], digests: Optional[dict[str, str]] = None) -> bool:
     """Record this run's answer (stdout `text`, exit `code`) under its key. `files`: the
     checked files; `deps`: what the project index read (path -> content hash of the bytes
-    read) or looked for (None); `roots`: the settings
-    roots; `untrusted`: directories the record must not lie in (the project, the cache);
+    read), looked for (None) or saw as a package marker (an existence token); `roots`: the
+    settings roots; `untrusted`: directories the record must not lie in (the project, the cache);
     `digests`: the content hash of the bytes each checked file's findings came from (a run
     with a file without one is not recorded).
     Returns whether it was recorded."""

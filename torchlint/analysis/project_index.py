@@ -141,7 +141,7 @@ def module_name_of(path: str) -> tuple[str, str, bool]:
 
 def _module_name_and_markers(path: str) -> tuple[str, str, bool, dict[str, Optional[str]]]:
     """`module_name_of`, and the markers it saw: each `__init__.py` above the file up to the
-    first absent one, as `EXISTS` or None. Recorded as seen, so an answer and its deps come
+    first absent one, as `EXISTS` or `MISSING`. Recorded as seen, so an answer and its deps come
     from one look at the tree even when a marker appears while a run goes on."""
     directory, base = os.path.split(os.path.abspath(path))
     stem = base.rsplit(".", 1)[0]
