@@ -78,15 +78,9 @@ def _from_setup_cfg(root: Path) -> Optional[str]:
     return _first_floor(parser.get("options", "install_requires", fallback="").splitlines())
 
 
-def requirements_names(root: str) -> list[str]:
-    """The `requirements*.txt` names in `root`, sorted (as `Path.glob` would find them, without
-    compiling its pattern on every run; torchlint.replay lists them the same way)."""
-    return sorted(n for n in os.listdir(root) if n.startswith("requirements") and n.endswith(".txt"))
-
-
 def _from_requirements(root: Path) -> Optional[str]:
     try:
-        names = requirements_names(str(root))
+        names = settings_reads.requirements_names(str(root))
     except OSError:
         return None
     settings_reads.note_listing(str(root), names)

@@ -7,8 +7,9 @@ of everything the command line and the process see (the arguments, the working d
 the environment, which streams are terminals, the Python and torchlint versions), with the
 stat of every input the answer came from: the checked files, the modules the project index
 read or looked for and the `__init__.py` markers that named them, every config file name in
-every directory above them (present or not), the settings roots (a new requirements file changes the torch floor), git's index (a cache
-directory git tracks is refused with a warning), and the lint cache's index. The next
+every directory above them (present or not), the settings roots (a new requirements file
+changes the torch floor), git's index (a cache directory git tracks is refused with a
+warning), and the lint cache's index. The next
 identical run stats those inputs and, when all are as they were, prints the recorded text
 and exits with the recorded code: no click, no settings, no rule is imported.
 Anything else (a flag not listed in `_FLAGS`/`_VALUED`, a directory, stdin, a changed input)
@@ -20,13 +21,13 @@ unchanged, restored by pre-commit's stash, touched, just written) its content ha
 against the hash of the bytes the answer came from. Other inputs modified within the last
 seconds are never recorded: an edit that keeps size and mtime cannot be missed. Nor is an
 input that changed during the run: a module or settings file the run read must still hold
-the bytes it read, and the settings file names must have the stat they had as the run began. A settings
-root is compared by the names of its requirements files, not by the directory's stat, which
-every atomic save in it changes. The records live in
-the user's cache directory next to the MAC key (torchlint.integrity), in a directory of
-mode 0700 and a file of mode 0600 that this user owns; `marshal` reads them (no import
-cost), which is only safe because nothing but this user can write there. A record whose
-directory lies inside the checked tree is neither read nor written."""
+the bytes it read, and the settings file names must have the stat they had as the run began.
+A settings root is compared by the names of its requirements files, not by the directory's
+stat, which every atomic save in it changes. The records live in the user's cache directory
+next to the MAC key (torchlint.integrity), in a directory of mode 0700 and a file of mode
+0600 that this user owns; `marshal` reads them (no import cost), which is only safe because
+nothing but this user can write there. A record whose directory lies inside the checked
+tree is neither read nor written."""
 
 from __future__ import annotations
 
@@ -46,7 +47,9 @@ if TYPE_CHECKING:
 
     Stat = Optional[tuple[int, ...]]
 
-_FORMAT = 3  # 3: deps include package markers, settings files by the bytes read; 2: checked files by content, settings roots by their requirements files
+# 3: deps include package markers, settings files by the bytes read; 2: checked files by
+# content, settings roots by their requirements files
+_FORMAT = 3
 _RACY_SECONDS = 2.0
 _MAX_RECORDS = 32  # one file, bounded: pre-commit runs on ever-changing file lists
 _MAX_TEXT = 1 << 20  # characters of recorded stdout
@@ -224,11 +227,13 @@ def _unchanged(path: Any, how: Any, recorded: Any) -> bool:
     return content_hash(data) == digest
 
 
-def _read(path: str, limit: int = _MAX_INPUT, private: bool = False) -> Optional[bytes]:
-    """A regular file's bytes, not through a symlink, at most `limit` of them, or None.
-    `private`: only a file of this user's that no one else can read or write."""
+def _read(path: str, limit: int = _MAX_INPUT, private: bool = False, follow: bool = False) -> Optional[bytes]:
+    """A regular file's bytes, not through a symlink (unless `follow`), at most `limit` of
+    them, or None. Opened non-blocking: a FIFO put there cannot hang the run. `private`: only
+    a file of this user's that no one else can read or write."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, flags)
     except (OSError, ValueError):
         return None
     try:
@@ -236,7 +241,14 @@ def _read(path: str, limit: int = _MAX_INPUT, private: bool = False) -> Optional
         if not stat.S_ISREG(st.st_mode) or st.st_size > limit or (
                 private and (st.st_mode & 0o077 or st.st_uid != os.geteuid())):
             return None
-        return b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+        chunks, size = [], 0
+        while size <= limit:  # bounded: the file may grow after the fstat
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks) if size <= limit else None
     except OSError:
         return None
     finally:
@@ -246,7 +258,7 @@ def _read(path: str, limit: int = _MAX_INPUT, private: bool = False) -> Optional
 def _requirements(root: str) -> Optional[tuple[str, ...]]:
     """The requirements*.txt names a settings root lists (torchlint.project_torch reads them)."""
     try:
-        return tuple(sorted(n for n in os.listdir(root) if n.startswith("requirements") and n.endswith(".txt")))
+        return tuple(settings_reads.requirements_names(root))
     except OSError:
         return None
 
@@ -400,25 +412,8 @@ def _as_read(dep: str, digest: Optional[str]) -> bool:
         return regular == (digest != MISSING)  # (its stat is recorded too)
     if digest is None:  # found unusable: still so, unless a module appeared during the run
         return not regular
-    if not regular:
-        return False
-    try:
-        fd = os.open(dep, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # the run followed links too
-    except OSError:
-        return False
-    try:
-        chunks, size = [], 0
-        while size <= _MAX_INPUT:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return size <= _MAX_INPUT and _stat(dep, _FOLLOW) == before and content_hash(b"".join(chunks)) == digest
+    data = _read(dep, follow=True) if regular else None  # the run followed links too
+    return data is not None and _stat(dep, _FOLLOW) == before and content_hash(data) == digest
 
 
 def _checked_files(files: list[str], digests: dict[str, str], now: float, items: dict[str, tuple[str, int, Any]],

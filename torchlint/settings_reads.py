@@ -12,6 +12,12 @@ read: dict[str, str] = {}  # path -> content hash of the bytes read
 listed: dict[str, tuple[str, ...]] = {}  # settings root -> the requirements*.txt names listed there
 
 
+def requirements_names(root: str) -> list[str]:
+    """The `requirements*.txt` names in `root`, sorted, as torchlint.project_torch reads them
+    and torchlint.replay compares them (`Path.glob` would compile its pattern every run)."""
+    return sorted(n for n in os.listdir(root) if n.startswith("requirements") and n.endswith(".txt"))
+
+
 def watch(on: bool) -> None:
     """Start (or stop) collecting, from nothing."""
     global watching
