@@ -100,8 +100,8 @@ def test_a_plain_check_imports_no_click_and_only_the_rules_its_text_wakes(tmp_pa
     """The command line people run most (`check FILE`) imports neither click (the command's
     parser is check_command's), nor the cache with --no-cache, nor TOML without a config
     file, nor git for a file named plainly, nor hashing for a file importing no local module,
-    nor dataclasses (and inspect), tokenize for a file without directives, threading, or the
-    notebook reader for a .py file, nor a rule module its text cannot wake."""
+    nor dataclasses (and inspect), typing, tokenize for a file without directives, threading, or
+    the notebook reader for a .py file, nor a rule module its text cannot wake."""
     text = "import torch\n\nwith torch.no_grad():\n    loss = net(x).mean()\n    loss.backward()\n"
     (tmp_path / "a.py").write_text(text)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -111,12 +111,34 @@ def test_a_plain_check_imports_no_click_and_only_the_rules_its_text_wakes(tmp_pa
     imported = set((tmp_path / "modules.txt").read_text().split("\n"))
     assert "torchlint.api" in imported and "torchlint.checker" in imported  # the probe sees the run's imports
     unwanted = {"click", "torchlint.cli", "torchlint.cache", "tomllib", "subprocess", "json", "traceback", "hashlib",
-                "dataclasses", "inspect", "tokenize", "threading", "torchlint.notebook"}
+                "dataclasses", "inspect", "tokenize", "threading", "torchlint.notebook", "typing"}
     assert imported & unwanted == set()
     rules = {m for m in imported if m.startswith("torchlint.rules.") and m.count(".") >= 3}
     woken = {r.module for r in lazy.by_code().values()
              if r.default_enabled and r.code != "TL000" and r.applies_to(text)}
     assert "torchlint.rules.autograd.backward_under_no_grad" in rules and rules <= woken
+
+
+def test_a_file_that_wakes_every_rule_imports_no_typing(tmp_path):
+    """typing costs a one-file run ~3 ms: the modules a lint imports name its types for mypy
+    only (`TYPE_CHECKING = False` then `if TYPE_CHECKING:`). A comment holding every rule's
+    `requires_text` wakes them all (`--select ALL`: those off by default too), so every rule
+    module and the analyses they import load. TL001 (woken by the word `noqa`) once imported the
+    catalog, and with it every rule module, for each file holding a directive."""
+    words = sorted({w for r in lazy.by_code().values() for w in r.requires_text})
+    text = f"# {' '.join(words)}\nimport torch\n\nwith torch.no_grad():\n    loss = net(x).mean()\n    loss.backward()\n"
+    (tmp_path / "a.py").write_text(text)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "user-cache")
+    probe = _CLI_PROBE.replace('"--no-cache"]', '"--no-cache", "--select", "ALL"]')
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "TL101" in done.stdout, done.stderr[-2000:]
+    imported = set((tmp_path / "modules.txt").read_text().split("\n"))
+    rules = {m for m in imported if m.startswith("torchlint.rules.") and m.count(".") >= 3}
+    woken = {r.module for r in lazy.by_code().values() if r.code != "TL000"}
+    assert rules >= woken - {"torchlint.rules.meta.syntax_error"}  # every enabled rule ran
+    assert "typing" not in imported
+    assert "torchlint.catalog" not in imported  # TL001 reads the index, not the catalog of every rule
 
 
 def _without_prefilter(rule: type) -> type:

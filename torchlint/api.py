@@ -14,7 +14,6 @@ import os
 import sys
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, ConfigResolver, Settings
 from torchlint.diagnostics import CONFIG_ERROR, INTERNAL_ERROR, SYNTAX_ERROR_CODE, Finding, tool_finding
@@ -26,7 +25,9 @@ from torchlint.linter import (FileResult, FileTask, lint_findings, load_source, 
 from torchlint.project_root import project_root
 from torchlint.safe_io import format_size, printable
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the cache (hashing) and notebooks are imported when a run uses them
+    from typing import Any, Callable, Optional
     from torchlint.checker import RuleError
     from torchlint.fix.files import FixReport
     from torchlint.notebook import Notebook

@@ -16,7 +16,10 @@ import _thread
 import signal
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterator, Optional
 
 DEFAULT_LINT_TIMEOUT = 60.0  # CPU seconds per file: a dense 5 MiB file lints in ~25 s here
 MIN_LINT_TIMEOUT = 0.001

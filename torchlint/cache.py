@@ -27,7 +27,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any, Iterator, Optional
 
 from torchlint import __version__, integrity
 from torchlint.diagnostics import Finding
@@ -35,6 +34,10 @@ from torchlint.git_index import maybe_tracked
 from torchlint.hashing import EXISTS, EXISTS_UNREAD, MISSING, blake2b, compare_digest, content_hash
 from torchlint.records import Fix, RecordError
 from torchlint.safe_io import RefusedFile, is_within, read_regular_file, replace_atomically
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, IO, Iterator, Optional
 
 CACHE_DIR_NAME = ".torchlint_cache"
 _FORMAT = 10  # 10: deps include the package markers that named the module; 9: BLAKE2b hashes and MACs; 8: entries list the files they depend on; 7: notebook findings keep their fixes (cell rows); 6: entries carry a MAC; 5: findings carry `help`

@@ -18,7 +18,6 @@ import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Optional
 
 from torchlint import api, replay
 from torchlint.config import CliOverrides, ConfigError, check_torch_version
@@ -32,7 +31,9 @@ from torchlint.project_root import project_root
 from torchlint.safe_io import printable
 from torchlint.selection import SelectionError, parse_list
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Optional
     from torchlint.diagnostics import Finding
 
 EXIT_FINDINGS, EXIT_ERROR = 1, 2

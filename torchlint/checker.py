@@ -10,7 +10,6 @@ import sys
 from functools import lru_cache
 from operator import methodcaller
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 
 from torchlint import budget
 from torchlint.analysis import inference
@@ -22,6 +21,10 @@ from torchlint.fast_dataclass import dataclass, field
 from torchlint.noqa import Suppression, may_suppress, parse as parse_directives
 from torchlint.records import Fix
 from torchlint.source import DecodeFailure, SourceFile, decode_source, newer_syntax_hint
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Optional, Protocol, Sequence
 
 # How the walker treats each node type besides calling rule handlers.
 _GENERIC, _FUNCTION, _WITH, _LOOP, _CLASS, _IMPORT = range(6)
@@ -85,37 +88,39 @@ class FileContext(SemanticModel):
         return inference.self_attribute_kind(attr, self)
 
 
-class RuleInstance(Protocol):
-    """What the walk needs of a rule (torchlint.rules.base.Rule implements it)."""
+if TYPE_CHECKING:
+    class RuleInstance(Protocol):
+        """What the walk needs of a rule (torchlint.rules.base.Rule implements it)."""
 
-    @property
-    def code(self) -> str: ...
+        @property
+        def code(self) -> str: ...
 
-    @property
-    def name(self) -> str: ...
+        @property
+        def name(self) -> str: ...
 
-    @property
-    def severity(self) -> str: ...
+        @property
+        def severity(self) -> str: ...
 
-    def handlers(self) -> Iterable[tuple[type, "Handler"]]: ...
+        def handlers(self) -> Iterable[tuple[type, "Handler"]]: ...
 
-    def leave_handlers(self) -> Iterable[tuple[type, "Handler"]]: ...
+        def leave_handlers(self) -> Iterable[tuple[type, "Handler"]]: ...
 
-    def end_file(self, ctx: FileContext) -> None: ...
+        def end_file(self, ctx: FileContext) -> None: ...
 
-    def check_noqa(self, ctx: FileContext, suppression: Suppression) -> None: ...
+        def check_noqa(self, ctx: FileContext, suppression: Suppression) -> None: ...
 
     # Optional: `judges_noqa = False` says `check_noqa` does nothing, so a file whose
     # findings no directive can touch is never tokenized (absent: assumed True).
 
 
-class RuleClass(Protocol):
-    @property
-    def code(self) -> str: ...
+if TYPE_CHECKING:
+    class RuleClass(Protocol):
+        @property
+        def code(self) -> str: ...
 
-    def applies_to(self, text: str) -> bool: ...
+        def applies_to(self, text: str) -> bool: ...
 
-    def __call__(self, ctx: FileContext, settings: Optional[dict[str, Any]] = None) -> RuleInstance: ...
+        def __call__(self, ctx: FileContext, settings: Optional[dict[str, Any]] = None) -> RuleInstance: ...
 
 
 @dataclass
@@ -136,9 +141,10 @@ class CheckResult:
     rule_errors: list[RuleError] = field(default_factory=list)
 
 
-Handler = Callable[[ast.AST, FileContext], None]
-Dispatch = dict[type, list[Handler]]
-_Plan = tuple[Optional[list[Handler]], int, tuple[str, ...], Optional[list[Handler]]]
+if TYPE_CHECKING:
+    Handler = Callable[[ast.AST, FileContext], None]
+    Dispatch = dict[type, list[Handler]]
+    _Plan = tuple[Optional[list[Handler]], int, tuple[str, ...], Optional[list[Handler]]]
 
 
 class Walker:

@@ -6,7 +6,6 @@ import json
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Optional
 
 import click
 
@@ -17,6 +16,10 @@ from torchlint.options import OPTIONS_BY_KEY
 from torchlint.output import FORMATS
 from torchlint.output.ci_safe import finish_streams, guarded_streams, raw_streams
 from torchlint.output.color import CHOICES as COLOR_CHOICES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 
 def _fail(message: str) -> "click.exceptions.Exit":

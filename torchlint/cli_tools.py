@@ -9,11 +9,14 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterator
 
 import click
 
 from torchlint.config import CliOverrides, ConfigError, ConfigResolver, Settings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 # The first line of the .gitignore the cache writes into its directory (cache.py): a
 # directory without it was not made by torchlint, and `clean` leaves it alone.

@@ -8,7 +8,6 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Optional
 
 from torchlint import settings_reads
 from torchlint.fast_dataclass import dataclass
@@ -21,6 +20,10 @@ from torchlint.rules import lazy
 from torchlint.safe_io import RefusedFile, is_within, read_regular_file
 from torchlint.selection import SelectionError, SelectionLayer, parse_list, resolve
 from torchlint.settings_fields import CliOverrides, SettingsFields, row_fields
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 CONFIG_FILES = (".torchlint.toml", "torchlint.toml", "pyproject.toml")
 MAX_CONFIG_BYTES = 4 * 1024 * 1024

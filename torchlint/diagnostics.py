@@ -4,10 +4,13 @@ broken configuration) and TL003 (an internal error)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
 
 from torchlint.fast_dataclass import dataclass, field
 from torchlint.records import Fix, RuntimeResult, Verification
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 SYNTAX_ERROR_CODE = "TL000"

@@ -5,12 +5,13 @@ Rules build fixes from AST nodes with the helpers here; nothing here imports Lib
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Optional
 
 from torchlint.records import APPLICABILITIES, SAFE, UNSAFE, Edit, Fix
 from torchlint.source import line_starts
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Optional
     from torchlint.source import SourceFile
 
 __all__ = ["APPLICABILITIES", "SAFE", "UNSAFE", "Edit", "Fix", "add_keyword", "edit", "end_of", "has_comment",

@@ -16,9 +16,10 @@ real decorator's signature, so it checks every construction as before."""
 from __future__ import annotations
 
 import reprlib
-from typing import TYPE_CHECKING, Any, Callable, Optional
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
     from dataclasses import dataclass, field, fields, replace
 else:
     _MISSING = object()

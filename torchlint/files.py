@@ -6,13 +6,16 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Union
 
 from torchlint.config import ConfigResolver, Settings
 from torchlint.gitignore import NOTHING_IGNORED, GitignoreFiles, available as gitignore_available
 from torchlint.safe_io import display_path as display_path  # re-exported: reports locate files with it
 from torchlint.safe_io import is_within, refusal
 from torchlint.source import NOTEBOOK_SUFFIX
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Iterator, Optional, Union
 
 # Notebooks are discovered like Python files (ruff's default `extend-include` of *.ipynb).
 PYTHON_SUFFIXES = (".py", ".pyi", NOTEBOOK_SUFFIX)

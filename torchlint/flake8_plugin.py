@@ -11,11 +11,14 @@ import ast
 import io
 import tokenize
 from pathlib import Path
-from typing import Iterator
 
 from torchlint import __version__
 from torchlint.api import lint_document
 from torchlint.diagnostics import INTERNAL_ERROR, SYNTAX_ERROR_CODE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterator
 
 
 class TorchlintChecker:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
-from typing import Callable, Iterator, TypeVar
 
-T = TypeVar("T")
-R = TypeVar("R")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Iterator, TypeVar
+    T = TypeVar("T")
+    R = TypeVar("R")
 
 
 @contextmanager

@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 # git reads the checkout's own .git/config, which an untrusted tree (an unpacked sdist,
 # a tarball with its .git) controls: core.fsmonitor there names a program that

@@ -15,7 +15,10 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _RELOCATING = frozenset({"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY"})
 _PLAIN_VERSIONS = (b"\0\0\0\x02", b"\0\0\0\x03")

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Optional
 
 from torchlint.safe_io import RefusedFile, read_regular_file
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
 MAX_GITIGNORE_BYTES = 1024 * 1024
-Spec = tuple[str, Any]  # (the directory of the .gitignore, its compiled pathspec.GitIgnoreSpec)
+if TYPE_CHECKING:
+    Spec = tuple[str, Any]  # (the directory of the .gitignore, its compiled pathspec.GitIgnoreSpec)
 
 
 def _load(directory: str) -> Optional[Spec]:

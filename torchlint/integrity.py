@@ -16,10 +16,13 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Iterable, Optional
 
 from torchlint.hashing import compare_digest, keyed_hash
 from torchlint.safe_io import is_within
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Optional
 
 KEY_BYTES = 32
 _loaded: dict[str, Optional[bytes]] = {}

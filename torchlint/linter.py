@@ -8,7 +8,6 @@ import os
 import sys
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
 from torchlint.budget import DEFAULT_LINT_TIMEOUT, LintTimeout, cpu_budget, describe_timeout
 from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
@@ -19,7 +18,9 @@ from torchlint.rules import lazy
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
 from torchlint.source import DecodeFailure, SourceFile, decode_source, is_notebook
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the walk is imported when a file is linted: a cache hit never needs it;
+    from typing import Any, Callable, Iterable, Iterator, Optional
     from torchlint.cache import Cache  # the cache (hashing, the MAC key) only when it is on
     from torchlint.checker import RuleError
 
@@ -195,7 +196,8 @@ def lint_task_hashed(task: FileTask) -> FileResult:
 
 # A file still to lint: its place in the results, its task, and (when the cache is on) its
 # settings key. The worker takes the stat record, so the parent holds none per file.
-_Todo = tuple[int, FileTask, Optional[str]]
+if TYPE_CHECKING:
+    _Todo = tuple[int, FileTask, Optional[str]]
 
 
 def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional["Cache"] = None,

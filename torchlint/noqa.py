@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING, Iterable, Optional
 
 from torchlint.fast_dataclass import dataclass, field
 from torchlint.source import physical_lines, tokenizer_readline
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Iterable, Optional
     from torchlint.diagnostics import Finding
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import ast
 import io
 import re
-from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from torchlint.diagnostics import Finding, syntax_error_finding
 from torchlint.fast_dataclass import dataclass, field, replace
@@ -34,7 +33,9 @@ from torchlint.noqa import Suppression, parse as parse_directives
 from torchlint.source import NOTEBOOK_SUFFIX as NOTEBOOK_SUFFIX, is_notebook as is_notebook  # re-exported
 from torchlint.source import SourceFile, newer_syntax_hint, physical_lines
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the walk is imported when a notebook is linted, not by a cache hit
+    from typing import Any, Optional, Sequence
     from torchlint.checker import RuleClass
 
 SIZE_FACTOR = 10  # a notebook may be this many times max-file-size (outputs are not linted)

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public, but not in typeshed
-from typing import Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _WHITESPACE = " \t\n\r"
 _DECODER = json.JSONDecoder()

@@ -12,11 +12,14 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any, Callable, Optional
 
 from torchlint.budget import DEFAULT_LINT_TIMEOUT, MIN_LINT_TIMEOUT
 from torchlint.fast_dataclass import dataclass
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, format_size, parse_size
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 DEFAULT_EXCLUDES = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -38,7 +41,8 @@ class ConfigError(Exception):
     """Bad configuration: the CLI prints it and exits 2."""
 
 
-Validator = Callable[[Path, "Option", Any], Any]
+if TYPE_CHECKING:
+    Validator = Callable[[Path, "Option", Any], Any]
 
 
 @dataclass(frozen=True)

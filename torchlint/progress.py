@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import IO, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Optional
 
 DELAY = 1.0  # seconds of silence before the line appears (fast runs never show it)
 INTERVAL = 0.1  # at most ten redraws a second

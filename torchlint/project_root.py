@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def git_toplevel(directory: Path) -> Optional[Path]:

@@ -8,10 +8,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Iterable, Optional
 
 from torchlint import settings_reads
 from torchlint.safe_io import RefusedFile, read_regular_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Optional
 
 _REQUIREMENT = r"^\s*torch\s*(\[[^\]]*\])?\s*(?P<spec>[^;#]*)"  # compiled when first used (by `re`)
 _FLOOR = r"(>=|==|~=)\s*(?P<major>[0-9]+)\.(?P<minor>[0-9]+)"

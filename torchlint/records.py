@@ -5,9 +5,12 @@ reads back (a bad shape raises RecordError, so nothing downstream defends agains
 
 from __future__ import annotations
 
-from typing import Any, Optional
 
 from torchlint.fast_dataclass import dataclass, replace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 SAFE, UNSAFE = "safe", "unsafe"
 APPLICABILITIES = (SAFE, UNSAFE)

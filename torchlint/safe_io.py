@@ -12,7 +12,10 @@ import re
 import stat
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Union
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Iterable, Optional, Union
 
 # Pseudo file systems whose "regular" files report size 0 and hold process secrets.
 _PSEUDO_ROOTS = ("/proc", "/sys", "/dev")

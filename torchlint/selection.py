@@ -6,10 +6,13 @@ files; `torchlint run` extends it with the runtime checks (`Selector.extended`).
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
 
 from torchlint.fast_dataclass import dataclass, field
 from torchlint.rules import lazy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable, Optional
 
 
 class SelectionError(ValueError):

@@ -6,9 +6,12 @@ from __future__ import annotations
 import io
 import re
 import sys
-from typing import Callable, Optional
 
 from torchlint.fast_dataclass import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 # Python ends lines only at \n, \r\n and \r; str.splitlines() also splits at form feed,
 # U+2028 and others, which would shift every later row (and its noqa).

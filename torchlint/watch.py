@@ -8,9 +8,12 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Sequence
 
 import click
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Sequence
 
 CLEAR_SCREEN = "\x1b[2J\x1b[H"
 # What can change a report: sources, and the files settings and excludes come from.

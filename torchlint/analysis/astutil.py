@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import ast
 import weakref
-from typing import Any, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 _DOTTED_MAX = 60

@@ -5,14 +5,16 @@ kept apart so the model itself stays about one file."""
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Optional, Union
 
 from torchlint.analysis.frameworks import is_framework_factory, is_framework_module
 from torchlint.analysis.imports import is_module_class_name, qualify
 from torchlint.analysis.project_index import ModuleInfo, ProjectIndex
 from torchlint.analysis.scopes import iter_scope
 
-_FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional, Union
+    _FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 
 class CrossFile:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.astutil import arg_or_keyword, dotted, literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def nonzero_workers(call: ast.Call) -> Optional[object]:

@@ -7,7 +7,6 @@ be read are None, so a rule built on them stays silent where it cannot see (TL30
 from __future__ import annotations
 
 import ast
-from typing import Callable, Optional, Union
 
 from torchlint.analysis.astutil import arg_or_keyword, keyword, literal
 from torchlint.analysis.nodes import iter_children
@@ -17,8 +16,12 @@ from torchlint.analysis.semantic import SemanticModel
 from torchlint.analysis.torch_api import DATALOADER, DDP
 from torchlint.fast_dataclass import dataclass
 
-_Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
-_Resolve = Callable[[ast.AST], Optional[str]]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Optional, Union
+    _Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+    _Resolve = Callable[[ast.AST], Optional[str]]
+
 MAX_DEPTH = 4
 
 # Words whose mention means the data may be split by rank (or that the class handles workers

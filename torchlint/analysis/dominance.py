@@ -7,9 +7,10 @@ assignment in source order), so rules that trust a value's type check this too."
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Optional
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Optional
     from torchlint.analysis.semantic import SemanticModel
 
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Optional
 
 from torchlint.analysis.astutil import dotted, literal
 from torchlint.analysis.nodes import child_list, iter_children
 from torchlint.analysis.scopes import FUNCTION_TYPES, grad_mode_of
 from torchlint.analysis.semantic import SemanticModel
 from torchlint.fast_dataclass import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _EVAL_NAME = re.compile(r"(^|_)(val|valid|validate|validation|eval|evaluate|evaluation|test|testing)(_|$)")
 _EVAL_PREFIX = re.compile(r"^(val|valid|validate|validation|eval|evaluate|evaluation|test|testing)")

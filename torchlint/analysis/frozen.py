@@ -6,11 +6,15 @@ Computed once per scope, on the first question, and kept in the model's memo."""
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.astutil import dotted, literal
-from torchlint.analysis.scopes import Scope, iter_scope
+from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.semantic import SemanticModel
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
+    from torchlint.analysis.scopes import Scope
 
 _COPY_CALLS = frozenset({"copy.deepcopy", "deepcopy"})
 _COPY_NAME_PARTS = ("ema", "copy", "shadow", "average", "swa", "teacher", "target")

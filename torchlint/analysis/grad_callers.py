@@ -6,11 +6,14 @@ Built once per file, on the first question, and kept in the model's memo."""
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.nodes import iter_children
 from torchlint.analysis.scopes import FUNCTION_TYPES, grad_mode_of
 from torchlint.analysis.semantic import SemanticModel
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def _mode(exprs: list[ast.expr], model: SemanticModel) -> Optional[bool]:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterable, Optional, Protocol
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Iterable, Optional, Protocol
 
 # Public re-exports that real code spells both ways; normalise to one name so
 # rules match a single qualified name.
@@ -91,10 +94,11 @@ def qualify(node: ast.AST, resolve_base: Callable[[str], Optional[str]]) -> Opti
     return canonical(base)
 
 
-class QualnameResolver(Protocol):
-    """Anything that turns `T.nn.Linear` into `torch.nn.Linear` (a table, or a scoped view)."""
+if TYPE_CHECKING:
+    class QualnameResolver(Protocol):
+        """Anything that turns `T.nn.Linear` into `torch.nn.Linear` (a table, or a scoped view)."""
 
-    def qualname(self, node: ast.AST) -> Optional[str]: ...
+        def qualname(self, node: ast.AST) -> Optional[str]: ...
 
 
 class ImportTable:

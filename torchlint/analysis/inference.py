@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
-from typing import TYPE_CHECKING, Optional, Union
 
 from torchlint.analysis.imports import is_module_class_name
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Optional, Union
     from torchlint.analysis.scopes import Binding
     from torchlint.analysis.semantic import SemanticModel
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Optional
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Optional
     from torchlint.analysis.semantic import SemanticModel
 
 

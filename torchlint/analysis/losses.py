@@ -5,10 +5,13 @@ class (`self.crit = nn.CrossEntropyLoss()` ... `self.crit(out, y)`)."""
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.imports import QualNames
 from torchlint.analysis.semantic import SemanticModel
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 class LossCalls:

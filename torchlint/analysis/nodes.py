@@ -4,7 +4,10 @@ per node type (ast.iter_child_nodes inspects every field of every node)."""
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterator
 
 # Fields that never hold nodes a rule cares about: names, flags, positions, expression
 # contexts and operators.

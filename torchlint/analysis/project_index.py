@@ -38,13 +38,16 @@ import stat
 import sys
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Callable, Optional, Union
 
 from torchlint.analysis.imports import ImportTable
 from torchlint.hashing import EXISTS, EXISTS_UNREAD, MISSING, content_hash
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, is_within, read_regular_file
 
-_FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Optional, Union
+    _FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
 MAX_DEPTH = 12  # re-exports and base classes followed through at most this many modules
 _NEVER = frozenset(sys.stdlib_module_names) | {"torch", "__future__", "numpy", "typing_extensions"}
 _MEMO_SIZE = 64

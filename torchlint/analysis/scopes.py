@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_right
-from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
-from torchlint.analysis.imports import QualnameResolver
 from torchlint.analysis.nodes import STATEMENT_FIELDS, child_list, statement_fields
 from torchlint.fast_dataclass import dataclass
 
-Scope = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator, Optional, Sequence, Union
+    from torchlint.analysis.imports import QualnameResolver
+    Scope = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
+
 FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 _DISABLING = {"torch.no_grad", "torch.inference_mode"}

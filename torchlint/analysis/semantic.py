@@ -8,16 +8,20 @@ The walker (`torchlint.checker`) keeps the position current by calling the `ente
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterator, Optional, Union
 
 from torchlint.analysis.cross_file import CrossFile
 from torchlint.analysis.imports import ImportTable, QualNames, qualify
 from torchlint.analysis.project_index import ProjectIndex
 from torchlint.analysis.nodes import iter_children, iter_statements
-from torchlint.analysis.scopes import (FUNCTION_TYPES, Assignments, Binding, GradRegion, Scope,
-                                       grad_mode_of, iter_scope, local_names)
+from torchlint.analysis.scopes import (FUNCTION_TYPES, Assignments, Binding, GradRegion, grad_mode_of,
+                                       iter_scope, local_names)
 
-_FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Iterator, Optional, Union
+    from torchlint.analysis.scopes import Scope
+    _FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
 _PLAIN_ASSIGNMENTS = (ast.Assign, ast.AnnAssign, ast.NamedExpr)
 _UNSET = object()
 

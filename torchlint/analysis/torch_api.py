@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Optional
 
 from torchlint.analysis.imports import QualNames
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Optional
     from torchlint.analysis.semantic import SemanticModel
 
 TORCH_SAVE = QualNames({"torch.save"})  # two serialization rules ask each call

@@ -10,7 +10,6 @@ walk over the file, then one pass per loop or function body that calls `backward
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional, Union
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name, receiver_name
 from torchlint.analysis.nodes import child_list, iter_children
@@ -18,9 +17,14 @@ from torchlint.analysis.scopes import FUNCTION_TYPES
 from torchlint.analysis.semantic import SemanticModel
 from torchlint.fast_dataclass import dataclass, field
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterator, Optional, Union
+
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-_AnyFunction = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+if TYPE_CHECKING:
+    _AnyFunction = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 # `<wrapper>.backward(loss)`: the loss is the argument, not the receiver.
 _BACKWARD_WRAPPERS = frozenset({"accelerator", "fabric", "engine", "model_engine", "deepspeed", "trainer",
                                 "self", "amp", "optimizer"})

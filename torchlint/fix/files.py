@@ -9,7 +9,6 @@ import difflib
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 from torchlint import notebook
 from torchlint.diagnostics import Finding
@@ -19,6 +18,10 @@ from torchlint.fix.policy import FixPolicy
 from torchlint.fix.write import FixSkipped, write_fixed
 from torchlint.linter import FileResult, FileTask, lint_bytes, lint_task, read_task
 from torchlint.source import DecodeFailure, decode_source, lines_with_breaks
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 
 @dataclass

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping  # subscriptable, without importing typing
 
 from torchlint.diagnostics import Finding
 

@@ -8,11 +8,14 @@ relative to the repository root, as the agent resolves them against the sources 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.output.locations import cell_note, root_path
 from torchlint.safe_io import printable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 # Azure has no "info" issue: it would be dropped, so it is a warning.
 _TYPE = {"error": "error", "warning": "warning", "info": "warning"}

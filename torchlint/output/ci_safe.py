@@ -22,7 +22,10 @@ from __future__ import annotations
 import re
 import sys
 from contextlib import contextmanager
-from typing import IO, Any, Iterator, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, IO, Iterator, Optional
 
 # How the runner splits its input into lines (.NET ReadLine: \r\n, \r or \n).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)")

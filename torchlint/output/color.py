@@ -4,7 +4,10 @@ NO_COLOR (https://no-color.org) and FORCE_COLOR conventions like ruff does."""
 from __future__ import annotations
 
 import os
-from typing import IO, Mapping, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Mapping, Optional
 
 CHOICES = ("auto", "always", "never")
 

@@ -6,13 +6,16 @@ written relative to the repository root, not to the directory torchlint ran in."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.output.ci_safe import LEGACY_COMMAND
 from torchlint.output.text import verify_line
 from torchlint.safe_io import printable
 from torchlint.project_root import relative_to_root
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 _LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 

@@ -12,11 +12,14 @@ import hashlib
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.output.locations import cell_note, root_path
 from torchlint.safe_io import printable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 # GitLab's levels: info, minor, major, critical, blocker.
 _SEVERITY = {"error": "major", "warning": "minor", "info": "info"}

@@ -4,12 +4,15 @@ rows and columns aligned within a file, then the summary line."""
 from __future__ import annotations
 
 from itertools import groupby
-from typing import Any
 
 from torchlint.diagnostics import Finding
 from torchlint.output.color import PLAIN, Palette
 from torchlint.output.text import summary, verify_line
 from torchlint.safe_io import printable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _where(f: Finding) -> tuple[str, str]:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from torchlint.diagnostics import Finding
 from torchlint.output.docs_url import rule_url
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def finding_dict(f: Finding) -> dict[str, Any]:

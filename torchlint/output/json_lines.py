@@ -4,10 +4,13 @@ for tools that stream findings."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from torchlint.diagnostics import Finding
 from torchlint.output.json_format import finding_dict
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def render(findings: list[Finding], sources: Any = None, **_: object) -> str:

@@ -8,10 +8,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from itertools import groupby
 from pathlib import PurePath
-from typing import Any
 
 from torchlint.diagnostics import Finding
 from torchlint.safe_io import printable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _classname(path: str) -> str:

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.project_root import relative_to_root
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 def root_path(f: Finding, cwd: Optional[Path], root: Optional[Path]) -> str:

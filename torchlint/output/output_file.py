@@ -17,9 +17,12 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import Optional
 
 from torchlint.safe_io import TEMP_PREFIX, TEMP_SUFFIX, replace_atomically
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _TMP_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)

@@ -5,11 +5,14 @@ is named in the message."""
 
 from __future__ import annotations
 
-from typing import Any
 
 from torchlint.diagnostics import Finding
 from torchlint.output.locations import cell_note
 from torchlint.safe_io import printable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def render(findings: list[Finding], sources: Any = None, **_: object) -> str:

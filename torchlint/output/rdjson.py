@@ -6,11 +6,14 @@ bytes from 1, end exclusive), `severity`, `code.value`/`code.url`, and the fix's
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from torchlint.diagnostics import Finding
 from torchlint.output.docs_url import INFORMATION_URI, rule_url
 from torchlint.output.locations import byte_column, cell_note, source_line
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _SEVERITY = {"error": "ERROR", "warning": "WARNING", "info": "INFO"}
 

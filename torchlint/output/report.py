@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Mapping
 
 from torchlint.diagnostics import Finding
 from torchlint.output import FORMATS
 from torchlint.output.ci_safe import COMMAND_FORMATS, MARKUP_FORMATS, neutralize
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 
 def render_report(fmt: str, findings: list[Finding], sources: Mapping[str, Any], parse_errors: list[Finding],

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Iterable, Optional
 from urllib.parse import quote
 
 from torchlint.diagnostics import Finding
@@ -27,6 +26,10 @@ from torchlint.output.markdown import safe_markdown
 from torchlint.output.text import finding_line
 from torchlint.project_root import relative_to_root
 from torchlint.rules import lazy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Optional
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}

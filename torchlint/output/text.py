@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.output.color import PLAIN, Palette
 from torchlint.records import YOUR_CODE
 from torchlint.safe_io import printable
 from torchlint.source import SourceFile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def location(f: Finding) -> str:

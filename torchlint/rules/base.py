@@ -9,7 +9,6 @@ judges the `# noqa` directives (after the suppression pass). A rule reports inst
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator, Optional, TypeVar
 
 # Re-exported: rules import their AST helpers from here.
 from torchlint.analysis.astutil import arg_or_keyword, dotted, has_star_kwargs, keyword, literal
@@ -18,7 +17,9 @@ from torchlint.records import Fix
 from torchlint.rules.rule_options import Option
 from torchlint.rules.violation import Violation
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Callable, ClassVar, Iterable, Iterator, Optional, TypeVar
     from torchlint.checker import FileContext
     from torchlint.noqa import Suppression
 
@@ -171,7 +172,8 @@ class Rule:
                               help=violation.help_text(), fix=fix)
 
 
-_Handler = TypeVar("_Handler", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    _Handler = TypeVar("_Handler", bound=Callable[..., Any])
 
 
 def calls_ending(*names: Iterable[str]) -> Callable[[_Handler], _Handler]:

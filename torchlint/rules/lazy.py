@@ -11,9 +11,12 @@ from __future__ import annotations
 import importlib
 import sys
 from functools import lru_cache
-from typing import Any, Optional
 
 from torchlint.rules.index import RULES, RUNTIME_CODES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 class LazyRule:

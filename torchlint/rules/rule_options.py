@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Optional
 
 from torchlint.fast_dataclass import dataclass
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 # The value types an option may have. `bool` is checked before `int`: Python's True is an int,
 # TOML's is not.

@@ -18,9 +18,10 @@ needs, not the probe's facts (those stay `params=`)."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, ClassVar, Optional
     from typing_extensions import dataclass_transform
 else:
     def dataclass_transform(**_: Any) -> Any:

@@ -6,9 +6,12 @@ pays nothing for it."""
 
 from __future__ import annotations
 
-from typing import Any
 
 from torchlint.runtime.checks import RuntimeCheck
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _API = ("TrainingStepFailed", "check_training_step", "monitor_findings", "monitored")
 

@@ -9,16 +9,20 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Optional
 
 from torchlint import catalog
 from torchlint.diagnostics import Finding
 from torchlint.files import display_path
 from torchlint.records import RuntimeResult
 from torchlint.rules.meta.program_crashed import name_runtime_causes
-from torchlint.runtime.judging import Observation, RuntimeProblem, StaticJudge
+from torchlint.runtime.judging import Observation, RuntimeProblem
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
 from torchlint.source import DecodeFailure, SourceFile, decode_source
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
+    from torchlint.runtime.judging import StaticJudge
 
 __all__ = ["Observation", "RuntimeProblem", "judge_static", "load_events", "problem_findings", "runtime_problems",
            "static_monitors"]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.runtime.analysis import Observation, problem_findings, runtime_problems
 from torchlint.runtime.monitor import ListSink, Monitor, current, set_current
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator, Optional
 
 
 class TrainingStepFailed(Exception):

@@ -7,9 +7,10 @@ No torch here."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Optional
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import ClassVar, Optional
     from torchlint.diagnostics import Finding
     from torchlint.runtime.judging import Observation, RuntimeProblem
 

@@ -8,7 +8,6 @@ import signal
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
 
 import click
 
@@ -24,6 +23,10 @@ from torchlint import catalog
 from torchlint.runtime.html_report import compile_notes, render_html
 from torchlint.runtime.launcher import Outcome, program_env, run_program
 from torchlint.selection import STATIC, SelectionError, SelectionLayer
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 # Exit codes of our own. Otherwise `run` exits with the program's code (a signal N: 128 + N).
 EXIT_CONFIRMED = 1

@@ -8,7 +8,10 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any, Callable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 _FAULT_FILES: list = []  # faulthandler writes to their fds: they must stay open
 

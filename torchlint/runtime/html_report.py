@@ -9,12 +9,16 @@ from __future__ import annotations
 import math
 from html import escape
 from pathlib import Path
-from typing import Any, Iterable, Optional
 
 from torchlint.diagnostics import Finding
-from torchlint.runtime.judging import Event, Observation, where
+from torchlint.runtime.judging import Observation, where
 from torchlint.runtime.svg_chart import Line, chart
 from torchlint.safe_io import display_path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Optional
+    from torchlint.runtime.judging import Event
 
 CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1a1a1a; background: #ffffff; max-width: 1060px; }

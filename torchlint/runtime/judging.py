@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
 
 from torchlint.fast_dataclass import dataclass, field
 from torchlint.records import RuntimeResult
 from torchlint.safe_io import display_path
 
-Event = dict[str, Any]
-Rows = tuple[int, int]
-StaticJudge = Callable[["Observation", str, Rows, Path], RuntimeResult]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Optional
+    Event = dict[str, Any]
+    Rows = tuple[int, int]
+    StaticJudge = Callable[["Observation", str, Rows, Path], RuntimeResult]
 
 CLASS_INDEX_LOSSES = ("cross_entropy", "nll_loss")
 

@@ -16,10 +16,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
 
 from torchlint.runtime.monitor import ENV_DIR, ENV_MAX_STEPS
 from torchlint.verify._reap import stat_table
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 BOOT_DIR = Path(__file__).resolve().parent / "boot"
 GRACE_SECONDS = 5.0  # after SIGINT, before SIGKILL

@@ -7,11 +7,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Iterator
     from torchlint.runtime.api import RuntimeSession
 
 

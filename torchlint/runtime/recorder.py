@@ -13,7 +13,10 @@ from __future__ import annotations
 import math
 import os
 import weakref
-from typing import Any, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 KEEP = 512
 

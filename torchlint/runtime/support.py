@@ -14,7 +14,10 @@ import sys
 import sysconfig
 import threading
 import weakref
-from typing import Any, Callable, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CRASH_FRAMES = 12  # user frames of a crash's traceback kept, innermost last

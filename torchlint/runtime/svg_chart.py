@@ -8,7 +8,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from html import escape
-from typing import Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
 WIDTH, HEIGHT = 1000, 260

@@ -9,7 +9,10 @@ import functools
 import inspect
 import os
 import sys
-from typing import Any, Callable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 # Calls per loss site whose labels are range-checked (each check reads two scalars).
 LABEL_CHECK_LIMIT = 50

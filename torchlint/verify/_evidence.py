@@ -12,9 +12,12 @@ to the records of what happened there, each a dict with the call's `func`, `args
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
 
 import torch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 Result = tuple[str, str]
 

@@ -17,7 +17,10 @@ import ctypes
 import errno
 import platform
 import struct
-from typing import Union
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Union
 
 _ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _DENIED = {

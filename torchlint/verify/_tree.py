@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Callable, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Optional
 
 from torchlint.verify._reap import stat_table, stop_and_kill
 from torchlint.verify._tree import allocated_bytes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 INODE_LIMIT = 100_000  # files and directories in the temp dir (the private /dev/shm caps its own)
 

@@ -6,7 +6,10 @@ them)."""
 from __future__ import annotations
 
 import ast
-from typing import Any, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 def parameters(function: ast.FunctionDef) -> list[str]:

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Iterable, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable, Optional
 
 _RANK = {"state_dict": 0, "namespace": 1, "module": 2}
 _CONFIG_NAMES = frozenset({"args", "opt", "opts", "config", "cfg", "hparams", "hp", "options", "flags"})

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import Iterable, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable, Optional
 
 BLOCKS = ("body", "orelse", "finalbody")
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

@@ -12,7 +12,6 @@ import hashlib
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
 from torchlint import catalog
@@ -22,6 +21,10 @@ from torchlint.verify.program import MAX_MEMBERS, batch_spec, program_spec
 from torchlint.verify.project import IMPORTED, NotImportable, ProjectTree, plan_import
 from torchlint.verify.project import USES_PROJECT as _USES
 from torchlint.verify.slicer import NotSelfContained, Slice, build
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 # A rule whose `evidence` has a probe (the worker's copy is in evidence_index.py); the others
 # give the reason they cannot be shown on a machine.

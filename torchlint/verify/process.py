@@ -17,7 +17,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
 
 from torchlint.records import NOTHING, PROBE, VERIFY_VERDICTS, YOUR_CODE, Verdict
 from torchlint.verify._frames import MAX_FRAME
@@ -25,6 +24,10 @@ from torchlint.verify._tree import chown_all
 from torchlint.verify._tree import remove as remove_tree
 from torchlint.verify.bounds import INODE_LIMIT, over_disk, resident, tree_usage, kill_sandbox
 from torchlint.verify.sandbox import make_parent_undumpable, policy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 WORKER = Path(__file__).resolve().parent / "_worker.py"
 LAUNCHER = Path(__file__).resolve().parent / "_launch.py"

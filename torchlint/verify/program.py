@@ -19,13 +19,16 @@ from __future__ import annotations
 import ast
 import copy
 import os
-from typing import Any
 
 from torchlint.diagnostics import Finding
 from torchlint.verify.instrument import SliceRule
 from torchlint.verify.project import ProjectTree, module_of
 from torchlint.verify.safety import _SHAPE_FACTORIES, MAX_ELEMENTS, MAX_SEQUENCE, Unsafe, _shape_args, fold
 from torchlint.verify.slicer import NotSelfContained, Slice, analysis, find_node, parent_map, statement_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_PROGRAM_BYTES = 1 << 20
 # Findings one program run observes: their answers share one frame (_frames.MAX_FRAME).

@@ -22,11 +22,14 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.safe_io import RefusedFile, read_regular_file
 from torchlint.verify.callsites import literal_call
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 MAX_FILES = 4000
 MAX_FILE_BYTES = 5 * 2**20

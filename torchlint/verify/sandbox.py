@@ -19,7 +19,10 @@ import stat
 import struct
 import sys
 import sysconfig
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 if __package__:  # imported by torchlint
     from torchlint.verify import _landlock, _seccomp

@@ -14,7 +14,6 @@ import builtins
 import random
 import signal
 import warnings
-from typing import Any, Callable, Optional
 
 import torch
 import torch.nn as nn
@@ -22,6 +21,10 @@ import torch.nn as nn
 from safety import ALLOWED_BUILTINS  # next to this file in the worker's sys.path
 import evidence_index  # next to this file in the worker's sys.path (generated)
 from _evidence import first_line  # next to this file: the helpers evidence functions share
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 Result = tuple[str, str]
 _KEEP = 3  # records kept per tag

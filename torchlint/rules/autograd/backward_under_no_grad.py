@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Optional
 
 from torchlint.analysis.scopes import grad_mode_of, iter_scope
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, dotted, keyword, literal
 import torchlint.runtime.judging as run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 _AUTOGRAD_FUNCS = {"torch.autograd.backward": "tensors", "torch.autograd.grad": "outputs"}

@@ -5,11 +5,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 import sys
-from typing import Any, Optional
 import weakref
 
 
-from typing import Callable
 
 from torchlint.analysis import inference
 from torchlint.analysis.training_step import in_forward_backward_window
@@ -18,6 +16,10 @@ from torchlint.edits import UNSAFE, edit, end_of, has_comment, make_fix, module_
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Option, Rule, Violation, dotted
 import torchlint.runtime.judging as run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 
 _NOT_TENSORS = ("self", "cls")

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Optional
 
 from torchlint.analysis.loops import is_optimizer_step, receiver_name
 from torchlint.analysis.training_step import current_body, own_level
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, dotted, keyword
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def probe_gan_detach(params: dict, device: str) -> tuple[str, str]:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import end_of, insert_at, make_fix
 from torchlint.rules.base import Evidence, Rule, Violation
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 _MODES = ("torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.set_grad_enabled")
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, has_star_kwargs, literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _CHECKS = {
     "torch.autograd.gradcheck": "gradcheck", "torch.autograd.gradgradcheck": "gradgradcheck",

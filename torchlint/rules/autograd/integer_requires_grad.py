@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.torch_api import is_int_dtype
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, keyword, literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _INT_DEFAULT_FACTORIES = frozenset({"torch.randint", "torch.randperm"})
 

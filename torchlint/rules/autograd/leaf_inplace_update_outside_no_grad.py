@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.analysis.frozen import frozen_before, parameters_of
@@ -11,6 +10,10 @@ from torchlint.analysis.grad_callers import called_only_without_grad
 from torchlint.analysis.scopes import Binding
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, dotted, keyword, literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 # In-place methods that do not modify the tensor's values.
 _NOT_VALUE_WRITES = frozenset({"requires_grad_", "retain_grad", "share_memory_", "detach_", "record_stream"})

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Any, Optional
 
 from torchlint.analysis.loops import is_backward
 from torchlint.checker import FileContext
@@ -12,6 +11,10 @@ from torchlint.fast_dataclass import dataclass, field
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, Violation, dotted
 import torchlint.runtime.judging as run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 _DETACHING = frozenset({"item", "detach", "tolist", "cpu", "numpy"})
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Optional
 import weakref
 
 from torchlint.diagnostics import Finding
 import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 class NonFiniteMonitor:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, edit, end_of, make_fix, start_of
 from torchlint.rules.base import Evidence, Rule, Violation, dotted
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _TYPOS = frozenset({"require_grad", "requires_grads", "require_grads", "requiresgrad", "requires_gradient"})
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, is_zero_grad, receiver_name
 from torchlint.analysis.training_step import loss_of_backward
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, dotted, keyword
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterator, Optional
 
 
 def probe_unscaled_accumulation(params: dict, device: str) -> tuple[str, str]:

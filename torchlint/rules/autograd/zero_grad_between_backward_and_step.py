@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Any, Optional
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, Violation, dotted
 import torchlint.runtime.judging as run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")

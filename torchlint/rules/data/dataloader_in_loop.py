@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, Optional, Sequence
 
 from torchlint.analysis.scopes import assigned_names, iter_scope
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.analysis.dataloader import nonzero_workers
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, keyword, literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional, Sequence
 
 
 # -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import ast
-from typing import Mapping, Optional
 
 from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import DATALOADER
 from torchlint.analysis.dataloader import iterated, nonzero_workers
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, keyword, literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Mapping, Optional
 
 _START_METHODS = ("fork", "spawn", "forkserver")
 _SET_START_METHOD = ("multiprocessing.set_start_method", "torch.multiprocessing.set_start_method")

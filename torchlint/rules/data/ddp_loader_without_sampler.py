@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Optional, Union
 
 from torchlint.analysis import ddp_sharding as shard
 from torchlint.analysis.astutil import bound_arguments
@@ -20,7 +19,10 @@ from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, has_star_kwargs, keyword, literal
 import torchlint.runtime.judging as run
 
-_Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional, Union
+    _Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 
 # -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------

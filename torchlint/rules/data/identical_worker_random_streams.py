@@ -7,11 +7,14 @@ import functools
 import os
 from pathlib import Path
 import sys
-from typing import Any, Callable, Optional
 
 from torchlint.diagnostics import Finding
 import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 
 class WorkerStreamMonitor:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Optional
 
 
-from typing import Any
 
 from torchlint.analysis.dataloader import nonzero_workers
 from torchlint.analysis.torch_api import DATALOADER, RNG_CONSTRUCTORS
@@ -16,6 +14,10 @@ from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, has_star_kwargs, keyword, literal
 from torchlint.rules.data.identical_worker_random_streams import drawn, identical, worker_groups
 import torchlint.runtime.judging as run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 _SAMPLING_METHODS = ("__getitem__", "__getitems__", "__iter__")

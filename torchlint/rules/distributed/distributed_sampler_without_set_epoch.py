@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable, Optional
 
 from torchlint.analysis.astutil import bound_arguments
 from torchlint.analysis.loops import method_name
@@ -12,6 +11,10 @@ from torchlint.analysis.torch_api import DATALOADER
 from torchlint.analysis.dataloader import iterated
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, keyword, literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 SAMPLER = "torch.utils.data.DistributedSampler"
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 from pathlib import Path
-from typing import Optional
 
 
-from typing import Any
 
 from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import DDP, MEAN_REDUCTION_FUNCTIONS, MEAN_REDUCTION_LOSSES
@@ -17,6 +15,10 @@ from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, keyword, literal
 import torchlint.runtime.judging as run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 _LEGACY_REDUCTION_ARGS = ("size_average", "reduce")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable, Optional
 
 from torchlint.analysis import inference
 from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
 from torchlint.edits import edit, end_of, has_comment, make_fix, module_alias, text_of
 from torchlint.rules.base import Evidence, Rule, Violation, dotted
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 _DTYPE_METHODS = frozenset({"float", "half", "double", "bfloat16", "long", "int"})
 _DEVICE_METHODS = frozenset({"cuda", "cpu"})

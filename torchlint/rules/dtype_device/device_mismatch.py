@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
 
 from torchlint.diagnostics import Finding
 import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 class DeviceMismatchMonitor:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.analysis.cells import is_displayed_cell_result
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, dotted
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _CONVERSIONS = frozenset({"long", "int", "contiguous", "detach", "clone", "pin_memory",
                           "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "type"})

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.imports import QualNames
 from torchlint.analysis.torch_api import dtype_name
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, calls_ending, keyword, literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _ALWAYS_FLOAT64 = frozenset({
     "numpy.random.rand", "numpy.random.randn", "numpy.random.random", "numpy.random.uniform",

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 from pathlib import Path
 
 
-from typing import Callable
 
 from torchlint.analysis.torch_api import (CLASS_INDEX_LOSS_CLASSES, CLASS_INDEX_LOSS_FUNCTIONS,
                                           float_cast, receiver_chain)
@@ -16,6 +14,10 @@ from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword
 from torchlint.records import RuntimeResult
 import torchlint.runtime.judging as run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 # A float target built from these is a deliberate probability distribution.
 _PROBABILITY_SOURCES = frozenset({"one_hot", "softmax", "log_softmax", "sigmoid", "softmin"})

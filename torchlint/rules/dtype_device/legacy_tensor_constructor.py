@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
 from torchlint.checker import FileContext
 from torchlint.edits import make_fix, module_alias, replace, text_of
 from torchlint.rules.base import Evidence, Rule, Violation
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _DTYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
            "BFloat16Tensor": "bfloat16", "LongTensor": "int64", "IntTensor": "int32", "ShortTensor": "int16",

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
 from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
 from torchlint.edits import make_fix, replace, text_of
 from torchlint.rules.base import Evidence, Rule, Violation, dotted
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 # The CPU tensor type classes and the dtype method that converts in place of each.
 _CPU_TYPES = {

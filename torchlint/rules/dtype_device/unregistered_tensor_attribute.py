@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.inference import TENSOR_FACTORIES, TENSOR_METHODS
 from torchlint.analysis.torch_api import LEGACY_CONSTRUCTORS
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule, Violation
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def _attribute_uses(cls: ast.ClassDef) -> dict[str, tuple[bool, int, int]]:

@@ -7,12 +7,15 @@ import functools
 import inspect
 from pathlib import Path
 import sys
-from typing import Any
 
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule, Violation, arg_or_keyword, has_star_kwargs, literal
 import torchlint.runtime.judging as run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 # Only those whose `training` defaults to True: alpha_dropout and feature_alpha_dropout

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Any
 
 
-from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, has_star_kwargs, keyword
 import torchlint.runtime.judging as run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 _FUNCS = frozenset({"torch.nn.functional.softmax", "torch.nn.functional.log_softmax",

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.torch_api import TORCH_LOG
 from torchlint.analysis.training_step import own_level
 from torchlint.checker import FileContext
 from torchlint.edits import SAFE, Fix, has_comment, make_fix, replace, text_of
 from torchlint.rules.base import Evidence, Rule, Violation, calls_ending
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def probe_log_of_softmax(params: dict, device: str) -> tuple[str, str]:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.torch_api import TORCH_LOG
 from torchlint.checker import FileContext
 from torchlint.edits import has_comment, make_fix, module_alias, replace, text_of
 from torchlint.records import Fix
 from torchlint.rules.base import Evidence, Rule, Violation, calls_ending
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def probe_log_sum_exp(params: dict, device: str) -> tuple[str, str]:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def probe_sigmoid_bce(params: dict, device: str) -> tuple[str, str]:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Any, Callable, Optional
 
 from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword
 import torchlint.runtime.judging as run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional
 
 
 # loss (class or function) -> activations that must not precede it. log_softmax before
@@ -52,7 +55,8 @@ _ACTIVATION_MODULES = {"torch.nn.Softmax": "softmax", "torch.nn.LogSoftmax": "lo
                        "torch.nn.Sigmoid": "sigmoid"}
 
 
-CallName = Callable[[ast.AST], Optional[str]]
+if TYPE_CHECKING:
+    CallName = Callable[[ast.AST], Optional[str]]
 # Calls that return the module they are called on (`model = model.to(device)`).
 _SAME_MODULE = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval"})
 

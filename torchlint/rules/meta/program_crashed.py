@@ -7,12 +7,15 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Optional
 
 from torchlint.diagnostics import Finding
 from torchlint.records import RuntimeResult
 import torchlint.runtime.judging as run
 from torchlint.runtime.checks import RuntimeCheck
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 class ProgramCrashed(RuntimeCheck):

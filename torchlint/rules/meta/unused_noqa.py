@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, edit, make_fix
 from torchlint.noqa import Directive, Suppression
+from torchlint.rules import lazy
 from torchlint.rules.base import Evidence, Rule, Violation
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _TL_CODE = re.compile(r"TL[0-9]{3}")
 
@@ -70,10 +74,7 @@ class UnusedNoqa(Rule):
         # Only codes enabled for this file are judged: a rule left out by --select or
         # per-file-ignores might still need its noqa elsewhere.
         judged = ctx.enabled_codes
-        # Imported here: the catalog imports every rule module, this one included.
-        from torchlint.catalog import static_codes
-
-        known = static_codes()
+        known = lazy.static_codes()  # the generated index: the catalog would import every rule module
         for row, directive in sorted(suppression.directives.by_row.items()):
             codes = directive.code_set
             if codes is None:

@@ -4,12 +4,15 @@ in favour of `torch.amp.*` with a device argument."""
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, edit, end_of, make_fix, module_alias, replace, start_of
 from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, Violation, calls_ending
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 # old name -> (new name, device, how the device is passed)
 _MOVED = {

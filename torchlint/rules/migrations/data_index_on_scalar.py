@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import make_fix, replace, text_of
 from torchlint.rules.base import Evidence, Rule, Violation, keyword, literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _REDUCTIONS = frozenset({"sum", "mean", "norm", "prod", "max", "min", "std", "var"})
 _LOSS_WORDS = ("loss", "criterion", "crit")

@@ -4,12 +4,15 @@ from the one data table in torchlint/data/deprecated_api.toml."""
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.torch_versions import DeprecatedApi, at_least, deprecated_apis
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, add_keyword, make_fix, module_alias, replace
 from torchlint.rules.base import Evidence, Option, Rule, TORCH_VERSION_OPTION, Violation, calls_ending
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _LAST_NAMES = frozenset(api.short for api in deprecated_apis().values())
 _UPSAMPLE_MODES = {"upsample-nearest": 'mode="nearest"', "upsample-bilinear": 'mode="bilinear", align_corners=True'}

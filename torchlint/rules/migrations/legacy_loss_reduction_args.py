@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, edit, end_of, has_comment, make_fix, start_of, text_of
 from torchlint.rules.base import Evidence, Rule, Violation, keyword, literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _LEGACY = ("size_average", "reduce")
 

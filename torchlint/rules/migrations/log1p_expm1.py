@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import make_fix, replace, text_of
 from torchlint.rules.base import Evidence, Rule, Violation
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def _is_one(node: ast.AST) -> bool:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import Fix, has_comment, make_fix, module_alias, replace, text_of
 from torchlint.rules.base import Evidence, Rule, Violation
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _PRIVATE_MODULE = "torch.utils.data._utils.collate"
 _PUBLIC = {f"{_PRIVATE_MODULE}.{n}": f"torch.utils.data.{n}" for n in ("default_collate", "default_convert")}

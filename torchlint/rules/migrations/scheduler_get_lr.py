@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
 from torchlint.checker import FileContext
 from torchlint.edits import edit, end_of, make_fix
 from torchlint.rules.base import Evidence, Rule, Violation, dotted
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _TORCH_SCHEDULERS = "torch.optim.lr_scheduler."
 # transformers' schedule factories return a torch LambdaLR.

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.checker import FileContext
 from torchlint.edits import SAFE, UNSAFE, Fix, make_fix, replace
 from torchlint.rules.base import Evidence, Rule, Violation, literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _RENAMES = {"pretrained": "weights", "pretrained_backbone": "weights_backbone"}
 

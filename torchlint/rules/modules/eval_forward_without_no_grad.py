@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import PurePath
-from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.analysis.evaluation import evaluation_facts, is_eval_name
@@ -13,6 +12,10 @@ from torchlint.analysis.scopes import grad_mode_of
 from torchlint.analysis.training_step import trains
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, dotted
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def probe_eval_no_grad(params: dict, device: str) -> tuple[str, str]:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import ast
 from pathlib import PurePath
-from typing import Optional
 
 from torchlint.analysis.evaluation import built_in_scope, built_with_mode_layers, evaluation_facts, is_eval_name
 from torchlint.analysis.training_step import trains
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, dotted
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def probe_eval_mode(params: dict, device: str) -> tuple[str, str]:

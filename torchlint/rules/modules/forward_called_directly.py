@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, dotted
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 # -- evidence (runs only in the --verify worker: see CONTRIBUTING.md) ----------------------

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.checker import FileContext
 from torchlint.edits import UNSAFE, make_fix, module_alias, replace, text_of
 from torchlint.rules.base import Evidence, MODULE_BASES_OPTION, Rule, Violation
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def _registers_manually(cls: ast.ClassDef) -> bool:

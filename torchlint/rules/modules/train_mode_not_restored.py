@@ -6,7 +6,6 @@ import ast
 from pathlib import Path
 
 
-from typing import Optional
 
 from torchlint.analysis.frozen import is_copy_of_model
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name, receiver_name
@@ -14,6 +13,10 @@ from torchlint.checker import FileContext
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, Violation, dotted, literal
 import torchlint.runtime.judging as run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def _is_train_call(call: ast.Call) -> bool:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.torch_api import conversion_target
 from torchlint.checker import FileContext
 from torchlint.edits import UNSAFE, SAFE, add_keyword, edit, end_of, has_comment, make_fix, text_of
 from torchlint.rules.base import Evidence, Rule, Violation, literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _FACTORIES = frozenset(f"torch.{n}" for n in (
     "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",

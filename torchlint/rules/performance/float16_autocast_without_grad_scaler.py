@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.loops import is_backward, method_name
 from torchlint.analysis.scopes import iter_scope
 from torchlint.analysis.torch_api import dtype_name
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 _SCALERS = ("torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler")
 

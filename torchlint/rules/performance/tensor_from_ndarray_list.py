@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis.dominance import reaches_here
 from torchlint.analysis.imports import QualNames
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, dotted
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 # numpy callables that return an ndarray (not a NumPy scalar such as `np.sum(x)` or `np.float32(x)`).
 _ARRAY_FUNCTIONS = frozenset({

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
-from typing import Optional
 
 from torchlint.analysis import inference
 from torchlint.analysis.torch_api import TORCH_SAVE
 from torchlint.checker import FileContext
 from torchlint.rules.base import Evidence, Rule, Violation, arg_or_keyword, calls_ending, dotted, has_star_kwargs, keyword, literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 def probe_checkpoint_objects(params: dict, device: str) -> tuple[str, str]:

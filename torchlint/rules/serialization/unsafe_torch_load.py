@@ -6,7 +6,6 @@ import ast
 import os
 from pathlib import Path
 import sys
-from typing import Any, Optional
 
 from torchlint.analysis.torch_versions import at_least
 from torchlint.checker import FileContext
@@ -14,6 +13,10 @@ from torchlint.edits import UNSAFE, add_keyword, make_fix
 from torchlint.records import RuntimeResult
 from torchlint.rules.base import Evidence, Rule, TORCH_VERSION_OPTION, Violation, has_star_kwargs, keyword, literal
 import torchlint.runtime.judging as run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 def _catches_type_error(node: ast.AST) -> bool:
