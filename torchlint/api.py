@@ -19,8 +19,7 @@ from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, 
 from torchlint.diagnostics import CONFIG_ERROR, INTERNAL_ERROR, SYNTAX_ERROR_CODE, Finding, tool_finding
 from torchlint.fast_dataclass import dataclass, field, replace
 from torchlint.files import Discovery, display_path
-from torchlint.analysis.project_index import new_run
-from torchlint.linter import (FileResult, FileTask, lint_findings, load_source, project_index, rule_classes_for,
+from torchlint.linter import (FileResult, FileTask, lint_findings, load_source, new_run, project_index, rule_classes_for,
                               run_tasks)
 from torchlint.project_root import project_root
 from torchlint.safe_io import format_size, printable

@@ -7,13 +7,13 @@ an `end_file`. Signals are only delivered to the main thread, which is where `to
 check` lints with `--jobs 1` and where each worker process of `--jobs N` lints. Elsewhere
 (another thread, Windows), the walker checks the thread's CPU clock at each node it enters.
 `LintTimeout` derives from BaseException so that no `except Exception` around a rule
-handler mistakes it for a rule bug. (`_thread`, not `threading`: a one-file check imports
-nothing that needs threading's ~1 ms.)"""
+handler mistakes it for a rule bug. (`_thread` and `_signal`, not `threading` and `signal`:
+a one-file check imports nothing that needs their ~1 ms each.)"""
 
 from __future__ import annotations
 
 import _thread
-import signal
+import _signal as signal
 import time
 from contextlib import contextmanager
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from torchlint.budget import DEFAULT_LINT_TIMEOUT, LintTimeout, cpu_budget, describe_timeout
 from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
 from torchlint import gcpolicy
-from torchlint.analysis.project_index import ProjectIndex, new_run
 from torchlint.fast_dataclass import dataclass, field
 from torchlint.rules import lazy
 from torchlint.safe_io import DEFAULT_MAX_FILE_SIZE, RefusedFile, read_regular_file
@@ -21,6 +20,7 @@ from torchlint.source import DecodeFailure, SourceFile, decode_source, is_notebo
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the walk is imported when a file is linted: a cache hit never needs it;
     from typing import Any, Callable, Iterable, Iterator, Optional
+    from torchlint.analysis.project_index import ProjectIndex
     from torchlint.cache import Cache  # the cache (hashing, the MAC key) only when it is on
     from torchlint.checker import RuleError
 
@@ -95,8 +95,18 @@ def project_index(task: FileTask) -> Optional[ProjectIndex]:
     """The index the file's questions about its imports go to (None: judged alone)."""
     if not task.index_roots:
         return None
+    from torchlint.analysis.project_index import ProjectIndex  # and ast: a run of cache hits needs neither
+
     path = task.path if task.path != "-" else task.display
     return ProjectIndex(path, task.index_roots, task.max_bytes)
+
+
+def new_run() -> None:
+    """A new run in this process: the index forgets where modules were found (nothing to
+    forget before the first index is made)."""
+    index_module = sys.modules.get("torchlint.analysis.project_index")
+    if index_module is not None:
+        index_module.new_run()
 
 
 def _lint_with_index(task: FileTask, data: bytes, rule_errors: list[RuleError],

@@ -9,7 +9,6 @@ Flags without a key (`--verify-unsandboxed`) are command-line only: no config ca
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
@@ -122,6 +121,8 @@ def _size(where: Path, option: Option, value: Any) -> int:
 
 def _number(kind: type, what: str) -> Validator:
     def validate(where: Path, option: Option, value: Any) -> Any:
+        import math  # a shared library: loaded only when a config sets a number
+
         assert option.minimum is not None and option.ceiling is not None
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
             and value >= option.minimum and (kind is float or isinstance(value, int))
