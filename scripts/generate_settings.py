@@ -79,7 +79,7 @@ def _merge(o: Option) -> str:
     """How a row's field is made from the config's checked `values` and the flag `cli`."""
     key, config = f'"{o.key}"', f'values.get("{o.key}", {o.field_default})'
     if o.kind == "path":
-        return f"root / values[{key}] if {key} in values else None"
+        return f"os.path.join(root, values[{key}]) if {key} in values else None"
     if o.kind == "list":
         if o.adds_up:
             return f'tuple(values.get("{o.key}", ())) + tuple(cli.{o.attr})' if o.flag else f"tuple({config})"
@@ -92,7 +92,7 @@ def _merge(o: Option) -> str:
 
 
 def _row_fields() -> list[str]:
-    lines = ["def row_fields(where: Path, values: dict[str, Any], cli: CliOverrides, root: Path) -> dict[str, Any]:",
+    lines = ["def row_fields(where: str, values: dict[str, Any], cli: CliOverrides, root: str) -> dict[str, Any]:",
              '    """The fields that one row each fills: the flag\'s value, else the config\'s (checked by',
              '    options.check_table), else the default; lists that add up join both; paths are relative to `root`."""',
              "    return {"]
@@ -106,7 +106,7 @@ def settings_module() -> str:
             "edit the table, not this file. `Settings`' fields (config.py adds the methods), the command",
             'line\'s overrides, and how each row\'s config value and flag make its field."""', "",
             "from __future__ import annotations", "",
-            "from pathlib import Path", "",
+            "import os", "",
             "from torchlint.fast_dataclass import dataclass, field",
             f"from torchlint.options import {', '.join([*names, 'flag_size'])}", "",
             "TYPE_CHECKING = False  # typing only for mypy: importing it costs a one-file run ~3 ms",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -90,7 +91,7 @@ def test_a_row_fills_its_field_and_its_flag_beats_the_config(option, tmp_path: P
     config, field_value, flag, flag_field = ROW_VALUES[option.key]
 
     def resolved(value: object) -> object:
-        return tmp_path / "c" if value == "ROOT/c" else value
+        return os.path.join(tmp_path, "c") if value == "ROOT/c" else value  # paths are strings
 
     default = settings_from_table(None, {}, CliOverrides(), tmp_path)
     assert getattr(default, option.attr) == getattr(Settings(tmp_path), option.attr)

@@ -100,8 +100,9 @@ def test_a_plain_check_imports_no_click_and_only_the_rules_its_text_wakes(tmp_pa
     """The command line people run most (`check FILE`) imports neither click (the command's
     parser is check_command's), nor the cache with --no-cache, nor TOML without a config
     file, nor git for a file named plainly, nor hashing for a file importing no local module,
-    nor dataclasses (and inspect), typing, tokenize for a file without directives, threading, or
-    the notebook reader for a .py file, nor a rule module its text cannot wake."""
+    nor dataclasses (and inspect), typing, pathlib (paths are strings and os.path), tokenize for a
+    file without directives, threading, or the notebook reader for a .py file, nor a rule module
+    its text cannot wake."""
     text = "import torch\n\nwith torch.no_grad():\n    loss = net(x).mean()\n    loss.backward()\n"
     (tmp_path / "a.py").write_text(text)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -111,7 +112,7 @@ def test_a_plain_check_imports_no_click_and_only_the_rules_its_text_wakes(tmp_pa
     imported = set((tmp_path / "modules.txt").read_text().split("\n"))
     assert "torchlint.api" in imported and "torchlint.checker" in imported  # the probe sees the run's imports
     unwanted = {"click", "torchlint.cli", "torchlint.cache", "tomllib", "subprocess", "json", "traceback", "hashlib",
-                "dataclasses", "inspect", "tokenize", "threading", "torchlint.notebook", "typing"}
+                "dataclasses", "inspect", "tokenize", "threading", "torchlint.notebook", "typing", "pathlib"}
     assert imported & unwanted == set()
     rules = {m for m in imported if m.startswith("torchlint.rules.") and m.count(".") >= 3}
     woken = {r.module for r in lazy.by_code().values()
@@ -119,8 +120,26 @@ def test_a_plain_check_imports_no_click_and_only_the_rules_its_text_wakes(tmp_pa
     assert "torchlint.rules.autograd.backward_under_no_grad" in rules and rules <= woken
 
 
-def test_a_file_that_wakes_every_rule_imports_no_typing(tmp_path):
-    """typing costs a one-file run ~3 ms: the modules a lint imports name its types for mypy
+def test_a_lint_cache_hit_imports_neither_the_walk_nor_ast_pathlib_or_typing(tmp_path):
+    """The run pre-commit and editors repeat: every file answered by the lint cache (no
+    recorded answer applies: the environment differs) needs no rule, no walk, no parser."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.py").write_text("import torch\n\nwith torch.no_grad():\n    loss = net(x).mean()\n    loss.backward()\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "user-cache")  # the cache's key, outside the project
+    probe = _CLI_PROBE.replace(', "--no-cache"]', "]")
+    for run in ("fill", "hit"):  # a new environment each time: the replay does not answer
+        done = subprocess.run([sys.executable, "-c", probe], cwd=project, env={**env, "TORCHLINT_TEST_RUN": run},
+                              capture_output=True, text=True)
+        assert done.returncode == 1 and "TL101" in done.stdout, done.stderr[-2000:]
+    imported = set((project / "modules.txt").read_text().split("\n"))
+    assert "torchlint.cache" in imported  # the probe saw a cached run
+    assert imported & {"torchlint.checker", "torchlint.analysis.project_index", "ast", "pathlib", "typing"} == set()
+
+
+def test_a_file_that_wakes_every_rule_imports_no_typing_or_pathlib(tmp_path):
+    """typing and pathlib cost a one-file run ~3 and ~4 ms: the modules a lint imports name its types for mypy
     only (`TYPE_CHECKING = False` then `if TYPE_CHECKING:`). A comment holding every rule's
     `requires_text` wakes them all (`--select ALL`: those off by default too), so every rule
     module and the analyses they import load. TL001 (woken by the word `noqa`) once imported the
@@ -137,7 +156,7 @@ def test_a_file_that_wakes_every_rule_imports_no_typing(tmp_path):
     rules = {m for m in imported if m.startswith("torchlint.rules.") and m.count(".") >= 3}
     woken = {r.module for r in lazy.by_code().values() if r.code != "TL000"}
     assert rules >= woken - {"torchlint.rules.meta.syntax_error"}  # every enabled rule ran
-    assert "typing" not in imported
+    assert "typing" not in imported and "pathlib" not in imported
     assert "torchlint.catalog" not in imported  # TL001 reads the index, not the catalog of every rule
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import sys
 from functools import lru_cache
-from pathlib import Path
 
 from torchlint.config import DEFAULT_VERIFY_TIMEOUT, CliOverrides, ConfigError, ConfigResolver, Settings
 from torchlint.diagnostics import CONFIG_ERROR, INTERNAL_ERROR, SYNTAX_ERROR_CODE, Finding, tool_finding
@@ -26,7 +25,10 @@ from torchlint.safe_io import format_size, printable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the cache (hashing) and notebooks are imported when a run uses them
-    from typing import Any, Callable, Optional
+    from pathlib import Path  # paths are strings and os.path: a one-file run never imports pathlib (~4 ms)
+    from typing import Any, Callable, Optional, Union
+
+    PathLike = Union[str, os.PathLike[str]]
     from torchlint.checker import RuleError
     from torchlint.fix.files import FixReport
     from torchlint.notebook import Notebook
@@ -61,20 +63,20 @@ class CheckRequest:
 
     paths: Optional[list[str]]  # files or directories; ["-"]: the source on stdin; None: "." (or stdin)
     overrides: CliOverrides = field(default_factory=CliOverrides)
-    config_path: Optional[Path] = None
+    config_path: Optional[PathLike] = None
     isolated: bool = False
     stdin_filename: Optional[str] = None
     force_exclude: bool = False
     jobs: Optional[int] = None
     no_cache: bool = False
-    cache_dir: Optional[Path] = None
+    cache_dir: Optional[PathLike] = None
     action: str = LINT  # or SHOW_FILES, ADD_NOQA, FIX_ONLY (the fixes, and no findings)
     apply_fixes: bool = True  # where the file's settings ask for them (`torchlint run` never fixes)
     write_fixes: bool = True  # False: --diff (fixes are computed, not written)
     show_fixes: Optional[Callable[["FixReport"], None]] = None  # called once fixes are written
     verify: Optional[VerifyRequest] = None
     warn_empty_directories: bool = True
-    cwd: Optional[Path] = None
+    cwd: Optional[PathLike] = None
     resolver: Optional[ConfigResolver] = None  # settings already resolved for these overrides
     notify: Callable[[str], None] = _ignore
     progress: Optional[Callable[[int, int], None]] = None  # (files linted, files in all), after each file
@@ -109,7 +111,7 @@ class CheckReport:
     """What `check` found, for a face to render."""
 
     resolver: ConfigResolver
-    cwd: Path
+    cwd: str  # resolved
     tasks: list[FileTask]
     missing: list[str]  # paths that do not exist
     results: list[FileResult] = field(default_factory=list)
@@ -120,7 +122,7 @@ class CheckReport:
     noqa_added: int = 0
     noqa_errors: list[str] = field(default_factory=list)
     sources: Sources = field(default_factory=lambda: Sources([]))
-    cache_root: Optional[Path] = None  # the lint cache used, if any
+    cache_root: Optional[str] = None  # the lint cache used, if any
 
     @property
     def settings(self) -> Settings:
@@ -133,7 +135,7 @@ class CheckReport:
 
 
 def check(request: CheckRequest) -> CheckReport:
-    cwd = (request.cwd or Path.cwd()).resolve()
+    cwd = os.path.realpath(request.cwd or os.getcwd())
     try:
         resolver = request.resolver or resolver_for(request, cwd)
         # Like ruff: `--stdin-filename` with no paths reads the source from stdin too.
@@ -167,7 +169,7 @@ def check(request: CheckRequest) -> CheckReport:
     return report
 
 
-def resolver_for(request: CheckRequest, cwd: Optional[Path] = None) -> ConfigResolver:
+def resolver_for(request: CheckRequest, cwd: Optional[PathLike] = None) -> ConfigResolver:
     """The settings for a request's files (raises ConfigError)."""
     return ConfigResolver(request.overrides, config_path=request.config_path, isolated=request.isolated, cwd=cwd)
 
@@ -175,7 +177,7 @@ def resolver_for(request: CheckRequest, cwd: Optional[Path] = None) -> ConfigRes
 _NO_FIXES: frozenset[str] = frozenset()  # one for every task: an empty frozenset is 216 bytes each
 
 
-def task_for(path: Path, display: str, settings: Settings, data: Optional[bytes] = None,
+def task_for(path: PathLike, display: str, settings: Settings, data: Optional[bytes] = None,
              index_roots: tuple[str, ...] = ()) -> FileTask:
     """One file's task, carrying the settings resolved for it and where the project index
     may read the modules it imports."""
@@ -188,7 +190,7 @@ def task_for(path: Path, display: str, settings: Settings, data: Optional[bytes]
                     index_roots=index_roots)
 
 
-def document_roots(path: Path, cwd: Path) -> tuple[str, ...]:
+def document_roots(path: PathLike, cwd: PathLike) -> tuple[str, ...]:
     """Where a single document's index may look (stdin, an editor): the working directory
     and the document's own directory, resolved; none for nameless stdin."""
     if str(path) == "-":
@@ -196,16 +198,16 @@ def document_roots(path: Path, cwd: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys([os.path.realpath(cwd), os.path.realpath(os.path.dirname(os.path.abspath(path)))]))
 
 
-def build_tasks(paths: list[str], resolver: ConfigResolver, cwd: Path,
+def build_tasks(paths: list[str], resolver: ConfigResolver, cwd: str,
                 request: CheckRequest) -> tuple[list[FileTask], list[str]]:
     """The files to lint (or stdin, for `-`) and the paths that do not exist."""
     if paths == ["-"]:
         name = request.stdin_filename or "-"
-        settings = resolver.for_file(Path(name)) if request.stdin_filename else resolver.default
-        if request.force_exclude and request.stdin_filename and settings.is_excluded(Path(name)):
+        settings = resolver.for_file(name) if request.stdin_filename else resolver.default
+        if request.force_exclude and request.stdin_filename and settings.is_excluded(name):
             return [], []
-        return [task_for(Path(name), name, settings, _stdin(request, settings.max_file_size),
-                         document_roots(Path(name), cwd))], []
+        return [task_for(name, name, settings, _stdin(request, settings.max_file_size),
+                         document_roots(name, cwd))], []
     if not paths:
         return [], []
     if "-" in paths:
@@ -260,14 +262,14 @@ def rule_options(options: dict[str, dict[str, Any]]) -> tuple:
     return _OPTIONS.setdefault(found, found)
 
 
-def cache_root_for(cache_dir: Optional[Path], resolver: ConfigResolver,
-                   notify: Callable[[str], None]) -> Optional[Path]:
+def cache_root_for(cache_dir: Optional[PathLike], resolver: ConfigResolver,
+                   notify: Callable[[str], None]) -> Optional[str]:
     """The cache directory to use, or None (with a warning) when it must not be used:
     tracked by git, or placed outside the project by a config file."""
     from torchlint.cache import CACHE_DIR_NAME, refusal as cache_refusal
 
     settings = resolver.default
-    root = cache_dir or settings.cache_dir or (settings.root / CACHE_DIR_NAME)
+    root = os.fspath(cache_dir or settings.cache_dir or os.path.join(settings.root, CACHE_DIR_NAME))
     why = cache_refusal(root, settings.root, from_config=cache_dir is None)
     if why is not None:
         notify(f"warning: {printable(why)}")
@@ -331,13 +333,15 @@ def _collect(report: CheckReport, notify: Callable[[str], None]) -> None:
     report.findings.sort(key=Finding.sort_key)
 
 
-def _verify(report: CheckReport, verify: VerifyRequest, cache_root: Optional[Path]) -> None:
+def _verify(report: CheckReport, verify: VerifyRequest, cache_root: Optional[str]) -> None:
+    from pathlib import Path
+
     from torchlint.verify.runner import DEFAULT_BUDGET, DEFAULT_MEMORY, verify_findings
 
     settings = report.settings
     memory = settings.verify_memory  # the command line's value, else the config's (lower only)
     verify_findings(report.findings, device=verify.device, timeout=settings.verify_timeout or DEFAULT_VERIFY_TIMEOUT,
-                    cache_dir=cache_root, sources=lambda path: getattr(report.sources.get(path), "text", None),
+                    cache_dir=Path(cache_root) if cache_root else None, sources=lambda path: getattr(report.sources.get(path), "text", None),
                     memory_limit=memory * 2**20 if memory else DEFAULT_MEMORY,
                     budget=settings.verify_budget or DEFAULT_BUDGET, unsandboxed=verify.unsandboxed,
                     project=str(getattr(report.resolver.default, "root", None) or report.cwd))
@@ -360,7 +364,7 @@ def write_output_file(path: str, text: str, roots: list[Path], option: str = "--
 # -- editors: one in-memory document, linted as `check` would lint that file ------------------
 
 @lru_cache(maxsize=8)
-def document_resolver(cwd: Path) -> ConfigResolver:
+def document_resolver(cwd: str) -> ConfigResolver:
     """One resolver per working directory, reused across documents (it caches config files)."""
     return ConfigResolver(CliOverrides(), cwd=cwd)
 
@@ -374,10 +378,10 @@ def rule_error_finding(path: str, error: RuleError) -> Finding:
     return tool_finding(INTERNAL_ERROR, path, f"torchlint {error.describe()}")
 
 
-def document_task(path: Path, display: str, resolver: Optional[ConfigResolver], data: bytes = b"") -> FileTask:
+def document_task(path: PathLike, display: str, resolver: Optional[ConfigResolver], data: bytes = b"") -> FileTask:
     """The task `check` would make for `path` (raises ConfigError). No CPU budget: an editor
     lints one document at a time, on its own schedule."""
-    cwd = Path.cwd().resolve()
+    cwd = os.path.realpath(os.getcwd())
     settings = (resolver or document_resolver(cwd)).for_file(path)
     return replace(task_for(path, display, settings, data, document_roots(path, cwd)), lint_timeout=None)
 

@@ -26,7 +26,6 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 from torchlint import __version__, integrity
 from torchlint.diagnostics import Finding
@@ -56,7 +55,7 @@ def settings_key(codes: frozenset[str], options: tuple, index_roots: tuple[str, 
     return blake2b(blob.encode(), digest_size=16).hexdigest()
 
 
-def refusal(cache_dir: Path, project_root: Path, from_config: bool) -> Optional[str]:
+def refusal(cache_dir: str, project_root: str, from_config: bool) -> Optional[str]:
     """Why a cache directory must not be used, or None. Called once per run."""
     resolved = os.path.realpath(cache_dir)
     root = os.path.realpath(project_root)
@@ -66,7 +65,7 @@ def refusal(cache_dir: Path, project_root: Path, from_config: bool) -> Optional[
     if os.path.isdir(cache_dir) and maybe_tracked(resolved):
         from torchlint.git import run_git  # git only when a cache exists and its index may list it
 
-        proc = run_git(Path(resolved), "ls-files", "-z", "--", ".")
+        proc = run_git(resolved, "ls-files", "-z", "--", ".")
         if proc is not None and proc.returncode == 0 and proc.stdout.strip(b"\0"):
             return (f"{cache_dir} is tracked by git; a committed cache could hide findings, so it is "
                     f"not used. Remove it from the repository (`git rm -r --cached {cache_dir}`)")
@@ -74,12 +73,12 @@ def refusal(cache_dir: Path, project_root: Path, from_config: bool) -> Optional[
 
 
 class Cache:
-    def __init__(self, root: Path, project_root: Optional[Path] = None, read: bool = True) -> None:
+    def __init__(self, root: str, project_root: Optional[str] = None, read: bool = True) -> None:
         self.root = root
-        self.project_root = os.path.realpath(project_root or Path.cwd())
+        self.project_root = os.path.realpath(project_root or os.getcwd())
         # What entry names are relative to: the same however the run was started.
         self.base = os.path.dirname(os.path.realpath(root))
-        self.index_path = root / __version__ / "index.json"
+        self.index_path = os.path.join(root, __version__, "index.json")
         self.read = read  # False: write fresh results, serve none (--verify re-lints every file)
         self._entries: Optional[dict[str, Any]] = None
         # Entries stored in this run, as their JSON in an unnamed temporary file: name ->
@@ -121,7 +120,7 @@ class Cache:
         if key is None or cache_subdir(self.root, __version__) is None:
             return {}
         try:
-            data = json.loads(read_regular_file(str(self.index_path), MAX_INDEX_BYTES, follow_symlinks=False))
+            data = json.loads(read_regular_file(self.index_path, MAX_INDEX_BYTES, follow_symlinks=False))
         except (OSError, ValueError, RefusedFile, RecursionError, MemoryError):
             return {}  # missing, truncated, special or foreign: start afresh
         if type(data) is not dict or data.get("format") != _FORMAT or data.get("version") != __version__ \
@@ -238,8 +237,8 @@ class Cache:
             # A symlinked component (committed, or planted) must not move our writes elsewhere.
             if self.key is None or cache_subdir(self.root, __version__, create=True) is None:
                 return
-            _create_exclusive(self.root / ".gitignore", "# Automatically created by torchlint.\n*\n")
-            replace_atomically(str(self.index_path), self._index_chunks())
+            _create_exclusive(os.path.join(self.root, ".gitignore"), "# Automatically created by torchlint.\n*\n")
+            replace_atomically(self.index_path, self._index_chunks())
         except OSError:
             pass  # a read-only checkout still lints; it just does not cache
 
@@ -257,21 +256,21 @@ class Cache:
         yield b"}}"
 
 
-def cache_subdir(root: Path, *parts: str, create: bool = False) -> Optional[Path]:
+def cache_subdir(root: str | os.PathLike[str], *parts: str, create: bool = False) -> Optional[str]:
     """`root/part/...`, or None when the root or a directory below it is a symlink or not a
     directory (a committed `.torchlint_cache/verify -> ../../x` must not move reads or writes
     out of the checkout). `create` makes the missing directories, one level at a time, each
     checked before anything is created inside it."""
-    path = root
+    path = top = os.fspath(root)
     for part in ("", *parts):
-        path = path / part if part else path
+        path = os.path.join(path, part) if part else path
         if os.path.islink(path):
             return None
         if not os.path.isdir(path):
             if not create or os.path.lexists(path):
                 return None
             try:
-                if path == root:
+                if path == top:
                     os.makedirs(path)  # the root's parents are the user's, or the project's
                 else:
                     os.mkdir(path)
@@ -292,7 +291,7 @@ def stat_record(stat: os.stat_result) -> tuple[int, int, int, int]:
     return stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino
 
 
-def _create_exclusive(path: Path, text: str) -> None:
+def _create_exclusive(path: str, text: str) -> None:
     """Create `path` unless something (a file, a dangling symlink) is already there."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)

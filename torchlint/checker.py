@@ -6,10 +6,10 @@ the semantic model (`torchlint.analysis.semantic`); rules are anything that fits
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from functools import lru_cache
 from operator import methodcaller
-from pathlib import Path
 
 from torchlint import budget
 from torchlint.analysis import inference
@@ -181,7 +181,7 @@ class Walker:
 
         code = getattr(rule, "code", "?")
         frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
-        where = f" (at {Path(frame.filename).name}:{frame.lineno})" if frame else ""
+        where = f" (at {os.path.basename(frame.filename)}:{frame.lineno})" if frame else ""
         self.errors.setdefault(code, RuleError(code, self.ctx.source.path, f"{type(exc).__name__}: {exc}{where}"))
         for table in (self.dispatch, self.leave):
             for node_type, handlers in list(table.items()):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from pathlib import Path
 
 from torchlint.config import ConfigResolver, Settings
 from torchlint.gitignore import NOTHING_IGNORED, GitignoreFiles, available as gitignore_available
@@ -15,12 +14,13 @@ from torchlint.source import NOTEBOOK_SUFFIX
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Callable, Iterator, Optional, Union
 
 # Notebooks are discovered like Python files (ruff's default `extend-include` of *.ipynb).
 PYTHON_SUFFIXES = (".py", ".pyi", NOTEBOOK_SUFFIX)
 
-def _git_visible_files(directory: Path) -> Optional[set[str]]:
+def _git_visible_files(directory: str) -> Optional[set[str]]:
     """Absolute paths of files under `directory` that git does not ignore (tracked and
     untracked); None when the directory is not in a git work tree, git is missing, or the
     directory itself is ignored (a path the user names explicitly is linted, like ruff)."""
@@ -38,7 +38,7 @@ def _git_visible_files(directory: Path) -> Optional[set[str]]:
             for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
 
 
-def _gitignore_files(top: Path) -> Optional[GitignoreFiles]:
+def _gitignore_files(top: str) -> Optional[GitignoreFiles]:
     """The .gitignore files' verdicts where git gave none: outside a work tree (or without
     git). Not for a directory git itself ignores, which the user named on purpose."""
     from torchlint.git import run_git
@@ -46,7 +46,23 @@ def _gitignore_files(top: Path) -> Optional[GitignoreFiles]:
     proc = run_git(top, "rev-parse", "--is-inside-work-tree")
     if proc is not None and proc.returncode == 0 or not gitignore_available():
         return None
-    return GitignoreFiles(top, Path.cwd())
+    return GitignoreFiles(top, os.getcwd())
+
+
+def spelled(raw: str) -> str:
+    """`raw` as `str(Path(raw))` spells it, without importing pathlib: no `.` components, no
+    repeated or trailing separator (`./a//b.py` -> `a/b.py`); `..` is kept, as pathlib keeps it."""
+    if os.sep != "/":  # pragma: no cover - Windows spellings (drives, both slashes) are pathlib's
+        from pathlib import Path
+
+        return str(Path(raw))
+    head = "//" if raw.startswith("//") and not raw.startswith("///") else "/" if raw.startswith("/") else ""
+    return head + "/".join(part for part in raw.split("/") if part and part != ".") or "."
+
+
+def _join(directory: str, name: str) -> str:
+    """A walked entry's path, spelled as `spelled` spells it (`directory` is spelled already)."""
+    return name if directory == "." else f"{directory}/{name}" if directory != "/" else f"/{name}"
 
 
 OUTSIDE_LINK = "symlink that points outside the project (name the resolved path to check it)"
@@ -77,11 +93,11 @@ def work_tree(directory: str) -> Optional[str]:
 
 class Discovery:
     def __init__(self, resolver: ConfigResolver, force_exclude: bool = False,
-                 project_root: Union[Path, Callable[[], Path], None] = None) -> None:
+                 project_root: Union[str, Path, Callable[[], Path], None] = None) -> None:
         self.resolver = resolver
         self.force_exclude = force_exclude
         self.missing: list[str] = []
-        self.skipped: list[tuple[Path, str]] = []  # (path, why): special files, outside links
+        self.skipped: list[tuple[str, str]] = []  # (path, why): special files, outside links
         # Resolved directories a symlink may point into: the directories named on the
         # command line, the parents of the files named there, and the working directory.
         self.roots: list[str] = [os.path.realpath(".")]
@@ -113,24 +129,24 @@ class Discovery:
             self._project = [self._cwd, *([os.path.realpath(root)] if root else [])]
         return self._project
 
-    def iter_files(self, paths: list[str]) -> Iterator[tuple[Path, Settings]]:
+    def iter_files(self, paths: list[str]) -> Iterator[tuple[str, Settings]]:
         seen: set[str] = set()
         # A linked file itself is judged by `refusal` below; this catches a linked directory,
         # named or above a named file.
         refused = {raw for raw in paths if os.path.lexists(raw) and (os.path.isdir(raw) or not os.path.islink(raw))
                    and link_outside(raw, lambda: self.project)}
         for raw in paths:
-            path = Path(raw)
             if raw not in refused:
-                self.roots.append(os.path.realpath(raw if path.is_dir() else os.path.dirname(os.path.abspath(raw))))
-                tree = None if path.is_dir() else work_tree(self.roots[-1])
+                is_dir = os.path.isdir(raw)
+                self.roots.append(os.path.realpath(raw if is_dir else os.path.dirname(os.path.abspath(raw))))
+                tree = None if is_dir else work_tree(self.roots[-1])
                 if tree is not None:
                     self._work_trees.append(tree)
         for raw in paths:
-            path = Path(raw)
+            path = spelled(raw)
             if raw in refused:
                 self.skipped.append((path, OUTSIDE_LINK))
-            elif path.is_dir():
+            elif os.path.isdir(path):
                 yield from self._walk(path, seen)
             elif os.path.lexists(path):
                 settings = self.resolver.for_file(path)
@@ -148,9 +164,9 @@ class Discovery:
             else:
                 self.missing.append(raw)
 
-    def _walk(self, top: Path, seen: set[str]) -> Iterator[tuple[Path, Settings]]:
+    def _walk(self, top: str, seen: set[str]) -> Iterator[tuple[str, Settings]]:
         top_settings = self.resolver.for_directory(top)
-        if self.force_exclude and top != Path(".") and top_settings.is_excluded(top):
+        if self.force_exclude and top != "." and top_settings.is_excluded(top):
             return
         visible = _git_visible_files(top) if top_settings.respect_gitignore else None
         ignores = (_gitignore_files(top) if top_settings.respect_gitignore and visible is None else None) \
@@ -164,7 +180,7 @@ class Discovery:
                     visible_dirs.add(parent)
                     parent = os.path.dirname(parent)
         for dirpath, dirnames, filenames in os.walk(top):
-            current = Path(dirpath)
+            current = spelled(dirpath)
             settings = self.resolver.for_directory(current)
             rel = settings.relative(current)
             kept = []
@@ -187,6 +203,6 @@ class Discovery:
                 seen.add(key)
                 why = refusal(key, self.roots)
                 if why is not None:
-                    self.skipped.append((current / name, why))
+                    self.skipped.append((_join(current, name), why))
                     continue
-                yield current / name, settings
+                yield _join(current, name), settings

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,7 +22,7 @@ def git_env() -> dict[str, str]:
     return env
 
 
-def run_git(directory: Path, *args: str) -> Optional[subprocess.CompletedProcess]:
+def run_git(directory: str | os.PathLike[str], *args: str) -> Optional[subprocess.CompletedProcess]:
     """`git -C directory args...` with the safe settings; None when git cannot run."""
     try:
         return subprocess.run(["git", *GIT_SAFE_ARGS, "-C", str(directory), *args], capture_output=True,

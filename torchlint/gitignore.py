@@ -9,7 +9,6 @@ working directory count too. A `.gitignore` that is not a small regular file is 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from torchlint.safe_io import RefusedFile, read_regular_file
 
@@ -38,7 +37,7 @@ def _load(directory: str) -> Optional[Spec]:
 class GitignoreFiles:
     """The `.gitignore` specs in force in each directory of one walk."""
 
-    def __init__(self, top: Path, cwd: Path) -> None:
+    def __init__(self, top: str, cwd: str) -> None:
         top_abs, cwd_abs = os.path.abspath(top), os.path.abspath(cwd)
         chain = [top_abs]
         if top_abs.startswith(cwd_abs + os.sep):  # the parents up to the working directory

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from pathlib import Path
 
 from torchlint.hashing import compare_digest, keyed_hash
 from torchlint.safe_io import is_within
@@ -28,17 +27,17 @@ KEY_BYTES = 32
 _loaded: dict[str, Optional[bytes]] = {}
 
 
-def key_path() -> Optional[Path]:
+def key_path() -> Optional[str]:
     """Where the key lives; None when there is no home to put it in."""
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     if xdg and os.path.isabs(xdg):  # the XDG spec: a relative value is ignored
-        base = Path(xdg)
+        base = xdg
     else:
         home = os.path.expanduser("~")
         if not home or home == "~" or not os.path.isabs(home):
             return None
-        base = Path(home) / ".cache"
-    return base / "torchlint" / "key"
+        base = os.path.join(home, ".cache")
+    return os.path.join(base, "torchlint", "key")
 
 
 def load_key(untrusted: Iterable[str | os.PathLike[str]] = ()) -> Optional[bytes]:
@@ -55,7 +54,7 @@ def load_key(untrusted: Iterable[str | os.PathLike[str]] = ()) -> Optional[bytes
     return _loaded[real]
 
 
-def _read_key(path: Path) -> Optional[bytes]:
+def _read_key(path: str) -> Optional[bytes]:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
@@ -70,10 +69,10 @@ def _read_key(path: Path) -> Optional[bytes]:
     return data if len(data) == KEY_BYTES else None
 
 
-def _create_key(path: Path) -> Optional[bytes]:
-    tmp = path.with_name(f".key-{os.urandom(8).hex()}.tmp")
+def _create_key(path: str) -> Optional[bytes]:
+    tmp = os.path.join(os.path.dirname(path), f".key-{os.urandom(8).hex()}.tmp")
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         key = os.urandom(KEY_BYTES)  # what secrets.token_bytes returns, without its imports
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:

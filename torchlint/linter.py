@@ -7,7 +7,6 @@ import gc
 import os
 import sys
 from functools import lru_cache, partial
-from pathlib import Path
 
 from torchlint.budget import DEFAULT_LINT_TIMEOUT, LintTimeout, cpu_budget, describe_timeout
 from torchlint.diagnostics import SYNTAX_ERROR_CODE, Finding, syntax_error_finding
@@ -147,7 +146,7 @@ def _lint_bytes(task: FileTask, data: bytes) -> FileResult:
 
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         result.internal_error = (f"internal error while checking {task.display}: {type(exc).__name__}: {exc} "
-                                 f"(at {Path(frame.filename).name}:{frame.lineno}); please report this")
+                                 f"(at {os.path.basename(frame.filename)}:{frame.lineno}); please report this")
     return result
 
 

@@ -10,7 +10,6 @@ Flags without a key (`--verify-unsandboxed`) are command-line only: no config ca
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from torchlint.budget import DEFAULT_LINT_TIMEOUT, MIN_LINT_TIMEOUT
 from torchlint.fast_dataclass import dataclass
@@ -41,7 +40,7 @@ class ConfigError(Exception):
 
 
 if TYPE_CHECKING:
-    Validator = Callable[[Path, "Option", Any], Any]
+    Validator = Callable[[str, "Option", Any], Any]
 
 
 @dataclass(frozen=True)
@@ -80,36 +79,36 @@ class Option:
         return self.flag and self.kind not in ("list", "bool")
 
 
-def _list(where: Path, option: Option, value: Any) -> list[str]:
+def _list(where: str, option: Option, value: Any) -> list[str]:
     return expect_list(where, option.key, value)
 
 
-def expect_list(where: Path, key: str, value: Any) -> list[str]:
+def expect_list(where: str, key: str, value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{where}: `{key}` must be a list of strings, got {type(value).__name__}: {value!r}")
     return value
 
 
-def _bool(where: Path, option: Option, value: Any) -> bool:
+def _bool(where: str, option: Option, value: Any) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{where}: `{option.key}` must be true or false, got {value!r}")
     return value
 
 
-def _path(where: Path, option: Option, value: Any) -> str:
+def _path(where: str, option: Option, value: Any) -> str:
     if not isinstance(value, str) or not value or "\0" in value:
         raise ConfigError(f"{where}: `{option.key}` must be a non-empty string path")
     return value
 
 
-def _table(where: Path, option: Option, value: Any) -> dict[str, Any]:
+def _table(where: str, option: Option, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         what = "a table of glob = [codes]" if option.key == "per-file-ignores" else "a table of per-rule tables"
         raise ConfigError(f"{where}: `{option.key}` must be {what}")
     return value
 
 
-def _size(where: Path, option: Option, value: Any) -> int:
+def _size(where: str, option: Option, value: Any) -> int:
     try:
         size = parse_size(value)
     except ValueError as exc:
@@ -120,7 +119,7 @@ def _size(where: Path, option: Option, value: Any) -> int:
 
 
 def _number(kind: type, what: str) -> Validator:
-    def validate(where: Path, option: Option, value: Any) -> Any:
+    def validate(where: str, option: Option, value: Any) -> Any:
         import math  # a shared library: loaded only when a config sets a number
 
         assert option.minimum is not None and option.ceiling is not None
@@ -134,7 +133,7 @@ def _number(kind: type, what: str) -> Validator:
     return validate
 
 
-def _version(where: Path, option: Option, value: Any) -> str:
+def _version(where: str, option: Option, value: Any) -> str:
     return check_torch_version(value, f"{where}: `{option.key}`")
 
 
@@ -145,7 +144,7 @@ def check_torch_version(value: Any, where: str) -> str:
     return value
 
 
-def flag_size(where: Path, value: str) -> int:
+def flag_size(where: str, value: str) -> int:
     """`--max-file-size`'s value in bytes (raises ConfigError)."""
     try:
         return parse_size(value)
@@ -153,7 +152,7 @@ def flag_size(where: Path, value: str) -> int:
         raise ConfigError(f"{where}: `max-file-size`: {exc}") from None
 
 
-def above_limit(where: Path, key: str, value: Any, limit: str) -> None:
+def above_limit(where: str, key: str, value: Any, limit: str) -> None:
     raise ConfigError(f"{where}: `{key}` = {value!r} is above the built-in {limit}; a config file can only "
                       f"lower this security limit. Pass --{key} on the command line to raise it")
 
@@ -198,7 +197,7 @@ OPTIONS: tuple[Option, ...] = (
        field="float", field_default="DEFAULT_LINT_TIMEOUT"),
     _o("cache-dir", "path", ".torchlint_cache", "Cache directory, relative to the config file.",
        'cache-dir = ".torchlint_cache"', _path,
-       field="Optional[Path]", field_default="None"),
+       field="Optional[str]", field_default="None"),
     _o("verify-memory", "int", DEFAULT_VERIFY_MEMORY_MIB, "MiB the --verify worker's processes may use together; "
        "a config can only lower it.", "verify-memory = 2048       # MiB for the --verify worker's process tree",
        _number(int, "a whole number of MiB"), flag=True,
@@ -246,8 +245,8 @@ KNOWN_KEYS = frozenset(OPTIONS_BY_KEY)
 # config.py computes them; the verify-* fields (rows) stay None when unset, so --verify
 # applies its own built-in limits.
 DERIVED_FIELDS: tuple[tuple[str, str, str, str], ...] = (
-    ("root", "Path", "", "the config file's directory (relative patterns are relative to it)"),
-    ("config_path", "Optional[Path]", "None", "the config file"),
+    ("root", "str", "", "the config file's directory (relative patterns are relative to it)"),
+    ("config_path", "Optional[str]", "None", "the config file"),
     ("enabled", "frozenset[str]", "frozenset()", "select, extend-select, ignore"),
     ("per_file_ignores", "tuple[tuple[str, frozenset[str]], ...]", "()", "per-file-ignores"),
     ("options", "dict[str, dict[str, Any]]", "field(default_factory=dict)", "options, torch-version, module-bases"),
@@ -255,7 +254,7 @@ DERIVED_FIELDS: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-def check_table(where: Path, table: dict[str, Any], overridden: frozenset[str] = frozenset()) -> dict[str, Any]:
+def check_table(where: str, table: dict[str, Any], overridden: frozenset[str] = frozenset()) -> dict[str, Any]:
     """Every key of a config table checked by its option's validator, in table order; keys the
     command line overrides with a scalar value (`overridden`) are not read at all."""
     unknown = set(table) - KNOWN_KEYS

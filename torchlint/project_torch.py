@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 from torchlint import settings_reads
 from torchlint.safe_io import RefusedFile, read_regular_file
@@ -38,23 +37,23 @@ def _first_floor(requirements: Iterable[object]) -> Optional[str]:
     return floors[0] if floors else None
 
 
-def _inside(path: Path, root: Path) -> bool:
+def _inside(path: str, root: str) -> bool:
     """A file of the project itself: a link out of it is never read (see config._config_in)."""
-    return path.is_file() and (not path.is_symlink()
-                               or os.path.dirname(os.path.realpath(path)) == os.path.realpath(root))
+    return os.path.isfile(path) and (not os.path.islink(path)
+                                     or os.path.dirname(os.path.realpath(path)) == os.path.realpath(root))
 
 
-def _text(path: Path) -> Optional[str]:
+def _text(path: str) -> Optional[str]:
     try:
-        data = read_regular_file(str(path), _MAX_BYTES)
-        settings_reads.note_read(str(path), data)
+        data = read_regular_file(path, _MAX_BYTES)
+        settings_reads.note_read(path, data)
         return data.decode("utf-8")
     except (RefusedFile, OSError, UnicodeDecodeError):
         return None
 
 
-def _from_pyproject(root: Path, load: Any) -> Optional[str]:
-    path = root / "pyproject.toml"
+def _from_pyproject(root: str, load: Any) -> Optional[str]:
+    path = os.path.join(root, "pyproject.toml")
     if not _inside(path, root):
         return None
     try:
@@ -66,8 +65,8 @@ def _from_pyproject(root: Path, load: Any) -> Optional[str]:
     return _first_floor(deps) if isinstance(deps, list) else None
 
 
-def _from_setup_cfg(root: Path) -> Optional[str]:
-    path = root / "setup.cfg"
+def _from_setup_cfg(root: str) -> Optional[str]:
+    path = os.path.join(root, "setup.cfg")
     text = _text(path) if _inside(path, root) else None
     if text is None:
         return None
@@ -81,13 +80,13 @@ def _from_setup_cfg(root: Path) -> Optional[str]:
     return _first_floor(parser.get("options", "install_requires", fallback="").splitlines())
 
 
-def _from_requirements(root: Path) -> Optional[str]:
+def _from_requirements(root: str) -> Optional[str]:
     try:
-        names = settings_reads.requirements_names(str(root))
+        names = settings_reads.requirements_names(root)
     except OSError:
         return None
-    settings_reads.note_listing(str(root), names)
-    for path in (root / name for name in names):
+    settings_reads.note_listing(root, names)
+    for path in (os.path.join(root, name) for name in names):
         text = _text(path) if _inside(path, root) else None
         found = _first_floor(text.splitlines()) if text is not None else None
         if found is not None:
@@ -95,7 +94,7 @@ def _from_requirements(root: Path) -> Optional[str]:
     return None
 
 
-def project_torch_floor(root: Path, load: Any) -> Optional[str]:
+def project_torch_floor(root: str, load: Any) -> Optional[str]:
     """The floor from the project's own requirements under `root` (`load`: config.load_toml,
     bounded, regular files only); None when none names one or none can be read."""
     return _from_pyproject(root, load) or _from_setup_cfg(root) or _from_requirements(root)

@@ -291,19 +291,17 @@ def record_report(report: CheckReport, text: str, code: int, color: bool) -> Non
         return
     if any(r.timed_out or r.internal_error for r in report.results):
         return  # as the lint cache: a file past lint-timeout, or a rule that failed, is tried again
-    from pathlib import Path
-
     from torchlint.output.ci_safe import neutralize  # the bytes the stream filter lets out
 
     resolver, root = report.resolver, report.cache_root
     files = [t.path for t in report.tasks]
-    roots = sorted({str(resolver.default.root), *(str(resolver.for_file(Path(p)).root) for p in files)})
+    roots = sorted({str(resolver.default.root), *(str(resolver.for_file(p).root) for p in files)})
     deps: dict[str, Optional[str]] = {}
     for result in report.results:
         for dep, digest in result.deps.items():
             if deps.setdefault(dep, digest) != digest:
                 return  # two files saw different bytes there: it changed during the run
-    index = str(root / __version__ / "index.json") if root is not None else None
+    index = os.path.join(root, __version__, "index.json") if root is not None else None
     digests = {t.path: r.digest for t, r in zip(report.tasks, report.results) if r is not None and r.digest}
     record(neutralize(text), code, files, deps, roots, index,
            [str(report.cwd), *roots, *([str(root)] if root is not None else [])], digests)

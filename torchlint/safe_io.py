@@ -11,7 +11,6 @@ import os
 import re
 import stat
 import time
-from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -243,7 +242,7 @@ def printable(text: str) -> str:
     return text.translate(_UNPRINTABLE)
 
 
-def display_path(path: Path, cwd: Path) -> str:
+def display_path(path: str | os.PathLike[str], cwd: str | os.PathLike[str]) -> str:
     """The path as reports show it: relative to cwd when below it, with control characters
     and undecodable bytes escaped so a file name cannot forge an output line."""
     absolute = os.path.abspath(path)

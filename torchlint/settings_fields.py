@@ -4,7 +4,7 @@ line's overrides, and how each row's config value and flag make its field."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from torchlint.fast_dataclass import dataclass, field
 from torchlint.options import DEFAULT_EXCLUDES, DEFAULT_LINT_TIMEOUT, DEFAULT_MAX_FILE_SIZE, flag_size
@@ -20,8 +20,8 @@ class SettingsFields:
     holds that row's checked config value under its flag; the others are computed in
     config.py from the rows named beside them."""
 
-    root: Path  # the config file's directory (relative patterns are relative to it)
-    config_path: Optional[Path] = None  # the config file
+    root: str  # the config file's directory (relative patterns are relative to it)
+    config_path: Optional[str] = None  # the config file
     enabled: frozenset[str] = frozenset()  # select, extend-select, ignore
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()  # per-file-ignores
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # options, torch-version, module-bases
@@ -31,7 +31,7 @@ class SettingsFields:
     respect_gitignore: bool = True  # respect-gitignore
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # max-file-size
     lint_timeout: float = DEFAULT_LINT_TIMEOUT  # lint-timeout
-    cache_dir: Optional[Path] = None  # cache-dir
+    cache_dir: Optional[str] = None  # cache-dir
     verify_memory: Optional[int] = None  # verify-memory
     verify_budget: Optional[float] = None  # verify-budget
     verify_timeout: Optional[float] = None  # verify-timeout
@@ -96,7 +96,7 @@ class CliOverrides:
         return frozenset(key for key, value in values if value not in (None, []))
 
 
-def row_fields(where: Path, values: dict[str, Any], cli: CliOverrides, root: Path) -> dict[str, Any]:
+def row_fields(where: str, values: dict[str, Any], cli: CliOverrides, root: str) -> dict[str, Any]:
     """The fields that one row each fills: the flag's value, else the config's (checked by
     options.check_table), else the default; lists that add up join both; paths are relative to `root`."""
     return {
@@ -105,7 +105,7 @@ def row_fields(where: Path, values: dict[str, Any], cli: CliOverrides, root: Pat
         "respect_gitignore": cli.respect_gitignore if cli.respect_gitignore is not None else values.get("respect-gitignore", True),
         "max_file_size": flag_size(where, cli.max_file_size) if cli.max_file_size is not None else values.get("max-file-size", DEFAULT_MAX_FILE_SIZE),
         "lint_timeout": cli.lint_timeout if cli.lint_timeout is not None else values.get("lint-timeout", DEFAULT_LINT_TIMEOUT),
-        "cache_dir": root / values["cache-dir"] if "cache-dir" in values else None,
+        "cache_dir": os.path.join(root, values["cache-dir"]) if "cache-dir" in values else None,
         "verify_memory": cli.verify_memory if cli.verify_memory is not None else values.get("verify-memory", None),
         "verify_budget": cli.verify_budget if cli.verify_budget is not None else values.get("verify-budget", None),
         "verify_timeout": cli.verify_timeout if cli.verify_timeout is not None else values.get("verify-timeout", None),

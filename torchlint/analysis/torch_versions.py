@@ -5,13 +5,8 @@ by scripts/derive_deprecations.py from what the pinned torch does when each API 
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 from torchlint.fast_dataclass import dataclass
-
-# The table's source; analysis/deprecated_table.py is its rows as Python (scripts/generate_all.py).
-TABLE_PATH = Path(__file__).resolve().parent.parent / "data" / "deprecated_api.toml"
-
 
 def parse(version: str) -> tuple[int, int]:
     """"2.4" -> (2, 4); a malformed value (config validation rejects those) reads as 0.0."""

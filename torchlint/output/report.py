@@ -4,7 +4,6 @@ Everything but the formats other programs execute (workflow commands) is neutral
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 from torchlint.diagnostics import Finding
 from torchlint.output import FORMATS
@@ -16,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def render_report(fmt: str, findings: list[Finding], sources: Mapping[str, Any], parse_errors: list[Finding],
-                  cwd: Path, statistics: bool, quiet: bool, **context: Any) -> str:
+                  cwd: Any, statistics: bool, quiet: bool, **context: Any) -> str:
     if statistics:
         return _statistics(fmt, findings)
     text = FORMATS[fmt](findings, sources, errors=parse_errors, cwd=cwd, quiet=quiet, **context)

@@ -6,11 +6,11 @@ No torch here."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import ClassVar, Optional
+    from pathlib import Path
     from torchlint.diagnostics import Finding
     from torchlint.runtime.judging import Observation, RuntimeProblem
 

@@ -7,7 +7,6 @@ runtime check's judge is its `problems(obs, static, cwd)` classmethod. Pure data
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 
 from torchlint.fast_dataclass import dataclass, field
 from torchlint.records import RuntimeResult
@@ -16,6 +15,7 @@ from torchlint.safe_io import display_path
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable, Optional
+    from pathlib import Path
     Event = dict[str, Any]
     Rows = tuple[int, int]
     StaticJudge = Callable[["Observation", str, Rows, Path], RuntimeResult]
@@ -81,7 +81,7 @@ def at(site: Optional[list], path: str, rows: Rows) -> bool:
 
 
 def where(site: Optional[list], cwd: Path) -> str:
-    return f"{display_path(Path(site[0]), cwd)}:{site[1]}" if site else "?"
+    return f"{display_path(site[0], cwd)}:{site[1]}" if site else "?"
 
 
 def shape(desc: Optional[Event]) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from torchlint.analysis.scopes import grad_mode_of, iter_scope
 from torchlint.checker import FileContext
@@ -14,6 +13,7 @@ import torchlint.runtime.judging as run
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Optional
+    from pathlib import Path
 
 
 _AUTOGRAD_FUNCS = {"torch.autograd.backward": "tensors", "torch.autograd.grad": "outputs"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 import sys
 import weakref
 
@@ -20,6 +19,7 @@ import torchlint.runtime.judging as run
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional
+    from pathlib import Path
 
 
 _NOT_TENSORS = ("self", "cls")

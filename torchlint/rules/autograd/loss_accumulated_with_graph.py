@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from torchlint.analysis.loops import is_backward
 from torchlint.checker import FileContext
@@ -15,6 +14,7 @@ import torchlint.runtime.judging as run
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional
+    from pathlib import Path
 
 _DETACHING = frozenset({"item", "detach", "tolist", "cpu", "numpy"})
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 
 
@@ -16,6 +15,7 @@ import torchlint.runtime.judging as run
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional
+    from pathlib import Path
 
 
 def _per_context_gradients(loop: ast.AST, backward: ast.Call, ctx: FileContext) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 import functools
-from pathlib import Path
 import weakref
 
 from torchlint.diagnostics import Finding
@@ -14,6 +13,7 @@ from torchlint.runtime.checks import RuntimeCheck
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional
+    from pathlib import Path
 
 
 class UnoptimizedParameterMonitor:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from torchlint.analysis.loops import is_backward, is_optimizer_step, method_name
 from torchlint.checker import FileContext
@@ -14,6 +13,7 @@ import torchlint.runtime.judging as run
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional
+    from pathlib import Path
 
 
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")

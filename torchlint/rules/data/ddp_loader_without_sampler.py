@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from pathlib import Path
 
 from torchlint.analysis import ddp_sharding as shard
 from torchlint.analysis.astutil import bound_arguments
@@ -22,6 +21,7 @@ import torchlint.runtime.judging as run
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional, Union
+    from pathlib import Path
     _Function = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 

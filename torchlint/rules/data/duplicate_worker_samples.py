@@ -6,7 +6,6 @@ from collections import defaultdict
 import functools
 import hashlib
 import os
-from pathlib import Path
 
 from torchlint.diagnostics import Finding
 import torchlint.runtime.judging as run
@@ -15,6 +14,7 @@ from torchlint.runtime.checks import RuntimeCheck
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional
+    from pathlib import Path
 
 
 class WorkerSampleMonitor:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import defaultdict
 import functools
 import os
-from pathlib import Path
 import sys
 
 from torchlint.diagnostics import Finding
@@ -15,6 +14,7 @@ from torchlint.runtime.checks import RuntimeCheck
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional
+    from pathlib import Path
 
 
 class WorkerStreamMonitor:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 import hashlib
-from pathlib import Path
 
 from torchlint.diagnostics import Finding
 import torchlint.runtime.judging as run
@@ -13,6 +12,7 @@ from torchlint.runtime.checks import RuntimeCheck
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional
+    from pathlib import Path
 
 
 class BatchFingerprintMonitor:

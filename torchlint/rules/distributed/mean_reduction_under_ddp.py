@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from pathlib import Path
 
 
 
@@ -19,6 +18,7 @@ import torchlint.runtime.judging as run
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional
+    from pathlib import Path
 
 
 _LEGACY_REDUCTION_ARGS = ("size_average", "reduce")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 
 
@@ -18,6 +17,7 @@ import torchlint.runtime.judging as run
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable, Optional
+    from pathlib import Path
 
 # A float target built from these is a deliberate probability distribution.
 _PROBABILITY_SOURCES = frozenset({"one_hot", "softmax", "log_softmax", "sigmoid", "softmin"})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from torchlint.diagnostics import Finding
 import torchlint.runtime.judging as run
@@ -11,6 +10,7 @@ from torchlint.runtime.checks import RuntimeCheck
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional
+    from pathlib import Path
 
 
 class MixedDtypeMonitor:

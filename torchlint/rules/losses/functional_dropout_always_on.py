@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
-from pathlib import Path
 import sys
 
 from torchlint.checker import FileContext
@@ -16,6 +15,7 @@ import torchlint.runtime.judging as run
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+    from pathlib import Path
 
 
 # Only those whose `training` defaults to True: alpha_dropout and feature_alpha_dropout

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 
 
@@ -15,6 +14,7 @@ import torchlint.runtime.judging as run
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional
+    from pathlib import Path
 
 
 _FUNCS = frozenset({"torch.nn.functional.softmax", "torch.nn.functional.log_softmax",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 
 from torchlint.diagnostics import Finding
 import torchlint.runtime.judging as run
@@ -12,6 +11,7 @@ from torchlint.runtime.checks import RuntimeCheck
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+    from pathlib import Path
 
 
 class LossBroadcastMonitor:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 from torchlint.analysis.losses import LossCalls
 from torchlint.checker import FileContext
@@ -14,6 +13,7 @@ import torchlint.runtime.judging as run
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional
+    from pathlib import Path
 
 
 # loss (class or function) -> activations that must not precede it. log_softmax before

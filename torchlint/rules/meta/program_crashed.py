@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 from torchlint.diagnostics import Finding
 from torchlint.records import RuntimeResult
@@ -16,6 +15,7 @@ from torchlint.runtime.checks import RuntimeCheck
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Optional
+    from pathlib import Path
 
 
 class ProgramCrashed(RuntimeCheck):

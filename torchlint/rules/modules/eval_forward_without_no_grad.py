@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
-from pathlib import PurePath
 
 from torchlint.analysis import inference
 from torchlint.analysis.evaluation import evaluation_facts, is_eval_name
@@ -131,8 +131,7 @@ class EvalForwardWithoutNoGrad(Rule):
     evidence = Evidence(probe=probe_eval_no_grad)
 
     def setup(self, ctx: FileContext) -> None:
-        path = PurePath(ctx.source.path)
-        self._smoke_file = bool(_SMOKE_FILE.match(path.name))
+        self._smoke_file = bool(_SMOKE_FILE.match(os.path.basename(ctx.source.path)))
         text = ctx.source.text
         self._freezes = "requires_grad_(False)" in text or "requires_grad = False" in text
 

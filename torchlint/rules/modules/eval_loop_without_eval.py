@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from pathlib import PurePath
+import os
 
 from torchlint.analysis.evaluation import built_in_scope, built_with_mode_layers, evaluation_facts, is_eval_name
 from torchlint.analysis.training_step import trains
@@ -133,7 +133,7 @@ class EvalLoopWithoutEval(Rule):
         self._reported: set[tuple[int, str]] = set()
         self._train_iterables: dict[int, bool] = {}  # id(loop) -> does it iterate something named *train*
         # In a test file, `test_*` names pytest tests, which may run training-mode forwards on purpose.
-        name = PurePath(ctx.source.path).name
+        name = os.path.basename(ctx.source.path)
         self._test_file = name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
 
     def visit_Call(self, node: ast.Call, ctx: FileContext) -> None:

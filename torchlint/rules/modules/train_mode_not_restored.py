@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 
 
@@ -17,6 +16,7 @@ import torchlint.runtime.judging as run
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Optional
+    from pathlib import Path
 
 
 def _is_train_call(call: ast.Call) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import os
-from pathlib import Path
 import sys
 
 from torchlint.analysis.torch_versions import at_least
@@ -17,6 +16,7 @@ import torchlint.runtime.judging as run
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Optional
+    from pathlib import Path
 
 
 def _catches_type_error(node: ast.AST) -> bool:
