@@ -2,7 +2,8 @@
 `check` whose inputs are unchanged is answered from its recorded output (torchlint/replay.py),
 and `--version` from the package, before click, the settings or any rule is imported; a
 plain `check PATHS` with common flags (torchlint/check_command.py) without click; anything
-else goes to the click app.
+else goes to the click app. Past the recorded answer, torchlint's own modules are imported
+from one file (torchlint/code_bundle.py).
 
 The imports run with the cyclic collector off: they make modules, classes and tables that
 live as long as the process, so the ~20 collections they would trigger free nothing (~4 ms
@@ -12,6 +13,7 @@ contextlib here: a replayed answer imports neither.)"""
 from __future__ import annotations
 
 import gc
+import os
 import sys
 
 
@@ -29,15 +31,21 @@ def main() -> None:
         from torchlint import replay
 
         replay.serve(argv)  # exits when it answers
+        from torchlint import code_bundle
+
+        code_bundle.install(os.path.dirname(__file__))
         from torchlint.check_command import fast_main
     finally:
         if collecting:
             gc.enable()
-    fast_main(argv)  # exits when it parses argv: a plain `check` needs no click
-    gc.disable()
     try:
-        from torchlint.cli import main as cli_main
+        fast_main(argv)  # exits when it parses argv: a plain `check` needs no click
+        gc.disable()
+        try:
+            from torchlint.cli import main as cli_main
+        finally:
+            if collecting:
+                gc.enable()
+        cli_main()
     finally:
-        if collecting:
-            gc.enable()
-    cli_main()
+        code_bundle.save()

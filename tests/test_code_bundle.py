@@ -1,0 +1,119 @@
+"""The console script imports torchlint's modules from one file (torchlint/code_bundle.py): a
+run after the first is served from it, with the same report; an edited module is imported
+from its source and the bundle catches up; a damaged, foreign or unwritable bundle changes
+nothing but speed. Each test runs a copy of the package, so the bundle it writes is its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import torchlint
+
+# Runs the console script's main() and then says, on stderr, which torchlint modules the
+# bundle served and what `inspect` and `importlib.resources` see of one of them.
+_DRIVER = textwrap.dedent("""
+    import atexit, json, sys
+
+    def report():
+        import importlib.resources, inspect
+        served = sorted(n for n, m in sys.modules.items() if n.startswith("torchlint")
+                        and type(getattr(m, "__loader__", None)).__name__ == "_BundledLoader")
+        checker = sys.modules.get("torchlint.checker")
+        sys.stderr.write("REPORT " + json.dumps({
+            "served": served,
+            "checker_file": getattr(checker, "__file__", None),
+            "source_of_awake": "def awake" in inspect.getsource(checker.awake) if checker else None,
+            "data_readable": importlib.resources.files("torchlint").joinpath("__init__.py").is_file(),
+            "marker": getattr(sys.modules.get("torchlint.safe_io"), "MARKER", None),
+        }) + "\\n")
+
+    atexit.register(report)
+    sys.argv = ["torchlint", *sys.argv[1:]]
+    from torchlint.entry import main
+    main()
+""")
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "train_ddp.py"  # five findings
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Path:
+    """A copy of the torchlint package with no compiled files, and a file to check."""
+    shutil.copytree(Path(torchlint.__file__).parent, tmp_path / "site" / "torchlint",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (tmp_path / "work").mkdir()
+    shutil.copy(EXAMPLE, tmp_path / "work" / "example.py")
+    (tmp_path / "driver.py").write_text(_DRIVER)
+    return tmp_path
+
+
+def run(root: Path, *, write_bytecode: bool = True) -> tuple[str, dict]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPATH=str(root / "site"), XDG_CACHE_HOME=str(root / "xdg"), TORCHLINT_BENCH_RUN=os.urandom(4).hex())
+    if not write_bytecode:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    done = subprocess.run([sys.executable, str(root / "driver.py"), "check", "example.py", "--no-cache"],
+                          cwd=root / "work", env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr  # the example has a finding
+    report = [line for line in done.stderr.splitlines() if line.startswith("REPORT ")]
+    assert report, done.stderr
+    return done.stdout, json.loads(report[-1][len("REPORT "):])
+
+
+def bundle_of(root: Path) -> Path:
+    return root / "site" / "torchlint" / "__pycache__" / f"bundle.{sys.implementation.cache_tag}.bin"
+
+
+def test_a_second_run_is_served_from_the_bundle_with_the_same_report(package):
+    first, seen = run(package)
+    assert seen["served"] == [] and bundle_of(package).is_file()
+    second, seen = run(package)
+    assert second == first and "TL" in second
+    assert "torchlint.checker" in seen["served"] and "torchlint.config" in seen["served"]
+    assert len(seen["served"]) > 30
+    assert seen["checker_file"] == str(package / "site" / "torchlint" / "checker.py")
+    assert seen["source_of_awake"] and seen["data_readable"]  # the generator and resources still work
+
+
+def test_an_edited_module_is_imported_from_its_source_and_the_bundle_catches_up(package):
+    run(package)
+    safe_io = package / "site" / "torchlint" / "safe_io.py"
+    safe_io.write_text(safe_io.read_text() + "\nMARKER = 'edited'\n")
+    os.utime(safe_io, ns=(safe_io.stat().st_atime_ns, safe_io.stat().st_mtime_ns + 2_000_000_000))
+    _, seen = run(package)
+    assert seen["marker"] == "edited" and "torchlint.safe_io" not in seen["served"]
+    _, seen = run(package)
+    assert seen["marker"] == "edited" and "torchlint.safe_io" in seen["served"]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
+def test_a_damaged_bundle_is_ignored(package, damage):
+    expected, _ = run(package)
+    bundle = bundle_of(package)
+    data = bundle.read_bytes()
+    bundle.write_bytes({"truncated": data[:len(data) // 2], "garbage": data[:4] + b"\xff" * 2000,
+                        "empty": b""}[damage])
+    report, seen = run(package, write_bytecode=False)
+    assert report == expected and seen["served"] == []
+
+
+def test_a_bundle_of_another_directory_is_not_served(package, tmp_path):
+    expected, _ = run(package)
+    moved = tmp_path / "moved"
+    shutil.copytree(package, moved)  # the bundle records the directory it was made for
+    report, seen = run(moved, write_bytecode=False)
+    assert report == expected and seen["served"] == []
+    assert seen["checker_file"] == str(moved / "site" / "torchlint" / "checker.py")
+
+
+def test_no_bundle_is_written_where_bytecode_is_not(package):
+    run(package, write_bytecode=False)
+    assert not bundle_of(package).exists()
