@@ -8,6 +8,8 @@ the file saved again unchanged just before each run (as an editor's save or pre-
 stash and restore leave it), both answered from the recorded output (torchlint/replay.py,
 which compares a checked file by its bytes); and a lint cache hit where no recorded answer
 applies (a new environment variable each run: the environment is part of a record's key).
+The last row is that hit again in a project whose cache holds 1,500 other files (each file
+has its own entry, so it should cost what the small project's does).
 
     python benchmarks/startup.py              # 15 runs of each
     python benchmarks/startup.py --runs 30
@@ -33,7 +35,7 @@ from typing import Callable, Optional
 REPO = Path(__file__).resolve().parent.parent
 FILES = [REPO / "examples" / name for name in ("train_ddp.py", "verify_demo.py", "train_clean.py")]
 TARGETS = {"check one file, cold": 40.0, "warm: repeated": 30.0, "warm: re-saved unchanged": 30.0,
-           "warm: lint cache hit": 30.0}
+           "warm: lint cache hit": 30.0, "hit among 1500 cached": 30.0}
 
 
 def cpu_ms(cmd: list[str], cwd: Path, runs: int, before: Optional[Callable[[], None]] = None) -> float:
@@ -51,6 +53,7 @@ def cpu_ms(cmd: list[str], cwd: Path, runs: int, before: Optional[Callable[[], N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--cached-files", type=int, default=1500, help="size of the big project's cache (0: skip)")
     args = parser.parse_args()
     if sys.flags.dont_write_bytecode or os.environ.get("PYTHONDONTWRITEBYTECODE"):
         print("note: PYTHONDONTWRITEBYTECODE is set; the figures include compiling torchlint on every run")
@@ -77,11 +80,20 @@ def main() -> None:
             "warm: lint cache hit": (warm, no_record),
             "check three files, cold": ([*tl, "check", *three, "--no-cache", "--exit-zero", "-q"], None),
         }
+        if args.cached_files:
+            big = work / "big"
+            big.mkdir()
+            for n in range(args.cached_files):
+                shutil.copy(files[0], big / f"m{n}.py")
+            for path in [big, *big.iterdir()]:
+                os.utime(path, (old, old))
+            subprocess.run([*tl, "check", ".", "--exit-zero", "-q"], cwd=big, capture_output=True)  # fill its cache
+            rows[f"hit among {args.cached_files} cached"] = ([*tl, "check", "m7.py", "--exit-zero", "-q"], no_record)
         if shutil.which("ruff") or subprocess.run([py, "-m", "ruff", "--version"], capture_output=True).returncode == 0:
             rows["ruff check one file"] = ([py, "-m", "ruff", "check", "--no-cache", "--exit-zero", "-q", *one], None)
         measured = {}
         for name, (cmd, before) in rows.items():
-            measured[name] = cpu_ms(cmd, work, args.runs, before)
+            measured[name] = cpu_ms(cmd, work / "big" if name.startswith("hit among") else work, args.runs, before)
             os.environ.pop("TORCHLINT_BENCH_RUN", None)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -47,17 +47,37 @@ def _private_key_dir(tmp_path_factory):
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
 
 
-def reseal(index: dict) -> dict:
-    """Re-sign every entry of a lint-cache index after a test edited it, as torchlint would
-    under this user's key (a test of what a cache serves, not of its integrity)."""
-    from torchlint.cache import entry_mac
+def cache_entry_files(cache_dir: Path) -> list[Path]:
+    """The lint cache's entry files (torchlint/cache.py: one per checked file)."""
+    return sorted(f for f in Path(cache_dir).glob("*/entries/*/*") if f.is_file() and not f.name.endswith(".tmp"))
+
+
+def read_cache_entries(cache_dir: Path) -> dict[str, dict]:
+    """{name: entry} of every entry file, decoded without checking its MAC (a test reads what
+    it or an attacker wrote)."""
+    import marshal
+
+    entries = {}
+    for path in cache_entry_files(cache_dir):
+        name, entry = marshal.loads(path.read_bytes()[64:])
+        entries[name] = entry
+    return entries
+
+
+def write_cache_entries(cache_dir: Path, entries: dict[str, dict], key: bytes | None = None) -> None:
+    """Write entries where torchlint looks for them, sealed under `key` (default: this user's,
+    as torchlint would after a test edited them; another key: an attacker's forgery)."""
+    from torchlint import __version__
+    from torchlint.cache import ENTRIES, _slot, seal_entry
     from torchlint.integrity import load_key
 
-    key = load_key()
+    key = key or load_key()
     assert key is not None
-    for name, entry in index["files"].items():
-        entry["mac"] = entry_mac(key, name, entry)
-    return index
+    for name, entry in entries.items():
+        fan, rest = _slot(name)
+        path = Path(cache_dir) / __version__ / ENTRIES / fan / rest
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(seal_entry(key, name, entry))
 
 
 def pytest_addoption(parser):

@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-from conftest import FIXTURES, reseal
+from conftest import FIXTURES, cache_entry_files, read_cache_entries, write_cache_entries
 from test_cli import BAD, write
 
 
@@ -35,9 +35,9 @@ def test_jobs_and_cache_give_identical_findings(tmp_path, run_cli):
     assert _json(run_cli, "--jobs", "1", cwd=root) == serial
 
 
-def _index(cache: Path) -> Path:
-    (index,) = cache.rglob("index.json")
-    return index
+def _entry_file(cache: Path) -> Path:
+    (entry,) = cache_entry_files(cache)
+    return entry
 
 
 def _age(path: Path, seconds: float = 10) -> None:
@@ -50,12 +50,12 @@ def test_warm_run_reads_the_cache_and_content_changes_invalidate(tmp_path, run_c
     write(tmp_path, "a.py", BAD)
     _age(tmp_path / "a.py")
     first = _json(run_cli, cwd=tmp_path)
-    index = _index(tmp_path / ".torchlint_cache")
-    data = json.loads(index.read_text())
-    (entry,) = data["files"].values()
+    cache = tmp_path / ".torchlint_cache"
+    entries = read_cache_entries(cache)
+    (entry,) = entries.values()
     assert entry["mtime"] is not None  # old enough to trust its mtime
     entry["findings"][0]["message"] = "served from cache"
-    index.write_text(json.dumps(reseal(data)))
+    write_cache_entries(cache, entries)
     assert _json(run_cli, cwd=tmp_path)[0]["message"] == "served from cache"
     # Different settings, different key: recomputed.
     assert _json(run_cli, "--ignore", "TL102", cwd=tmp_path)[0]["message"] == first[0]["message"]
@@ -73,18 +73,21 @@ def test_same_size_same_mtime_edit_is_not_missed(tmp_path, run_cli):
     assert len(first) == 2 and [f["code"] for f in _json(run_cli, cwd=tmp_path)] == ["TL102"]
 
 
-def test_corrupt_index_is_ignored(tmp_path, run_cli):
+def test_corrupt_entries_are_ignored(tmp_path, run_cli):
     write(tmp_path, "a.py", BAD)
     _age(tmp_path / "a.py")
     first = _json(run_cli, cwd=tmp_path)
-    index = _index(tmp_path / ".torchlint_cache")
-    index.write_text('{"format": 2, "files": {"tru')  # half-written
+    cache = tmp_path / ".torchlint_cache"
+    entry_file = _entry_file(cache)
+    data = entry_file.read_bytes()
+    entries = read_cache_entries(cache)
+    entry_file.write_bytes(data[:len(data) // 2])  # half-written
     assert _json(run_cli, cwd=tmp_path) == first
-    data = json.loads(index.read_text())
-    for entry in data["files"].values():
-        entry["findings"] = [{"bogus": 1}]  # foreign shape
-    index.write_text(json.dumps(data))
+    for entry in entries.values():
+        entry["findings"] = [{"bogus": 1}]  # foreign shape, under our own MAC
+    write_cache_entries(cache, entries)
     assert _json(run_cli, cwd=tmp_path) == first
+    assert read_cache_entries(cache) != entries  # re-linted and rewritten
 
 
 def test_no_cache_and_cache_dir(tmp_path, run_cli):
@@ -92,7 +95,7 @@ def test_no_cache_and_cache_dir(tmp_path, run_cli):
     _json(run_cli, "--no-cache", cwd=tmp_path)
     assert not (tmp_path / ".torchlint_cache").exists()
     _json(run_cli, "--cache-dir", "elsewhere", cwd=tmp_path)
-    assert _index(tmp_path / "elsewhere").is_file()
+    assert _entry_file(tmp_path / "elsewhere").is_file()
 
 
 def test_syntax_errors_are_cached_too(tmp_path, run_cli):
@@ -108,18 +111,18 @@ def test_a_cached_fix_without_the_shape_of_a_fix_is_a_miss(tmp_path, run_cli):
     _age(tmp_path / "a.py")
     [first] = _json(run_cli, cwd=tmp_path)
     assert first["fix"]["edits"]
-    index = _index(tmp_path / ".torchlint_cache")
+    cache = tmp_path / ".torchlint_cache"
     for broken in ({"edits": [{"content": "()"}]}, {**first["fix"], "applicability": "sometimes"},
                    {**first["fix"], "edits": [{**first["fix"]["edits"][0], "location": {"row": 0, "column": 1}}]}):
-        data = json.loads(index.read_text())
-        (entry,) = data["files"].values()
+        entries = read_cache_entries(cache)
+        (entry,) = entries.values()
         entry["findings"][0].update(message="served from cache", fix=broken)
-        index.write_text(json.dumps(reseal(data)))
+        write_cache_entries(cache, entries)
         assert _json(run_cli, cwd=tmp_path) == [first]
-    data = json.loads(index.read_text())
-    (entry,) = data["files"].values()
+    entries = read_cache_entries(cache)
+    (entry,) = entries.values()
     entry["findings"][0]["fix"]["message"] = "a cached fix"
-    index.write_text(json.dumps(reseal(data)))
+    write_cache_entries(cache, entries)
     [served] = _json(run_cli, cwd=tmp_path)
     assert served["fix"] == {**first["fix"], "message": "a cached fix"}
     code, _, err = run_cli("check", "--fix", "a.py")
@@ -128,8 +131,8 @@ def test_a_cached_fix_without_the_shape_of_a_fix_is_a_miss(tmp_path, run_cli):
 
 
 def test_entries_stored_in_a_run_are_kept_out_of_memory_and_saved(tmp_path, monkeypatch):
-    """A cold run over many files must not hold each stored entry in memory until the index is
-    written: they wait in a temporary file, read back for `entry` and for the save."""
+    """A cold run over many files must not hold each stored entry in memory: each is written
+    to its own file as it is stored, and read back from there."""
     import tracemalloc
 
     from torchlint import integrity
@@ -149,6 +152,6 @@ def test_entries_stored_in_a_run_are_kept_out_of_memory_and_saved(tmp_path, monk
     assert grown < 500 * 400  # held in memory, the packed JSON took 660 bytes an entry
     stored = cache.entry("f7.py")
     assert stored is not None and stored["findings"][0]["code"] == "TL101" and len(stored["deps"]) == 10
-    cache.save()
-    reloaded = Cache(tmp_path / "cache", tmp_path).entries
-    assert len(reloaded) == 501 and reloaded["f499.py"]["hash"] == "0" * 64
+    reloaded = Cache(tmp_path / "cache", tmp_path)
+    assert reloaded.entry("f499.py")["hash"] == "0" * 64 and reloaded.entry("f500.py") is None
+    assert len(cache_entry_files(tmp_path / "cache")) == 501

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXPECT_RE, FIXTURES, CODE_RE, expected_findings
-from torchlint import __version__, catalog, linter
+from conftest import EXPECT_RE, FIXTURES, CODE_RE, cache_entry_files, expected_findings, read_cache_entries
+from torchlint import catalog, linter
 from torchlint.analysis.project_index import ProjectIndex, module_name_of, relative_base
 from torchlint.api import CheckRequest, check
 from torchlint.config import CliOverrides
@@ -99,14 +99,13 @@ def test_findings_are_identical_with_any_jobs_cold_and_warm(project, tmp_path, m
     plain = _run(root, codes, jobs=1, monkeypatch=monkeypatch)
     assert _run(root, codes, jobs=3, monkeypatch=monkeypatch) == plain
     cold = _run(root, codes, jobs=3, no_cache=False, monkeypatch=monkeypatch)
-    index = root / ".torchlint_cache" / __version__ / "index.json"
-    assert index.is_file()
+    assert cache_entry_files(root / ".torchlint_cache")
     warm = _run(root, codes, jobs=1, no_cache=False, monkeypatch=monkeypatch)
     assert cold == warm == plain
 
 
 def _entries(root: Path) -> dict:
-    return json.loads((root / ".torchlint_cache" / __version__ / "index.json").read_text())["files"]
+    return read_cache_entries(root / ".torchlint_cache")
 
 
 def test_a_changed_dependency_invalidates_the_cached_findings(tmp_path, monkeypatch):

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import cache_entry_files
+
 from torchlint import catalog, integrity, replay
 from torchlint.cli import main
 
@@ -116,10 +118,9 @@ def test_a_changed_input_goes_the_normal_way(recorded, tmp_path, monkeypatch, ch
     elif change == "a repository appears":
         (tmp_path / ".git").mkdir()
     elif change == "other cache":
-        index = next((tmp_path / ".torchlint_cache").rglob("index.json"))
-        index.write_bytes(index.read_bytes())  # rewritten, as another run's save does
-        os.replace(index, index.with_suffix(".tmp"))
-        os.replace(index.with_suffix(".tmp"), index)
+        (entry,) = cache_entry_files(tmp_path / ".torchlint_cache")
+        entry.with_suffix(".new").write_bytes(entry.read_bytes())  # rewritten, as another run's store does
+        os.replace(entry.with_suffix(".new"), entry)
     assert not _answers()
 
 
@@ -185,10 +186,10 @@ def test_a_run_that_walked_a_directory_or_warned_is_not_recorded(tmp_path, monke
     (tmp_path / "pkg" / "a.py").write_text(SOURCE)
     _age(tmp_path / "pkg" / "a.py", tmp_path / "pkg", tmp_path)
     monkeypatch.setattr(replay, "_pending", ("key", 0, 0, 0, 0, ("check", "pkg")))
-    assert not replay.record("", 0, ["pkg/a.py"], {}, [str(tmp_path)], None, [str(tmp_path)])  # a new file in pkg/
+    assert not replay.record("", 0, ["pkg/a.py"], {}, [str(tmp_path)], [], [str(tmp_path)])  # a new file in pkg/
     monkeypatch.setattr(replay, "_pending", ("key", 0, 0, 0, 0, ("check", "pkg/a.py")))
     replay.spoil()
-    assert not replay.record("", 0, ["pkg/a.py"], {}, [str(tmp_path)], None, [str(tmp_path)])
+    assert not replay.record("", 0, ["pkg/a.py"], {}, [str(tmp_path)], [], [str(tmp_path)])
 
 
 @pytest.mark.parametrize("save", ["touched", "the same bytes written again", "replaced atomically",
@@ -230,8 +231,8 @@ def test_a_file_whose_bytes_are_not_the_ones_linted_is_not_recorded(tmp_path, mo
     (tmp_path / "a.py").write_text(SOURCE)
     _age(tmp_path / "a.py", tmp_path)
     monkeypatch.setattr(replay, "_pending", ("key", 0, 0, 0, 0, ("check", "a.py")))
-    assert not replay.record("", 0, ["a.py"], {}, [str(tmp_path)], None, [str(tmp_path)], {"a.py": "other-bytes"})
-    assert not replay.record("", 0, ["a.py"], {}, [str(tmp_path)], None, [str(tmp_path)], {})  # no hash: no record
+    assert not replay.record("", 0, ["a.py"], {}, [str(tmp_path)], [], [str(tmp_path)], {"a.py": "other-bytes"})
+    assert not replay.record("", 0, ["a.py"], {}, [str(tmp_path)], [], [str(tmp_path)], {})  # no hash: no record
 
 
 def test_a_linked_config_whose_target_changes_goes_the_normal_way(tmp_path, monkeypatch):
@@ -248,7 +249,7 @@ def test_a_linked_config_whose_target_changes_goes_the_normal_way(tmp_path, monk
     from torchlint.hashing import content_hash
 
     digests = {"a.py": content_hash((tmp_path / "a.py").read_bytes())}
-    inputs = replay._inputs(["a.py"], {}, [str(tmp_path)], None, digests)
+    inputs = replay._inputs(["a.py"], {}, [str(tmp_path)], [], digests)
     assert inputs is not None
     assert all(replay._unchanged(*item) for item in inputs)
     (tmp_path / "real.toml").write_text('ignore = ["TL101"]\n')
@@ -266,7 +267,7 @@ def test_a_directory_replaced_by_a_link_goes_the_normal_way(tmp_path, monkeypatc
     from torchlint.hashing import content_hash
 
     digests = {"proj/a.py": content_hash((project / "a.py").read_bytes())}
-    inputs = replay._inputs(["proj/a.py"], {}, [str(project)], None, digests)
+    inputs = replay._inputs(["proj/a.py"], {}, [str(project)], [], digests)
     assert inputs is not None and all(replay._unchanged(*item) for item in inputs)
     (tmp_path / "other").mkdir()
     project.rename(tmp_path / "other" / "real")
@@ -352,11 +353,11 @@ def test_a_module_changed_after_the_index_read_it_is_not_recorded(tmp_path, monk
     _age(tmp_path / "a.py", models, tmp_path)
     digests = {"a.py": content_hash((tmp_path / "a.py").read_bytes())}
     read = content_hash(models.read_bytes())
-    assert replay._inputs(["a.py"], {str(models): read}, [str(tmp_path)], None, digests) is not None
-    assert replay._inputs(["a.py"], {str(models): content_hash(b"before the edit")}, [str(tmp_path)], None,
+    assert replay._inputs(["a.py"], {str(models): read}, [str(tmp_path)], [], digests) is not None
+    assert replay._inputs(["a.py"], {str(models): content_hash(b"before the edit")}, [str(tmp_path)], [],
                           digests) is None
-    assert replay._inputs(["a.py"], {str(models): None}, [str(tmp_path)], None, digests) is None  # appeared
-    assert replay._inputs(["a.py"], {str(tmp_path / "layers.py"): None}, [str(tmp_path)], None,
+    assert replay._inputs(["a.py"], {str(models): None}, [str(tmp_path)], [], digests) is None  # appeared
+    assert replay._inputs(["a.py"], {str(tmp_path / "layers.py"): None}, [str(tmp_path)], [],
                           digests) is not None  # still absent
 
 
@@ -370,10 +371,10 @@ def test_a_config_edited_while_the_run_went_on_is_not_recorded(recorded, tmp_pat
     assert not _answers()  # a new config: the normal way, which snapshots the settings files
     config.write_text('[tool.torchlint]\nignore = ["TL101"]\n')  # the run read the old one
     _age(config, tmp_path)
-    assert not replay.record(*recorded, ["train.py"], {}, [str(tmp_path)], None, [str(tmp_path)],
+    assert not replay.record(*recorded, ["train.py"], {}, [str(tmp_path)], [], [str(tmp_path)],
                              {"train.py": _digest(tmp_path / "train.py")})
     monkeypatch.setattr(replay, "_early", {})  # the same record, had the config been unchanged
-    assert replay.record(*recorded, ["train.py"], {}, [str(tmp_path)], None, [str(tmp_path)],
+    assert replay.record(*recorded, ["train.py"], {}, [str(tmp_path)], [], [str(tmp_path)],
                          {"train.py": _digest(tmp_path / "train.py")})
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import reseal
+from conftest import cache_entry_files, read_cache_entries, write_cache_entries
 
 BAD = "import torch\nwith torch.no_grad():\n    loss = model(x)\n    loss.backward()\n"
 SECRET = "ghp_SECRET_TOKEN_0123456789"
@@ -31,9 +31,11 @@ def _git(cwd: Path, *args: str) -> None:
                    capture_output=True)
 
 
-def _index(root: Path) -> Path:
-    (index,) = (root / ".torchlint_cache").rglob("index.json")
-    return index
+def _entry_file(root: Path, name: str = "train.py") -> Path:
+    """The lint-cache entry file of `name` (torchlint/cache.py)."""
+    from torchlint.cache import entry_file
+
+    return Path(entry_file(str(root / ".torchlint_cache"), str(root / name)))
 
 
 # -- 1. the cache is data, never trusted ----------------------------------------------
@@ -43,11 +45,10 @@ def test_a_cache_tracked_by_git_is_refused(tmp_path, run_cli):
     _git(tmp_path, "init", "-q")
     code, _, _ = run_cli("check", "--output-format", "json")
     assert code == 1
-    index = _index(tmp_path)
-    data = json.loads(index.read_text())
-    for entry in data["files"].values():
+    entries = read_cache_entries(tmp_path / ".torchlint_cache")
+    for entry in entries.values():
         entry["findings"] = []  # the attacker's committed cache hides every finding
-    index.write_text(json.dumps(data))
+    write_cache_entries(tmp_path / ".torchlint_cache", entries)  # even under this user's key
     (tmp_path / ".torchlint_cache" / ".gitignore").unlink()
     _git(tmp_path, "add", "-A")
     _git(tmp_path, "commit", "-qm", "poison")
@@ -78,13 +79,13 @@ def test_a_dangling_gitignore_symlink_in_the_cache_is_not_followed(tmp_path, run
 
 
 @pytest.mark.parametrize("target", ["/dev/zero", "/proc/self/fd/0"])
-def test_a_cache_index_linked_to_a_device_neither_hangs_nor_blows_up(tmp_path, target):
+def test_a_cache_entry_linked_to_a_device_neither_hangs_nor_blows_up(tmp_path, target):
     (tmp_path / "train.py").write_text(BAD)
     first = _torchlint("check", cwd=tmp_path)
     assert first.returncode == 1
-    index = _index(tmp_path)
-    index.unlink()
-    index.symlink_to(target)
+    entry = _entry_file(tmp_path)
+    entry.unlink()
+    entry.symlink_to(target)
     # stdin is a pipe that never closes: reading /proc/self/fd/0 would block forever.
     proc = subprocess.Popen([sys.executable, "-m", "torchlint", "check", "--output-format", "json"], cwd=tmp_path,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -98,32 +99,47 @@ def test_a_cache_index_linked_to_a_device_neither_hangs_nor_blows_up(tmp_path, t
 
 
 @pytest.mark.parametrize("payload", [
-    "[" * 100_000 + "]" * 100_000,  # nesting past the recursion limit
-    '{"format": 3, "version": "%s", "files": {"train.py": {"settings": 5}}}',
-    '{"format": 3, "version": "%s", "files": []}',
-    "null",
+    b"[" * 100_000 + b"]" * 100_000,  # nesting past the recursion limit
+    b"0" * 64 + b"\xff" * 100,  # a MAC-shaped prefix, then bytes marshal refuses
+    b"null",
+    b"",
 ])
-def test_a_malformed_cache_index_is_dropped_and_rewritten(tmp_path, run_cli, payload):
-    from torchlint import __version__
+def test_a_malformed_cache_entry_is_dropped_and_rewritten(tmp_path, run_cli, payload):
+    (tmp_path / "train.py").write_text(BAD)
+    run_cli("check")
+    entry = _entry_file(tmp_path)
+    entry.write_bytes(payload)
+    code, out, _ = run_cli("check", "--output-format", "json")
+    assert code == 1 and "TL101" in out
+    assert list(read_cache_entries(tmp_path / ".torchlint_cache")) == ["train.py"]  # rewritten, valid again
+
+
+@pytest.mark.parametrize("shape", [{"settings": 5}, [], None, ("train.py",), ("other.py", "entry")])
+def test_a_sealed_payload_of_the_wrong_shape_is_not_served(tmp_path, run_cli, shape):
+    """Even bytes under our own MAC are type-checked after decoding (a future format, a bug)."""
+    import marshal
+
+    from torchlint.cache import _SEAL
+    from torchlint.hashing import keyed_hash
+    from torchlint.integrity import load_key
 
     (tmp_path / "train.py").write_text(BAD)
     run_cli("check")
-    index = _index(tmp_path)
-    index.write_text(payload.replace("%s", __version__) if "%s" in payload else payload)
+    if shape == ("other.py", "entry"):  # another file's valid entry, copied into this slot
+        (entry,) = read_cache_entries(tmp_path / ".torchlint_cache").values()
+        shape = ("other.py", {**entry, "findings": []})
+    payload = marshal.dumps(shape)
+    _entry_file(tmp_path).write_bytes(keyed_hash(load_key(), _SEAL + payload).encode() + payload)
     code, out, _ = run_cli("check", "--output-format", "json")
     assert code == 1 and "TL101" in out
-    data = json.loads(index.read_text())  # rewritten, valid again
-    assert list(data["files"]) == ["train.py"]
 
 
 def test_a_cache_entry_of_the_wrong_shape_is_not_served(tmp_path, run_cli):
     (tmp_path / "train.py").write_text(BAD)
     run_cli("check")
-    index = _index(tmp_path)
-    data = json.loads(index.read_text())
-    entry = data["files"]["train.py"]
-    entry["findings"][0]["row"] = "1; rm -rf /"
-    index.write_text(json.dumps(data))
+    entries = read_cache_entries(tmp_path / ".torchlint_cache")
+    entries["train.py"]["findings"][0]["row"] = "1; rm -rf /"
+    write_cache_entries(tmp_path / ".torchlint_cache", entries)  # under our MAC, still checked
     code, out, _ = run_cli("check", "--output-format", "json")
     assert code == 1 and json.loads(out)[0]["location"]["row"] == 4
 
@@ -147,11 +163,10 @@ def test_cache_keys_are_relative_so_a_moved_checkout_still_hits(tmp_path, run_cl
     first.mkdir()
     (first / "train.py").write_text(BAD)
     run_cli("check", cwd=first)
-    index = _index(first)
-    data = json.loads(index.read_text())
-    assert list(data["files"]) == ["train.py"]
-    data["files"]["train.py"]["findings"][0]["message"] = "served from the moved cache"
-    index.write_text(json.dumps(reseal(data)))
+    entries = read_cache_entries(first / ".torchlint_cache")
+    assert list(entries) == ["train.py"]
+    entries["train.py"]["findings"][0]["message"] = "served from the moved cache"
+    write_cache_entries(first / ".torchlint_cache", entries)
     moved = tmp_path / "b"
     first.rename(moved)
     code, out, _ = run_cli("check", "--output-format", "json", cwd=moved)
@@ -336,18 +351,20 @@ def test_concurrent_runs_survive_a_cache_corrupted_under_them(tmp_path):
     for i in range(12):
         (tmp_path / f"m{i}.py").write_text(BAD)
     assert _torchlint("check", cwd=tmp_path).returncode == 1
-    index = _index(tmp_path)
+    targets = cache_entry_files(tmp_path / ".torchlint_cache")
+    assert len(targets) == 12
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     procs = [subprocess.Popen([sys.executable, "-m", "torchlint", "check", "--output-format", "concise", "-q"],
                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
              for _ in range(4)]
-    garbage = [b"", b"{", b"\x00" * 64, b'{"format": 3, "files": {"m0.py": []}}', b"[" * 5000]
+    garbage = [b"", b"{", b"\x00" * 64, b"0" * 64 + b"\x00" * 64, b"[" * 5000]
     deadline = time.monotonic() + 3
     i = 0
     while time.monotonic() < deadline and any(p.poll() is None for p in procs):
-        tmp = index.with_suffix(".garbage")
+        target = targets[i % len(targets)]
+        tmp = target.with_suffix(".garbage")
         tmp.write_bytes(garbage[i % len(garbage)])
-        os.replace(tmp, index)
+        os.replace(tmp, target)
         i += 1
     outputs = [p.communicate(timeout=60) for p in procs]
     for proc, (out, err) in zip(procs, outputs):
@@ -397,3 +414,19 @@ def test_notebooks_may_carry_outputs_beyond_the_source_cap(tmp_path, run_cli):
     (tmp_path / "nb.ipynb").write_text(json.dumps(nb).replace(image, image * 6))
     code, out, _ = run_cli("check", "--no-cache", "--max-file-size", "4KiB", "--output-format", "concise")
     assert "nb.ipynb:1:1: TL000 file is larger than max-file-size (40 KiB)" in out, out
+
+
+def test_an_entries_directory_linked_elsewhere_is_neither_read_nor_written(tmp_path, run_cli):
+    (tmp_path / "train.py").write_text(BAD)
+    assert run_cli("check")[0] == 1
+    entries = read_cache_entries(tmp_path / ".torchlint_cache")
+    entries["train.py"]["findings"] = []
+    write_cache_entries(tmp_path / ".torchlint_cache", entries)  # under our key: served if reached
+    entry = _entry_file(tmp_path)
+    forged = entry.read_bytes()
+    outside = tmp_path.parent / f"{tmp_path.name}-planted"
+    entry.parent.rename(outside)
+    entry.parent.symlink_to(outside)
+    code, out, _ = run_cli("check", "--output-format", "json")
+    assert code == 1 and "TL101" in out  # not read through the link
+    assert (outside / entry.name).read_bytes() == forged  # nor rewritten through it

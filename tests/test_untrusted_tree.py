@@ -4,35 +4,19 @@ torchlint 0.2."""
 
 from __future__ import annotations
 
-import json
 import stat
 from pathlib import Path
 
 import pytest
+from conftest import cache_entry_files, read_cache_entries, write_cache_entries
 
 from torchlint.records import Verdict
 
 BAD = "import torch\nwith torch.no_grad():\n    loss = model(x)\n    loss.backward()\n"
 
 
-def _index(root: Path) -> Path:
-    (index,) = (root / ".torchlint_cache").rglob("index.json")
-    return index
-
-
-def _forge(data: dict) -> dict:
-    """The attacker's best forgery: entries re-signed under a key of their own (when entries
-    carry MACs at all)."""
-    try:
-        from torchlint.cache import entry_mac
-        from torchlint.integrity import load_key
-    except ImportError:  # torchlint 0.2: entries are not signed
-        return data
-    key = load_key()
-    assert key is not None
-    for name, entry in data["files"].items():
-        entry["mac"] = entry_mac(key, name, entry)
-    return data
+def _cache(root: Path) -> Path:
+    return root / ".torchlint_cache"
 
 
 # -- point 5: cache entries the tree cannot forge ----------------------------------------
@@ -43,17 +27,16 @@ def test_a_shipped_cache_that_hides_a_finding_is_not_trusted(tmp_path, run_cli, 
     (project / "train.py").write_text(BAD)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "attacker-home"))
     assert run_cli("check", cwd=project)[0] == 1  # the attacker builds the cache on their machine
-    index = _index(project)
-    data = json.loads(index.read_text())
-    for entry in data["files"].values():
+    entries = read_cache_entries(_cache(project))
+    for entry in entries.values():
         entry["findings"] = []
-    index.write_text(json.dumps(_forge(data)))
+    write_cache_entries(_cache(project), entries)  # the attacker's best forgery: under their own key
     assert run_cli("check", cwd=project)[0] == 0  # under the attacker's own key it is served
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "victim-home"))
     code, out, _ = run_cli("check", "--output-format", "json", cwd=project)
     assert code == 1 and "TL101" in out
-    rewritten = json.loads(index.read_text())["files"]["train.py"]
+    rewritten = read_cache_entries(_cache(project))["train.py"]
     assert rewritten["findings"] and rewritten["findings"][0]["code"] == "TL101"
     key = tmp_path / "victim-home" / "torchlint" / "key"
     assert stat.S_IMODE(key.stat().st_mode) == 0o600 and key.stat().st_size == 32
@@ -64,7 +47,7 @@ def test_a_key_inside_the_checked_tree_is_not_used(tmp_path, run_cli, monkeypatc
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))  # a key the tree could ship
     code, out, _ = run_cli("check", "--output-format", "json")
     assert code == 1 and "TL101" in out
-    assert not list(tmp_path.rglob("index.json"))  # no key we can trust: no cache at all
+    assert not cache_entry_files(_cache(tmp_path))  # no key we can trust: no cache at all
 
 
 def test_a_verdict_cache_entry_from_the_tree_is_not_served(tmp_path, monkeypatch):

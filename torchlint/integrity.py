@@ -12,7 +12,6 @@ distrusted: `load_key` returns None and the callers neither read nor write entri
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 
@@ -96,6 +95,8 @@ def _create_key(path: str) -> Optional[bytes]:
 
 def tag(key: bytes, value: Any) -> str:
     """The MAC of a JSON value (canonical form: sorted keys, no spaces)."""
+    import json  # the verdict cache's: a lint run's cache hit imports no json
+
     blob = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return keyed_hash(key, blob.encode("utf-8", "surrogatepass"))
 

@@ -250,14 +250,12 @@ def run_tasks(tasks: list[FileTask], jobs: Optional[int] = None, cache: Optional
             _preload(todo[0][1].codes)
             with ProcessPoolExecutor(max_workers=workers, mp_context=_mp_context(), initializer=gc.disable) as pool:
                 chunk = max(1, min(64, len(todo) // (workers * 8)))
-                # Taken as they come: each result is stored in the cache (as packed JSON) when
+                # Taken as they come: each result is stored in the cache (its entry file) when
                 # it arrives, not after the whole run.
                 _keep(todo, _counted(pool.map(lint, [t for _, t, _ in todo], chunksize=chunk), cached, len(tasks),
                                      progress), results, cache)
         else:
             _keep(todo, _counted((lint(t) for _, t, _ in todo), cached, len(tasks), progress), results, cache)
-    if cache is not None:
-        cache.save()
     return results  # type: ignore[return-value]
 
 

@@ -9,7 +9,7 @@ stat of every input the answer came from: the checked files, the modules the pro
 read or looked for and the `__init__.py` markers that named them, every config file name in
 every directory above them (present or not), the settings roots (a new requirements file
 changes the torch floor), git's index (a cache directory git tracks is refused with a
-warning), and the lint cache's index. The next
+warning), and the checked files' lint-cache entries. The next
 identical run stats those inputs and, when all are as they were, prints the recorded text
 and exits with the recorded code: no click, no settings, no rule is imported.
 Anything else (a flag not listed in `_FLAGS`/`_VALUED`, a directory, stdin, a changed input)
@@ -301,14 +301,18 @@ def record_report(report: CheckReport, text: str, code: int, color: bool) -> Non
         for dep, digest in result.deps.items():
             if deps.setdefault(dep, digest) != digest:
                 return  # two files saw different bytes there: it changed during the run
-    index = os.path.join(root, __version__, "index.json") if root is not None else None
+    entries: list[str] = []
+    if root is not None:
+        from torchlint.cache import entry_file  # imported already: the run used the cache
+
+        entries = [entry_file(root, path) for path in files]
     digests = {t.path: r.digest for t, r in zip(report.tasks, report.results) if r is not None and r.digest}
-    record(neutralize(text), code, files, deps, roots, index,
+    record(neutralize(text), code, files, deps, roots, entries,
            [str(report.cwd), *roots, *([str(root)] if root is not None else [])], digests)
 
 
 def record(text: str, code: int, files: list[str], deps: dict[str, Optional[str]], roots: list[str],
-           cache_index: Optional[str], untrusted: list[str], digests: Optional[dict[str, str]] = None) -> bool:
+           cache_entries: list[str], untrusted: list[str], digests: Optional[dict[str, str]] = None) -> bool:
     """Record this run's answer (stdout `text`, exit `code`) under its key. `files`: the
     checked files; `deps`: what the project index read (path -> content hash of the bytes
     read), looked for (None) or saw as a package marker (an existence token); `roots`: the
@@ -322,7 +326,7 @@ def record(text: str, code: int, files: list[str], deps: dict[str, Optional[str]
     named = check_paths(list(_pending[5])) or []
     if {os.path.abspath(p) for p in named} != {os.path.abspath(p) for p in files}:
         return False  # a directory was walked: its listing is an input this record cannot hold
-    inputs = _inputs(files, deps, roots, cache_index, digests or {})
+    inputs = _inputs(files, deps, roots, cache_entries, digests or {})
     if inputs is None:
         return False
     from torchlint import integrity  # the record goes only where a cache key can live
@@ -346,7 +350,7 @@ def record(text: str, code: int, files: list[str], deps: dict[str, Optional[str]
     return True
 
 
-def _inputs(files: list[str], deps: dict[str, Optional[str]], roots: list[str], cache_index: Optional[str],
+def _inputs(files: list[str], deps: dict[str, Optional[str]], roots: list[str], cache_entries: list[str],
             digests: dict[str, str]) -> Optional[tuple[tuple[str, int, Any], ...]]:
     """(path, how it is compared, what it was) of every input, or None when one cannot be
     recorded safely: a checked file that is not a regular file reached without symlinks, or
@@ -385,8 +389,8 @@ def _inputs(files: list[str], deps: dict[str, Optional[str]], roots: list[str], 
         items[root] = (root, _LISTING, names)
         if not all(add(os.path.join(root, name), _FOLLOW) for name in names):
             return None
-    if cache_index is not None:
-        add(cache_index, racy=False)  # replaced atomically, never edited in place: a new inode
+    for entry in cache_entries:  # the checked files' lint-cache entries
+        add(entry, racy=False)  # replaced atomically, never edited in place: a new inode
     return None if _changed_during_run(items) else tuple(items.values())
 
 
