@@ -65,3 +65,58 @@ def test_texts_of_chains_keep_no_tree_alive():
     gc.collect()
     assert [r for r in alive if r() is not None] == []
     assert len(astutil._chain_cut) == before
+
+
+@pytest.mark.parametrize("one_shot", [False, True])
+def test_only_a_one_shot_process_freezes_what_a_batch_leaves(monkeypatch, one_shot):
+    """gcpolicy.one_shot is the console script's `check` alone: a process that goes on (the
+    language server, a library caller, --watch) must still free the cycles a batch left."""
+    import weakref
+
+    from torchlint import gcpolicy
+
+    assert gcpolicy._one_shot is False  # nothing in this process asked for it
+    monkeypatch.setattr(gcpolicy, "_one_shot", one_shot)
+
+    class Node:
+        pass
+
+    gc.unfreeze()
+    with gcpolicy.batch():
+        node = Node()
+        node.self = node  # a cycle, garbage once the name is gone
+        alive = weakref.ref(node)
+        del node
+    gc.collect()
+    assert (alive() is not None) is one_shot
+    gc.unfreeze()
+    gc.collect()
+
+
+def test_the_console_scripts_one_file_check_runs_no_collection(tmp_path):
+    """The imports are frozen when done and the lint's survivors when the batch ends: in the
+    one-shot process, no collection walks objects that live until the exit (~2.4 ms)."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    (tmp_path / "train.py").write_text((FIXTURES.parent.parent / "examples" / "train_ddp.py").read_text())
+    driver = textwrap.dedent("""
+        import gc, sys
+        from torchlint.entry import main
+        collections = []
+        gc.callbacks.append(lambda phase, info: phase == "stop" and collections.append(info["generation"]))
+        sys.argv = ["torchlint", "check", "train.py", "--no-cache", "-q"]
+        try:
+            main()
+        finally:
+            sys.stderr.write(f"COLLECTIONS {len(collections)}\\n")
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # compiling allocates too
+    env["PYTHONPATH"] = str(FIXTURES.parent.parent)
+    for _ in range(2):  # the first run may compile modules
+        done = subprocess.run([sys.executable, "-c", driver], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120, env=env)
+    assert done.returncode == 1 and "TL501" in done.stdout, done.stderr
+    assert "COLLECTIONS 0" in done.stderr, done.stderr

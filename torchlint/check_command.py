@@ -18,7 +18,7 @@ import os
 import sys
 from types import SimpleNamespace
 
-from torchlint import api, replay
+from torchlint import api, gcpolicy, replay
 from torchlint.config import CliOverrides, ConfigError, check_torch_version
 from torchlint.options import OPTIONS
 from torchlint.output import FORMATS, ROOT_RELATIVE_FORMATS
@@ -134,12 +134,16 @@ def _readable(path: str) -> bool:
     return os.access(path, os.R_OK)
 
 
-def fast_main(argv: list[str]) -> None:
+def fast_main(argv: list[str], process_ends: bool = False) -> None:
     """Run `argv` and exit when `fast_options` parses it; return otherwise. As cli._Group.main
-    around click's standalone main: the streams filtered, a failed write exit 2."""
+    around click's standalone main: the streams filtered, a failed write exit 2.
+    `process_ends`: the console script's process, which exits with this command (unless it
+    watches), so nothing alive needs the collector again."""
     parsed = fast_options(argv)
     if parsed is None:
         return
+    if process_ends and not parsed[1].watch:
+        gcpolicy.one_shot()
     with guarded_streams():
         try:
             code = _standalone(*parsed)

@@ -7,7 +7,8 @@ from one file (torchlint/code_bundle.py).
 
 The imports run with the cyclic collector off: they make modules, classes and tables that
 live as long as the process, so the ~20 collections they would trigger free nothing (~4 ms
-of a one-file check). The command itself runs with the collector as it was. (No typing or
+of a one-file check), and they are frozen after, so no later collection walks them. The
+command itself runs with the collector as it was. (No typing or
 contextlib here: a replayed answer imports neither.)"""
 
 from __future__ import annotations
@@ -36,10 +37,11 @@ def main() -> None:
         code_bundle.install(os.path.dirname(__file__))
         from torchlint.check_command import fast_main
     finally:
+        gc.freeze()  # what the imports made lives as long as the process: no collection walks it
         if collecting:
             gc.enable()
     try:
-        fast_main(argv)  # exits when it parses argv: a plain `check` needs no click
+        fast_main(argv, process_ends=True)  # exits when it parses argv: a plain `check` needs no click
         gc.disable()
         try:
             from torchlint.cli import main as cli_main

@@ -19,6 +19,19 @@ if TYPE_CHECKING:
     R = TypeVar("R")
 
 
+_one_shot = False
+
+
+def one_shot() -> None:
+    """This process ends with its command (the console script's `check` that does not
+    --watch): what is alive now (the imports) and what survives a batch lives until the exit,
+    so no collection walks it again (in a one-file check, the two collections that walked them
+    took ~2.4 ms). Never in a process that goes on: frozen garbage is never freed."""
+    global _one_shot
+    _one_shot = True
+    gc.freeze()
+
+
 @contextmanager
 def batch() -> Iterator[None]:
     """The automatic collector off for the block (forked workers inherit it), then as it was."""
@@ -27,6 +40,8 @@ def batch() -> Iterator[None]:
     try:
         yield
     finally:
+        if _one_shot:
+            gc.freeze()
         if was_enabled:
             gc.enable()
 
