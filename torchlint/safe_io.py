@@ -78,7 +78,8 @@ def read_regular_file(path: str, max_bytes: int, follow_symlinks: bool = True) -
             raise RefusedFile("not a regular file")
         if st.st_size > max_bytes:
             raise RefusedFile(too_large_message(st.st_size, max_bytes))
-        data = read_fd(fd, max_bytes + 1)  # one byte more tells a file that grew past the cap
+        # One byte more tells a file that grew past the cap; the stat sizes the first read.
+        data = read_fd(fd, max_bytes + 1, st.st_size + 1)
         if len(data) > max_bytes:
             raise RefusedFile(too_large_message(len(data), max_bytes))
         return data
@@ -86,16 +87,19 @@ def read_regular_file(path: str, max_bytes: int, follow_symlinks: bool = True) -
         os.close(fd)
 
 
-def read_fd(fd: int, limit: int) -> bytes:
-    """At most `limit` bytes from the current offset of `fd`, in bounded reads."""
-    chunks, left = [], limit
+def read_fd(fd: int, limit: int, expected: int = 1 << 16) -> bytes:
+    """At most `limit` bytes from the current offset of `fd`, in bounded reads, the first of
+    `expected` bytes. (Each read allocates what it asks for: 1 MB reads of 4 kB files were a
+    third of a warm run's time.)"""
+    chunks, left, ask = [], limit, max(expected, 1)
     while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
+        chunk = os.read(fd, min(left, ask, 1 << 20))
         if not chunk:
             break
         chunks.append(chunk)
         left -= len(chunk)
-    return b"".join(chunks)
+        ask = 1 << 16
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 # Temp files carry the writer's pid: a run killed between the write and the rename leaves
