@@ -114,6 +114,19 @@ def test_a_bundle_of_another_directory_is_not_served(package, tmp_path):
     assert seen["checker_file"] == str(moved / "site" / "torchlint" / "checker.py")
 
 
+def test_an_optimized_run_keeps_its_own_bundle(package):
+    """Under -O the .pyc files drop asserts: their bodies must never serve a plain run."""
+    run(package)
+    plain = bundle_of(package).read_bytes()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPATH=str(package / "site"), XDG_CACHE_HOME=str(package / "xdg"))
+    for _ in range(2):
+        subprocess.run([sys.executable, "-O", str(package / "driver.py"), "check", "example.py", "--no-cache"],
+                       cwd=package / "work", env=env, capture_output=True, timeout=120)
+    assert bundle_of(package).read_bytes() == plain
+    assert bundle_of(package).with_name(bundle_of(package).name.replace(".bin", ".opt-1.bin")).is_file()
+
+
 def test_no_bundle_is_written_where_bytecode_is_not(package):
     run(package, write_bytecode=False)
     assert not bundle_of(package).exists()

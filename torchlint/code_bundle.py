@@ -85,7 +85,9 @@ _installed: Optional[tuple[BundleFinder, int, str]] = None  # (finder, pid, bund
 
 
 def bundle_path(root: str) -> str:
-    return os.path.join(root, "__pycache__", f"bundle.{sys.implementation.cache_tag}.bin")
+    """Named as the .pyc files it copies are: by interpreter and optimization level (-O)."""
+    level = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
+    return os.path.join(root, "__pycache__", f"bundle.{sys.implementation.cache_tag}{level}.bin")
 
 
 def install(root: str, prefix: str = "torchlint") -> None:
