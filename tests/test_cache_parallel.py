@@ -155,3 +155,38 @@ def test_entries_stored_in_a_run_are_kept_out_of_memory_and_saved(tmp_path, monk
     reloaded = Cache(tmp_path / "cache", tmp_path)
     assert reloaded.entry("f499.py")["hash"] == "0" * 64 and reloaded.entry("f500.py") is None
     assert len(cache_entry_files(tmp_path / "cache")) == 501
+
+
+def test_a_planted_file_at_a_temporary_name_is_never_written_through(tmp_path, monkeypatch):
+    """Entries are written through a new file of a random name, created exclusively: a shipped
+    cache cannot plant a FIFO (a hang), a device or a hard link to a tree file (overwritten)
+    where the next write will go."""
+    from torchlint import integrity
+    from torchlint.cache import Cache, entry_file
+
+    monkeypatch.setattr(integrity, "load_key", lambda roots: b"k" * 32)
+    victim = write(tmp_path, "victim.py", "precious = 1\n")
+    slot = entry_file(str(tmp_path / "cache"), str(tmp_path / "a.py"))
+    os.makedirs(os.path.dirname(slot))
+    monkeypatch.setattr(os, "urandom", lambda n: b"\0" * n)  # the attacker guessed the name
+    planted = f"{slot}.{os.getpid()}.{'00' * 6}.tmp"
+    os.link(victim, planted)
+    Cache(str(tmp_path / "cache"), str(tmp_path)).store(str(tmp_path / "a.py"), "s", "0" * 64, None, [], None)
+    assert victim.read_text() == "precious = 1\n" and not os.path.exists(slot)
+    os.unlink(planted)
+    os.mkfifo(planted)
+    Cache(str(tmp_path / "cache"), str(tmp_path)).store(str(tmp_path / "a.py"), "s", "0" * 64, None, [], None)
+    assert not os.path.exists(slot)  # refused, not blocked on the FIFO
+
+
+def test_a_file_modified_just_before_its_read_is_never_vouched_for_by_its_stat(tmp_path):
+    """Racy is judged when the file is stat'ed, not when its entry is stored: a lint that takes
+    longer than the window must not let a same-tick edit after the read pass on its mtime."""
+    from torchlint.linter import FileTask, lint_task_hashed
+
+    fresh = write(tmp_path, "fresh.py", BAD)
+    old = write(tmp_path, "old.py", BAD)
+    _age(old)
+    results = [lint_task_hashed(FileTask(path=str(p), display=p.name, codes=frozenset({"TL101"}))) for p in (fresh, old)]
+    assert results[0].stat is None and results[0].digest  # hashed, but its stat vouches for nothing
+    assert results[1].stat is not None and results[1].stat[1] == old.stat().st_mtime_ns

@@ -130,3 +130,96 @@ def test_an_optimized_run_keeps_its_own_bundle(package):
 def test_no_bundle_is_written_where_bytecode_is_not(package):
     run(package, write_bytecode=False)
     assert not bundle_of(package).exists()
+
+
+def _set_marker(package: Path, value: str) -> Path:
+    """`MARKER = value` at the end of safe_io.py (imported after the bundle is installed)."""
+    safe_io = package / "site" / "torchlint" / "safe_io.py"
+    text = safe_io.read_text()
+    text = text[:text.index("\nMARKER = ")] if "\nMARKER = " in text else text
+    safe_io.write_text(text + f"\nMARKER = {value!r}\n")
+    return safe_io
+
+
+def test_a_same_size_edit_under_the_old_mtime_is_seen_once_the_pyc_is_gone(package):
+    """`cp -p` or `touch -r` over an edit keeps size and mtime: the ctime still moves."""
+    safe_io = _set_marker(package, "aaaa")
+    run(package)
+    _, seen = run(package)
+    assert seen["marker"] == "aaaa" and "torchlint.safe_io" in seen["served"]
+    before = safe_io.stat()
+    _set_marker(package, "bbbb")
+    os.utime(safe_io, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert safe_io.stat().st_size == before.st_size
+    for pyc in (package / "site").rglob("safe_io.*.pyc"):
+        pyc.unlink()
+    _, seen = run(package)
+    assert seen["marker"] == "bbbb" and "torchlint.safe_io" not in seen["served"]
+
+
+def test_a_package_directory_beside_a_served_module_takes_precedence(package):
+    """As in a plain import, `text/__init__.py` wins over `text.py` once it appears."""
+    run(package)
+    _, seen = run(package)
+    assert "torchlint.output.text" in seen["served"]
+    text = package / "site" / "torchlint" / "output" / "text.py"
+    (text.parent / "text").mkdir()
+    (text.parent / "text" / "__init__.py").write_text(text.read_text().replace("note: `torchlint rule", "NOTE: `torchlint rule"))
+    report, seen = run(package)
+    assert "NOTE: `torchlint rule" in report and "torchlint.output.text" not in seen["served"]
+
+
+def test_hash_based_pycs_fill_the_bundle(package):
+    """Distro builds and pip under SOURCE_DATE_EPOCH write checked-hash .pyc files."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "--invalidation-mode", "checked-hash",
+                    str(package / "site" / "torchlint")], check=True)
+    run(package)
+    _, seen = run(package)
+    assert len(seen["served"]) > 30
+
+
+def _craft(package: Path, change) -> None:
+    """Rewrite the bundle's index through `change(index) -> index`, keeping its bodies."""
+    import marshal
+
+    bundle = bundle_of(package)
+    data = bundle.read_bytes()
+    start = 8 + int.from_bytes(data[4:8], "little")
+    magic, root, length = marshal.loads(data[8:start])
+    index = change(marshal.loads(data[start:start + length]))
+    packed = marshal.dumps(index)
+    head = marshal.dumps((magic, root, len(packed)))
+    bundle.write_bytes(data[:4] + len(head).to_bytes(4, "little") + head + packed + data[start + length:])
+
+
+@pytest.mark.parametrize("damage", ["short entry", "path not a string", "body not code"])
+def test_a_bundle_whose_entries_are_damaged_is_ignored(package, damage):
+    import marshal
+
+    expected, _ = run(package)
+    if damage == "body not code":  # a body that unmarshals to a number, in place of checker's
+        def change(index):
+            offset, length, *rest = index["torchlint.checker"]
+            data = bundle_of(package).read_bytes()
+            body = marshal.dumps(12345)
+            start = len(data) - sum(e[1] for e in index.values())  # the bodies end the file
+            bundle_of(package).write_bytes(data[:start + offset] + body + b"\0" * (length - len(body))
+                                           + data[start + offset + length:])
+            return index
+    else:
+        def change(index):
+            entry = index["torchlint.checker"]
+            index["torchlint.checker"] = entry[:4] if damage == "short entry" else (*entry[:3], 7, entry[4])
+            return index
+    _craft(package, change)
+    report, seen = run(package, write_bytecode=False)
+    assert report == expected  # no traceback: the module comes from its .pyc
+    assert damage == "body not code" or "torchlint.checker" not in seen["served"]
+
+
+def test_a_fifo_at_the_bundle_path_is_not_waited_on(package):
+    expected, _ = run(package)
+    bundle_of(package).unlink()
+    os.mkfifo(bundle_of(package))
+    report, seen = run(package, write_bytecode=False)  # run() times out after 120 s
+    assert report == expected and seen["served"] == []

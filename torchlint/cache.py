@@ -198,12 +198,13 @@ class Cache:
         key = self.key
         if key is None or not self._prepare():
             return
-        # `stat` is the file's `stat_record`, taken before it was read (four ints, not a stat_result).
-        racy = stat is None or time.time() - stat[1] / 1e9 < _RACY_SECONDS
+        # `stat` is the file's `stat_record`, taken before it was read (four ints, not a
+        # stat_result), None where that was racy already (linter.lint_task_hashed).
+        recent = stat is None or racy(stat)
         size, mtime, ctime, ino = stat if stat is not None else (None,) * 4
         name = self._path_key(path)
         entry: dict[str, Any] = {
-            "settings": settings, "hash": digest, "size": size, "mtime": None if racy else mtime,
+            "settings": settings, "hash": digest, "size": size, "mtime": None if recent else mtime,
             "ctime": ctime, "ino": ino,
             "findings": [f.to_cache() for f in findings],
             "parse_error": parse_error.to_cache() if parse_error else None,
@@ -300,10 +301,11 @@ def _slot(name: str) -> tuple[str, str]:
 
 
 def _write_entry(path: str, data: bytes) -> None:
-    """Replace `path` with `data` through a temporary file of this process (no `tempfile`:
-    a one-file run stores one entry). A symlink at the temporary name is never followed."""
-    temporary = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    """Replace `path` with `data` through a new temporary file of this process (no `tempfile`:
+    a one-file run stores one entry). The name is random and created exclusively: a FIFO, a
+    device or a hard link a shipped cache planted at a guessable name is never opened."""
+    temporary = f"{path}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -314,6 +316,13 @@ def _write_entry(path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def racy(stat: tuple[int, int, int, int]) -> bool:
+    """A file modified within the last seconds (git's "racy clean"): an edit in the same
+    timestamp tick would keep its mtime, so its entry must not vouch for its bytes by stat.
+    Judged when the file is stat'ed before its read, and again when the entry is stored."""
+    return time.time() - stat[1] / 1e9 < _RACY_SECONDS
 
 
 def stat_record(stat: os.stat_result) -> tuple[int, int, int, int]:
@@ -331,7 +340,7 @@ def _create_exclusive(path: str, text: str) -> None:
         fh.write(text)
 
 
-# -- validation of what the index holds ----------------------------------------------
+# -- validation of what an entry holds ------------------------------------------------
 
 def _is_int(value: Any) -> bool:
     return type(value) is int and -(2**63) <= value < 2**64

@@ -7,26 +7,38 @@ uses it.
 
 Trust: the file holds what the interpreter's own .pyc files beside it hold (their bodies,
 copied byte for byte), and is read with marshal as they are. Freshness: each entry records
-its source's path, mtime (ns) and size; a module whose source differs is imported the usual
-way, and the run that imported it rewrites the file (as Python writes a .pyc: not under
-PYTHONDONTWRITEBYTECODE, silently where the directory is read-only). A file that does not
-read back whole is ignored. The format is private: header, marshalled index, bodies."""
+its source's stamp (mtime, ctime, size and inode, so `cp -p` or `touch -r` over an edit is
+seen) and its directory's mtime (a package directory or an extension module appearing beside
+it would take precedence in a plain import); a module whose stamp differs is imported the
+usual way, and the run that imported it rewrites the file (as Python writes a .pyc: not
+under PYTHONDONTWRITEBYTECODE, silently where the directory is read-only). A file that does
+not read back whole, or an entry of the wrong shape, is ignored. The format is private:
+header, marshalled index, bodies."""
 
 from __future__ import annotations
 
 import marshal
 import os
+import stat
 import sys
 from importlib.machinery import ModuleSpec, SourceFileLoader
+from types import CodeType
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from types import CodeType
     from typing import Optional
+
+    # (mtime_ns, ctime_ns, size, inode) of the source, mtime_ns of its directory
+    Stamp = tuple[int, int, int, int, int]
+    # (is_package, path relative to the package, stamp, body)
+    Entry = tuple[bool, str, Stamp, bytes]
 
 # b"TLB1", the length of the head (4 bytes), the head: marshal of (bytecode magic, package
 # directory, length of the index), the index: marshal of {name: (offset, length, is_package,
 # path relative to the package, source mtime_ns, source size)}, then the bodies.
+# b"TLB1", the length of the head (4 bytes), the head: marshal of (bytecode magic, package
+# directory, length of the index), the index: marshal of {name: (offset, length, is_package,
+# path relative to the package, stamp)}, then the bodies.
 _HEADER = b"TLB1"
 
 
@@ -40,9 +52,12 @@ class _BundledLoader(SourceFileLoader):
 
     def get_code(self, fullname: str) -> Optional[CodeType]:
         try:
-            return marshal.loads(self._body)
-        except (ValueError, EOFError, TypeError):  # a damaged entry: the usual .pyc or source
+            code = marshal.loads(self._body)
+        except (ValueError, EOFError, TypeError):
+            code = None
+        if type(code) is not CodeType:  # a damaged entry: the usual .pyc or source
             return super().get_code(fullname)
+        return code
 
 
 class BundleFinder:
@@ -52,6 +67,7 @@ class BundleFinder:
     def __init__(self, root: str, prefix: str, index: dict, fd: int, base: int) -> None:
         self.root, self.prefix, self.index, self.fd, self.base = root, prefix, index, fd, base
         self.stale = False  # an entry's source changed: save() rewrites the file
+        self.directories: dict[str, Optional[int]] = {}  # directory -> mtime_ns, once a run
 
     def body(self, offset: int, length: int) -> bytes:
         try:
@@ -63,14 +79,12 @@ class BundleFinder:
         entry = self.index.get(name)
         if entry is None:
             return None
-        offset, length, is_package, relative, mtime_ns, size = entry
-        origin = os.path.join(self.root, relative)
         try:
-            st = os.stat(origin)
-        except OSError:
-            self.stale = True
+            offset, length, is_package, relative, stamp = entry
+            origin = os.path.join(self.root, relative)
+        except (TypeError, ValueError):  # a damaged index entry
             return None
-        if st.st_mtime_ns != mtime_ns or st.st_size != size:
+        if stamp_of(origin, self.directories) != stamp:
             self.stale = True
             return None
         spec = ModuleSpec(name, _BundledLoader(name, origin, self.body(offset, length)),
@@ -79,6 +93,20 @@ class BundleFinder:
         if is_package:
             spec.submodule_search_locations = [os.path.dirname(origin)]
         return spec
+
+
+def stamp_of(source: str, directories: dict[str, Optional[int]]) -> Optional[Stamp]:
+    """The source's stamp now, None when it is not there; `directories` memoizes each
+    directory's mtime for the run."""
+    directory = os.path.dirname(source)
+    try:
+        st = os.stat(source)
+        if directory not in directories:
+            directories[directory] = os.stat(directory).st_mtime_ns
+    except OSError:
+        return None
+    folder = directories[directory]
+    return None if folder is None else (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, folder)
 
 
 _installed: Optional[tuple[BundleFinder, int, str]] = None  # (finder, pid, bundle path)
@@ -112,13 +140,16 @@ def _magic() -> bytes:
 
 def _read(path: str, root: str) -> tuple[dict, int, int]:
     """(index, open descriptor, offset of the bodies), or ({}, -1, 0) for a file that is absent,
-    of another interpreter or package directory, or damaged. Bodies are read when imported."""
+    not a regular file, of another interpreter or package directory, or damaged. Bodies are
+    read when imported."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return {}, -1, 0
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("not a regular file")
         data = os.pread(fd, 65536, 0)
         if data[:4] != _HEADER:
             raise ValueError("not a bundle")
@@ -131,18 +162,25 @@ def _read(path: str, root: str) -> tuple[dict, int, int]:
             packed += os.pread(fd, index_length - len(packed), start + len(packed))
         index = marshal.loads(packed)
         base = start + index_length
-        if not isinstance(index, dict) or any(base + offset + length > size for offset, length, *_ in index.values()):
-            raise ValueError("truncated")
+        if not isinstance(index, dict) or not all(_well_formed(e, st.st_size - base) for e in index.values()):
+            raise ValueError("damaged")
     except (OSError, ValueError, EOFError, TypeError):
         os.close(fd)
         return {}, -1, 0
     return index, fd, base
 
 
+def _well_formed(entry: object, room: int) -> bool:
+    return (type(entry) is tuple and len(entry) == 5 and type(entry[0]) is int and type(entry[1]) is int
+            and 0 <= entry[0] and 0 < entry[1] and entry[0] + entry[1] <= room and type(entry[3]) is str
+            and type(entry[4]) is tuple and len(entry[4]) == 5)
+
+
 def save() -> None:
     """Rewrite the bundle when this run imported a module of the prefix the usual way (a new
-    module, or one whose source changed): its entries then are the fresh old ones plus every
-    such module whose .pyc matches its source. Only the process that installed it saves."""
+    module, or one whose source changed) and can add it: its entries then are the fresh old
+    ones plus every such module whose .pyc matches its source. Only the process that
+    installed it saves."""
     if _installed is None:
         return
     finder, pid, path = _installed
@@ -151,60 +189,69 @@ def save() -> None:
     imported = [m for name, m in list(sys.modules.items())
                 if (name == finder.prefix or name.startswith(finder.prefix + "."))
                 and type(getattr(m, "__loader__", None)) is SourceFileLoader]
-    new = [m for m in imported if m.__name__ not in finder.index or finder.stale]
-    if not new:
+    if not finder.stale and all(m.__name__ in finder.index for m in imported):
         return
-    entries: dict[str, tuple[bool, str, int, int, bytes]] = {}
-    for name, (offset, length, is_package, relative, mtime_ns, size) in finder.index.items():
-        entries[name] = (is_package, relative, mtime_ns, size, finder.body(offset, length))
+    directories: dict[str, Optional[int]] = {}
+    entries: dict[str, Entry] = {}
+    for name, (offset, length, is_package, relative, stamp) in finder.index.items():
+        if stamp_of(os.path.join(finder.root, relative), directories) == stamp:
+            entries[name] = (is_package, relative, stamp, finder.body(offset, length))
     for module in imported:
-        body = _compiled(module, finder.root)
-        if body is not None:
-            entries[module.__name__] = body
-    _write(path, finder.root, {name: e for name, e in entries.items() if e[4] and _fresh(finder.root, e)})
+        entry = _compiled(module, finder.root, directories)
+        if entry is not None:
+            entries[module.__name__] = entry
+    entries = {name: e for name, e in entries.items() if e[3]}
+    if entries.keys() != finder.index.keys() or finder.stale:  # not when nothing can be added
+        _write(path, finder.root, entries)
 
 
-def _fresh(root: str, entry: tuple[bool, str, int, int, bytes]) -> bool:
-    try:
-        st = os.stat(os.path.join(root, entry[1]))
-    except OSError:
-        return False
-    return st.st_mtime_ns == entry[2] and st.st_size == entry[3]
-
-
-def _compiled(module: object, root: str) -> Optional[tuple[bool, str, int, int, bytes]]:
+def _compiled(module: object, root: str, directories: dict[str, Optional[int]]) -> Optional[Entry]:
     """The module's entry from its .pyc, when that .pyc was compiled from the source as it is
-    now (the timestamp check Python makes); None otherwise."""
+    now (the check Python makes: the timestamp, or the source hash of a hash-based .pyc);
+    None otherwise."""
     import importlib._bootstrap_external as external
 
     source = getattr(module, "__file__", None)
     if not isinstance(source, str) or not source.endswith(".py") or os.path.dirname(source)[:len(root)] != root:
         return None
+    stamp = stamp_of(source, directories)
     try:
-        st = os.stat(source)
         with open(external.cache_from_source(source), "rb") as f:
             data = f.read()
+        if stamp is None or data[:4] != _magic() or not _matches(data[4:16], source, stamp):
+            return None
     except (OSError, ValueError, NotImplementedError):
         return None
-    header = (_magic(), (0).to_bytes(4, "little"), (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little"),
-              (st.st_size & 0xFFFFFFFF).to_bytes(4, "little"))
-    if data[:16] != b"".join(header):
-        return None
     is_package = os.path.basename(source) == "__init__.py"
-    return is_package, os.path.relpath(source, root), st.st_mtime_ns, st.st_size, data[16:]
+    return is_package, os.path.relpath(source, root), stamp, data[16:]
 
 
-def _write(path: str, root: str, entries: dict[str, tuple[bool, str, int, int, bytes]]) -> None:
+def _matches(header: bytes, source: str, stamp: Stamp) -> bool:
+    flags = int.from_bytes(header[:4], "little")
+    if flags == 0:  # timestamp-based: mtime (seconds) and size, as Python compares them
+        return header[4:] == ((stamp[0] // 10**9) & 0xFFFFFFFF).to_bytes(4, "little") + \
+            (stamp[2] & 0xFFFFFFFF).to_bytes(4, "little")
+    if flags & 1:  # hash-based (distro builds, SOURCE_DATE_EPOCH): the source's hash
+        import _imp
+        import importlib._bootstrap_external as external
+
+        with open(source, "rb") as f:
+            return header[4:] == _imp.source_hash(external._RAW_MAGIC_NUMBER, f.read())  # type: ignore[attr-defined]
+    return False
+
+
+def _write(path: str, root: str, entries: dict[str, Entry]) -> None:
     index, bodies, offset = {}, [], 0
-    for name, (is_package, relative, mtime_ns, size, body) in sorted(entries.items()):
-        index[name] = (offset, len(body), is_package, relative, mtime_ns, size)
+    for name, (is_package, relative, stamp, body) in sorted(entries.items()):
+        index[name] = (offset, len(body), is_package, relative, stamp)
         bodies.append(body)
         offset += len(body)
     packed = marshal.dumps(index)
     head = marshal.dumps((_magic(), root, len(packed)))
-    temporary = f"{path}.{os.getpid()}.tmp"
+    temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     try:
-        with open(temporary, "wb") as f:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with os.fdopen(fd, "wb") as f:
             f.write(_HEADER + len(head).to_bytes(4, "little") + head + packed + b"".join(bodies))
         os.replace(temporary, path)  # readers see the old file or the new one, never half
     except OSError:

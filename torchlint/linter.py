@@ -185,7 +185,7 @@ def lint_task(task: FileTask) -> FileResult:
 def lint_task_hashed(task: FileTask) -> FileResult:
     """`lint_task`, also recording the hash of the bytes it linted: the cache stores a result
     under the content it came from, read once, where it was linted (the parent holds no bytes)."""
-    from torchlint.cache import stat_record
+    from torchlint.cache import racy, stat_record
     from torchlint.hashing import content_hash
 
     stat: Optional[tuple[int, int, int, int]] = None
@@ -194,6 +194,8 @@ def lint_task_hashed(task: FileTask) -> FileResult:
             stat = stat_record(os.stat(task.path))
         except OSError:
             pass  # the read reports it
+        if stat is not None and racy(stat):
+            stat = None  # modified just before the read: an edit in the same tick keeps the mtime
     data, failed = read_task(task)
     if failed is not None:
         return failed
