@@ -55,9 +55,9 @@ def package(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run(root: Path, *, write_bytecode: bool = True) -> tuple[str, dict]:
+def run(root: Path, *, write_bytecode: bool = True, site: Path | None = None) -> tuple[str, dict]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PYTHONPATH=str(root / "site"), XDG_CACHE_HOME=str(root / "xdg"), TORCHLINT_BENCH_RUN=os.urandom(4).hex())
+    env.update(PYTHONPATH=str(site or root / "site"), XDG_CACHE_HOME=str(root / "xdg"), TORCHLINT_BENCH_RUN=os.urandom(4).hex())
     if not write_bytecode:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     done = subprocess.run([sys.executable, str(root / "driver.py"), "check", "example.py", "--no-cache"],
@@ -223,3 +223,57 @@ def test_a_fifo_at_the_bundle_path_is_not_waited_on(package):
     os.mkfifo(bundle_of(package))
     report, seen = run(package, write_bytecode=False)  # run() times out after 120 s
     assert report == expected and seen["served"] == []
+
+
+def test_a_same_size_edit_within_the_second_is_never_bundled_from_the_old_pyc(package):
+    """Python's own check (mtime seconds, size) passes a .pyc compiled before a same-size edit
+    made within the same second (`cp -p`, two checkouts); bundled, that body would outlive the
+    .pyc. The source changed after its .pyc was written: not bundled until it is compiled again."""
+    safe_io = _set_marker(package, "aaaa")
+    run(package)
+    before = safe_io.stat()
+    _set_marker(package, "bbbb")
+    os.utime(safe_io, ns=(before.st_atime_ns, before.st_mtime_ns))  # the old .pyc still "matches"
+    run(package)  # imported from that .pyc, as Python would
+    for pyc in (package / "site").rglob("safe_io.*.pyc"):
+        pyc.unlink()
+    _, seen = run(package)
+    assert seen["marker"] == "bbbb"
+    _, seen = run(package)
+    assert seen["marker"] == "bbbb" and "torchlint.safe_io" in seen["served"]
+
+
+def test_a_package_made_in_two_steps_beside_a_module_is_seen(package):
+    text = package / "site" / "torchlint" / "output" / "text.py"
+    run(package)
+    (text.parent / "text").mkdir()  # first the directory (a namespace package loses to text.py) ...
+    run(package)
+    run(package)
+    (text.parent / "text" / "__init__.py").write_text(text.read_text().replace("note: `torchlint rule", "NOTE: `torchlint rule"))
+    report, _ = run(package)  # ... then its __init__.py, which wins in a plain import
+    assert "NOTE: `torchlint rule" in report
+
+
+def test_a_nul_in_an_entrys_path_is_ignored(package):
+    expected, _ = run(package)
+
+    def change(index):
+        entry = index["torchlint.checker"]
+        index["torchlint.checker"] = (*entry[:3], "check\0er.py", entry[4])
+        return index
+
+    _craft(package, change)
+    report, seen = run(package, write_bytecode=False)
+    assert report == expected and "torchlint.checker" not in seen["served"]
+
+
+def test_one_bundle_serves_every_spelling_of_the_install_path(package):
+    linked = package / "linked-site"
+    linked.symlink_to(package / "site")
+    run(package)
+    run(package)
+    inode = bundle_of(package).stat().st_ino
+    for site in (linked, package / "site", linked):
+        _, seen = run(package, site=site)
+        assert len(seen["served"]) > 30 and seen["checker_file"] == str(site / "torchlint" / "checker.py")
+    assert bundle_of(package).stat().st_ino == inode  # never rewritten

@@ -124,6 +124,23 @@ def test_a_changed_dependency_invalidates_the_cached_findings(tmp_path, monkeypa
     assert third == first
 
 
+def test_a_same_size_edit_under_the_old_mtime_reaches_the_next_run_of_the_process(tmp_path, monkeypatch):
+    """The parsed-module memo outlives a run (`--watch`, the language server): `cp -p` or a
+    checkout within one timestamp tick keeps a dependency's size and mtime, not its ctime."""
+    root = _copy(MODULES, tmp_path)
+    codes = {ATTRIBUTE}
+    first = _found(_run(root, codes, monkeypatch=monkeypatch))
+    assert ("models/net.py", 12, ATTRIBUTE) in first
+    base = root / "models" / "base.py"
+    before = base.stat()
+    text = base.read_text()
+    edited = text.replace("pl.LightningModule", "pl.Callback" + " " * (len("LightningModule") - len("Callback")))
+    assert len(edited) == len(text)
+    base.write_text(edited)  # Base is no Module now, so neither is Net
+    os.utime(base, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert ("models/net.py", 12, ATTRIBUTE) not in _found(_run(root, codes, monkeypatch=monkeypatch))
+
+
 def test_a_module_that_appears_invalidates_what_was_concluded_without_it(tmp_path, monkeypatch):
     (tmp_path / "net.py").write_text("import torch\nfrom layers import Base\n\n\nclass Net(Base):\n"
                                      "    def __init__(self):\n        super().__init__()\n"

@@ -310,7 +310,7 @@ def _write_entry(path: str, data: bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         os.replace(temporary, path)
-    except OSError:
+    except BaseException:  # a failed write, or ^C during it: no temporary left behind
         try:
             os.unlink(temporary)
         except OSError:

@@ -98,12 +98,12 @@ class BundleFinder:
 def stamp_of(source: str, directories: dict[str, Optional[int]]) -> Optional[Stamp]:
     """The source's stamp now, None when it is not there; `directories` memoizes each
     directory's mtime for the run."""
-    directory = os.path.dirname(source)
     try:
+        directory = os.path.dirname(source)
         st = os.stat(source)
         if directory not in directories:
             directories[directory] = os.stat(directory).st_mtime_ns
-    except OSError:
+    except (OSError, ValueError, TypeError):  # absent, or a damaged entry's path (a NUL)
         return None
     folder = directories[directory]
     return None if folder is None else (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, folder)
@@ -125,7 +125,7 @@ def install(root: str, prefix: str = "torchlint") -> None:
     if _installed is not None or sys.implementation.cache_tag is None or sys.pycache_prefix:
         return
     path = bundle_path(root)
-    index, fd, base = _read(path, root)
+    index, fd, base = _read(path, os.path.realpath(root))  # one bundle however the path is spelled
     finder = BundleFinder(root, prefix, index, fd, base)
     if index:
         sys.meta_path.insert(0, finder)
@@ -191,6 +191,8 @@ def save() -> None:
                 and type(getattr(m, "__loader__", None)) is SourceFileLoader]
     if not finder.stale and all(m.__name__ in finder.index for m in imported):
         return
+    if not os.access(os.path.dirname(path), os.W_OK):
+        return  # a read-only install: reading ~100 .pyc files for nothing cost ~3 ms a run
     directories: dict[str, Optional[int]] = {}
     entries: dict[str, Entry] = {}
     for name, (offset, length, is_package, relative, stamp) in finder.index.items():
@@ -202,7 +204,7 @@ def save() -> None:
             entries[module.__name__] = entry
     entries = {name: e for name, e in entries.items() if e[3]}
     if entries.keys() != finder.index.keys() or finder.stale:  # not when nothing can be added
-        _write(path, finder.root, entries)
+        _write(path, os.path.realpath(finder.root), entries)
 
 
 def _compiled(module: object, root: str, directories: dict[str, Optional[int]]) -> Optional[Entry]:
@@ -215,10 +217,13 @@ def _compiled(module: object, root: str, directories: dict[str, Optional[int]]) 
     if not isinstance(source, str) or not source.endswith(".py") or os.path.dirname(source)[:len(root)] != root:
         return None
     stamp = stamp_of(source, directories)
+    if stamp is None or os.path.isdir(source[:-3]):
+        return None  # a directory of its name may become a package, which a plain import prefers
     try:
         with open(external.cache_from_source(source), "rb") as f:
+            compiled_at = os.fstat(f.fileno()).st_mtime_ns
             data = f.read()
-        if stamp is None or data[:4] != _magic() or not _matches(data[4:16], source, stamp):
+        if data[:4] != _magic() or not _matches(data[4:16], source, stamp, compiled_at):
             return None
     except (OSError, ValueError, NotImplementedError):
         return None
@@ -226,10 +231,13 @@ def _compiled(module: object, root: str, directories: dict[str, Optional[int]]) 
     return is_package, os.path.relpath(source, root), stamp, data[16:]
 
 
-def _matches(header: bytes, source: str, stamp: Stamp) -> bool:
+def _matches(header: bytes, source: str, stamp: Stamp, compiled_at: int) -> bool:
+    """Whether a .pyc's header vouches for the source as it is now."""
     flags = int.from_bytes(header[:4], "little")
-    if flags == 0:  # timestamp-based: mtime (seconds) and size, as Python compares them
-        return header[4:] == ((stamp[0] // 10**9) & 0xFFFFFFFF).to_bytes(4, "little") + \
+    if flags == 0:  # timestamp-based: mtime (seconds) and size, as Python compares them, and
+        # the source unchanged since the .pyc was written: a same-size edit within the second
+        # (`cp -p`, two checkouts) passes Python's check, and bundled it would outlive the .pyc.
+        return stamp[1] <= compiled_at and header[4:] == ((stamp[0] // 10**9) & 0xFFFFFFFF).to_bytes(4, "little") + \
             (stamp[2] & 0xFFFFFFFF).to_bytes(4, "little")
     if flags & 1:  # hash-based (distro builds, SOURCE_DATE_EPOCH): the source's hash
         import _imp
@@ -254,8 +262,10 @@ def _write(path: str, root: str, entries: dict[str, Entry]) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(_HEADER + len(head).to_bytes(4, "little") + head + packed + b"".join(bodies))
         os.replace(temporary, path)  # readers see the old file or the new one, never half
-    except OSError:
+    except BaseException as exc:  # a failed write, or ^C during it: no temporary left behind
         try:
             os.unlink(temporary)
         except OSError:
             pass
+        if not isinstance(exc, OSError):
+            raise

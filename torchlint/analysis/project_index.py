@@ -166,7 +166,7 @@ def _module_name_and_markers(path: str) -> tuple[str, str, bool, dict[str, Optio
 
 # Parsed modules by resolved path, shared by every file linted in this process: a module
 # imported by many files is parsed once. The stat signature drops an entry that changed.
-_PARSED: "OrderedDict[str, tuple[tuple[int, int, int], str, Optional[ModuleInfo]]]" = OrderedDict()
+_PARSED: "OrderedDict[str, tuple[tuple[int, int, int, int], str, Optional[ModuleInfo]]]" = OrderedDict()
 _parsed_bytes = 0  # the source bytes of what _PARSED holds (the first item of each signature)
 
 
@@ -217,7 +217,7 @@ def _freeze() -> None:
         _FREEZES_AT_COLLECT = _FREEZES
 
 
-def _remember(real: str, parsed: tuple[tuple[int, int, int], str, Optional[ModuleInfo]]) -> None:
+def _remember(real: str, parsed: tuple[tuple[int, int, int, int], str, Optional[ModuleInfo]]) -> None:
     """Keep a parsed module, forgetting the least recently used ones past the count or the
     byte budget (the newest is kept even when it alone is over the budget)."""
     global _parsed_bytes
@@ -240,8 +240,10 @@ def _is_package(directory: str) -> bool:
     return os.path.isfile(os.path.join(directory, "__init__.py"))
 
 
-def _signature(st: os.stat_result) -> tuple[int, int, int]:
-    return st.st_size, st.st_mtime_ns, st.st_ino
+def _signature(st: os.stat_result) -> tuple[int, int, int, int]:
+    """Size first (the memo's byte budget reads it); the ctime too: `cp -p` or a checkout
+    within one timestamp tick keeps size and mtime, never the ctime."""
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
 
 class ProjectIndex:
