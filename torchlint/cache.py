@@ -87,6 +87,8 @@ class Cache:
         self.read = read  # False: write fresh results, serve none (--verify re-lints every file)
         self._written: set[str] = set()  # names stored in this run (served even when not `read`)
         self._fans: dict[str, str] = {}  # fan-out directories checked free of symlinks in this run
+        self._missing: set[str] = set()  # fan-out directories found absent in this run
+        self._keys: dict[str, str] = {}  # path -> entry name, for this run (the cwd is fixed)
         self._prepared: Optional[bool] = None  # the version directory made and checked, once a run
         self._key: Optional[bytes] = None
         self._key_loaded = False
@@ -118,11 +120,14 @@ class Cache:
         return unseal_entry(key, name, data)
 
     def _fan_dir(self, fan: str, create: bool = False) -> Optional[str]:
-        """An entries directory, checked once a run (cache_subdir: no symlink from the root down)."""
+        """An entries directory, checked once a run (cache_subdir: no symlink from the root
+        down); one found missing is looked for again only to create it (a cold run's misses)."""
         directory = self._fans.get(fan)
-        if directory is None:
+        if directory is None and (create or fan not in self._missing):
             directory = cache_subdir(self.root, __version__, ENTRIES, fan, create=create)
-            if directory is not None:
+            if directory is None:
+                self._missing.add(fan)
+            else:
                 self._fans[fan] = directory
         return directory
 
@@ -132,10 +137,15 @@ class Cache:
         return tuple(self._path_key(r) for r in roots)
 
     def _path_key(self, path: str) -> str:
-        absolute = os.path.abspath(path)
-        if is_within(absolute, [self.base]):
-            return os.path.relpath(absolute, self.base).replace(os.sep, "/")
-        return absolute
+        """The name of a file's entry; memoized for the run (the same package markers and
+        modules are dependencies of many files, and relpath is ~15 us)."""
+        key = self._keys.get(path)
+        if key is None:
+            absolute = os.path.abspath(path)
+            key = os.path.relpath(absolute, self.base).replace(os.sep, "/") if is_within(absolute, [self.base]) \
+                else absolute
+            self._keys[path] = key
+        return key
 
     def lookup(self, path: str, settings: str, display: str, stat: os.stat_result,
                max_bytes: int) -> tuple[Optional[tuple[list[Finding], Optional[Finding], dict[str, Optional[str]]]],
