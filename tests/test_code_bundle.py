@@ -37,6 +37,10 @@ _DRIVER = textwrap.dedent("""
 
     atexit.register(report)
     sys.argv = ["torchlint", *sys.argv[1:]]
+    import os
+    import torchlint.code_bundle as bundle
+    # Sources a test just wrote are "racy" for 2 s; a test sets the window (0: none) to go on.
+    bundle._RACY_NS = int(os.environ.get("TEST_BUNDLE_RACY_NS", bundle._RACY_NS))
     from torchlint.entry import main
     main()
 """)
@@ -55,8 +59,9 @@ def package(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run(root: Path, *, write_bytecode: bool = True, site: Path | None = None) -> tuple[str, dict]:
+def run(root: Path, *, write_bytecode: bool = True, site: Path | None = None, racy_ns: int = 0) -> tuple[str, dict]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["TEST_BUNDLE_RACY_NS"] = str(racy_ns)
     env.update(PYTHONPATH=str(site or root / "site"), XDG_CACHE_HOME=str(root / "xdg"), TORCHLINT_BENCH_RUN=os.urandom(4).hex())
     if not write_bytecode:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -119,7 +124,7 @@ def test_an_optimized_run_keeps_its_own_bundle(package):
     run(package)
     plain = bundle_of(package).read_bytes()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PYTHONPATH=str(package / "site"), XDG_CACHE_HOME=str(package / "xdg"))
+    env.update(PYTHONPATH=str(package / "site"), XDG_CACHE_HOME=str(package / "xdg"), TEST_BUNDLE_RACY_NS="0")
     for _ in range(2):
         subprocess.run([sys.executable, "-O", str(package / "driver.py"), "check", "example.py", "--no-cache"],
                        cwd=package / "work", env=env, capture_output=True, timeout=120)
@@ -228,7 +233,7 @@ def test_a_fifo_at_the_bundle_path_is_not_waited_on(package):
 def test_a_same_size_edit_within_the_second_is_never_bundled_from_the_old_pyc(package):
     """Python's own check (mtime seconds, size) passes a .pyc compiled before a same-size edit
     made within the same second (`cp -p`, two checkouts); bundled, that body would outlive the
-    .pyc. The source changed after its .pyc was written: not bundled until it is compiled again."""
+    .pyc. The bundle compiles from the source instead."""
     safe_io = _set_marker(package, "aaaa")
     run(package)
     before = safe_io.stat()
@@ -277,3 +282,35 @@ def test_one_bundle_serves_every_spelling_of_the_install_path(package):
         _, seen = run(package, site=site)
         assert len(seen["served"]) > 30 and seen["checker_file"] == str(site / "torchlint" / "checker.py")
     assert bundle_of(package).stat().st_ino == inode  # never rewritten
+
+
+def test_a_source_modified_in_the_last_seconds_waits_for_a_later_run(package):
+    """An edit in the same timestamp tick as the last one would keep the stamp: a source this
+    recent is imported the usual way and bundled by a later run (git's racy-clean rule)."""
+    _set_marker(package, "recent")
+    _, seen = run(package, racy_ns=2 * 10**9)
+    _, seen = run(package, racy_ns=2 * 10**9)
+    assert seen["marker"] == "recent" and "torchlint.safe_io" not in seen["served"]
+    assert "torchlint.checker" not in seen["served"]  # the whole copy was made just now
+
+
+def test_a_moved_tree_reports_its_own_paths_in_tracebacks(package, tmp_path):
+    """Code objects carry the file they were compiled from: served from a bundle made before
+    the move, they name the new place, as a .pyc's do (`_imp._fix_co_filename`)."""
+    run(package)
+    moved = tmp_path / "moved"
+    shutil.copytree(package, moved)
+    run(moved)  # the bundle records its directory: this run rebuilds it for the new place
+    probe = moved / "probe.py"
+    probe.write_text(textwrap.dedent("""
+        import os
+        import torchlint.code_bundle as bundle
+        bundle.install(os.path.dirname(bundle.__file__))  # as the console script does
+        import torchlint.safe_io as safe_io
+        print(type(safe_io.__loader__).__name__, safe_io.is_within.__code__.co_filename)
+    """))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(moved / "site")
+    done = subprocess.run([sys.executable, str(probe)], capture_output=True, text=True, env=env, timeout=60)
+    loader, filename = done.stdout.split()
+    assert loader == "_BundledLoader" and filename == str(moved / "site" / "torchlint" / "safe_io.py"), done.stderr

@@ -1,26 +1,30 @@
 """torchlint's own compiled modules in one file, for the command line: an import served from
-`torchlint/__pycache__/bundle.<cache tag>.bin` skips the path search, the open and the read of
-the module's .pyc (~90 us a module; a one-file check imports ~100 of them, ~8 ms of its
-~55). The console script installs it after the recorded-answer check (entry.py) and saves it
-at the end of the run; nothing else (the language server, the flake8 plugin, the library)
-uses it.
+`torchlint/__pycache__/bundle.<cache tag>[.opt-N].bin` skips the path search, the open and
+the read of the module's .pyc (a one-file check imports ~100 modules; with the bundle its
+cold run is ~4 ms shorter). The console script installs it after the recorded-answer check
+(entry.py) and saves it at the end of the run; nothing else (the language server, the flake8
+plugin, the library) uses it.
 
-Trust: the file holds what the interpreter's own .pyc files beside it hold (their bodies,
-copied byte for byte), and is read with marshal as they are. Freshness: each entry records
-its source's stamp (mtime, ctime, size and inode, so `cp -p` or `touch -r` over an edit is
-seen) and its directory's mtime (a package directory or an extension module appearing beside
-it would take precedence in a plain import); a module whose stamp differs is imported the
-usual way, and the run that imported it rewrites the file (as Python writes a .pyc: not
-under PYTHONDONTWRITEBYTECODE, silently where the directory is read-only). A file that does
-not read back whole, or an entry of the wrong shape, is ignored. The format is private:
-header, marshalled index, bodies."""
+Trust: the file sits where the interpreter's own .pyc files do and holds what they hold,
+code compiled from the sources as the import system compiles them, read with marshal as
+they are. No .pyc is copied: one written while a same-size edit landed passes Python's own
+check, and bundled it would outlive its deletion. Freshness: each entry records its source's
+stamp (mtime, ctime, size and inode: `cp -p` or `touch -r` over an edit is seen) and its
+directory's mtime (a package directory or an extension module appearing beside it would take
+precedence in a plain import); a module whose stamp differs is imported the usual way, and
+the run that imported it rewrites the file (as Python writes a .pyc: not under
+PYTHONDONTWRITEBYTECODE, silently where the directory is read-only). A source modified in the
+last two seconds waits for a later run. A file that does not read back whole, or an entry of
+the wrong shape, is ignored. The format is private: header, marshalled index, bodies."""
 
 from __future__ import annotations
 
+import _imp
 import marshal
 import os
 import stat
 import sys
+import time
 from importlib.machinery import ModuleSpec, SourceFileLoader
 from types import CodeType
 
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
 # directory, length of the index), the index: marshal of {name: (offset, length, is_package,
 # path relative to the package, stamp)}, then the bodies.
 _HEADER = b"TLB1"
+_RACY_NS = 2 * 10**9  # a source modified this recently is not bundled yet (git's "racy clean")
 
 
 class _BundledLoader(SourceFileLoader):
@@ -57,6 +62,7 @@ class _BundledLoader(SourceFileLoader):
             code = None
         if type(code) is not CodeType:  # a damaged entry: the usual .pyc or source
             return super().get_code(fullname)
+        _imp._fix_co_filename(code, self.path)  # type: ignore[attr-defined]  # as for a .pyc: the tree may have moved
         return code
 
 
@@ -208,44 +214,27 @@ def save() -> None:
 
 
 def _compiled(module: object, root: str, directories: dict[str, Optional[int]]) -> Optional[Entry]:
-    """The module's entry from its .pyc, when that .pyc was compiled from the source as it is
-    now (the check Python makes: the timestamp, or the source hash of a hash-based .pyc);
-    None otherwise."""
-    import importlib._bootstrap_external as external
-
+    """The module's entry, compiled from its source as the import system compiles it, when the
+    source kept one stamp while it was read and was not modified in the last seconds (an edit
+    in the same timestamp tick would keep the stamp); None otherwise. No .pyc is trusted: one
+    compiled while a same-size edit landed matches its source by Python's own check."""
     source = getattr(module, "__file__", None)
-    if not isinstance(source, str) or not source.endswith(".py") or os.path.dirname(source)[:len(root)] != root:
+    name = getattr(module, "__name__", None)
+    if not isinstance(source, str) or not isinstance(name, str) or not source.endswith(".py") \
+            or os.path.dirname(source)[:len(root)] != root:
         return None
     stamp = stamp_of(source, directories)
-    if stamp is None or os.path.isdir(source[:-3]):
+    if stamp is None or os.path.isdir(source[:-3]) or time.time_ns() - stamp[1] < _RACY_NS:
         return None  # a directory of its name may become a package, which a plain import prefers
     try:
-        with open(external.cache_from_source(source), "rb") as f:
-            compiled_at = os.fstat(f.fileno()).st_mtime_ns
-            data = f.read()
-        if data[:4] != _magic() or not _matches(data[4:16], source, stamp, compiled_at):
-            return None
-    except (OSError, ValueError, NotImplementedError):
-        return None
-    is_package = os.path.basename(source) == "__init__.py"
-    return is_package, os.path.relpath(source, root), stamp, data[16:]
-
-
-def _matches(header: bytes, source: str, stamp: Stamp, compiled_at: int) -> bool:
-    """Whether a .pyc's header vouches for the source as it is now."""
-    flags = int.from_bytes(header[:4], "little")
-    if flags == 0:  # timestamp-based: mtime (seconds) and size, as Python compares them, and
-        # the source unchanged since the .pyc was written: a same-size edit within the second
-        # (`cp -p`, two checkouts) passes Python's check, and bundled it would outlive the .pyc.
-        return stamp[1] <= compiled_at and header[4:] == ((stamp[0] // 10**9) & 0xFFFFFFFF).to_bytes(4, "little") + \
-            (stamp[2] & 0xFFFFFFFF).to_bytes(4, "little")
-    if flags & 1:  # hash-based (distro builds, SOURCE_DATE_EPOCH): the source's hash
-        import _imp
-        import importlib._bootstrap_external as external
-
         with open(source, "rb") as f:
-            return header[4:] == _imp.source_hash(external._RAW_MAGIC_NUMBER, f.read())  # type: ignore[attr-defined]
-    return False
+            data = f.read()
+        code = SourceFileLoader(name, source).source_to_code(data, source)
+    except (OSError, SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if stamp_of(source, {}) != stamp:
+        return None  # changed while it was read
+    return os.path.basename(source) == "__init__.py", os.path.relpath(source, root), stamp, marshal.dumps(code)
 
 
 def _write(path: str, root: str, entries: dict[str, Entry]) -> None:
