@@ -190,3 +190,22 @@ def test_a_file_modified_just_before_its_read_is_never_vouched_for_by_its_stat(t
     results = [lint_task_hashed(FileTask(path=str(p), display=p.name, codes=frozenset({"TL101"}))) for p in (fresh, old)]
     assert results[0].stat is None and results[0].digest  # hashed, but its stat vouches for nothing
     assert results[1].stat is not None and results[1].stat[1] == old.stat().st_mtime_ns
+
+
+def test_what_a_run_remembers_stays_bounded_in_the_number_of_files(tmp_path, monkeypatch):
+    """Peak memory of a cold run stays flat in the files (8 copies of a corpus at most 1.3x one):
+    the entry-name memo is capped and a reading cache keeps no list of what it stored."""
+    from torchlint import cache as cache_module, integrity
+    from torchlint.cache import Cache
+
+    monkeypatch.setattr(integrity, "load_key", lambda roots: b"k" * 32)
+    monkeypatch.setattr(cache_module, "_MAX_KEYS", 50)
+    cache = Cache(str(tmp_path / "cache"), str(tmp_path))
+    for n in range(200):
+        cache.store(str(tmp_path / f"f{n}.py"), "s", "0" * 64, (1, 1, 1, 1), [], None, {str(tmp_path / "m.py"): None})
+    assert len(cache._keys) <= 50 and not cache._written
+    assert cache.entry("f199.py") is not None and cache.entry("f3.py") is not None
+    verifying = Cache(str(tmp_path / "cache"), str(tmp_path), read=False)  # --verify: serves what it stored
+    assert verifying.entry("f3.py") is None
+    verifying.store(str(tmp_path / "f3.py"), "s", "0" * 64, (1, 1, 1, 1), [], None)
+    assert verifying.entry("f3.py") is not None

@@ -48,6 +48,7 @@ MAX_ENTRY_BYTES = 64 * 1024 * 1024
 ENTRIES = "entries"  # <cache-dir>/<version>/entries/<2 hex>/<30 hex>: one file per checked file
 _SEAL = f"torchlint lint cache {_FORMAT} {__version__}\n".encode("ascii")
 _MAC_LENGTH = 64  # hex of a 32-byte keyed BLAKE2b
+_MAX_KEYS = 4096  # entry names a run remembers (the package markers many files depend on)
 _MAX_TEXT = 20_000  # characters in one cached string
 _MAX_DEPTH = 8  # nesting of a cached value (fix edits, probe values)
 _MAX_ITEMS = 10_000  # findings per file, items per container
@@ -85,7 +86,7 @@ class Cache:
         # What entry names are relative to: the same however the run was started.
         self.base = os.path.dirname(os.path.realpath(root))
         self.read = read  # False: write fresh results, serve none (--verify re-lints every file)
-        self._written: set[str] = set()  # names stored in this run (served even when not `read`)
+        self._written: set[str] = set()  # names stored in this run when not `read` (served anyway)
         self._fans: dict[str, str] = {}  # fan-out directories checked free of symlinks in this run
         self._missing: set[str] = set()  # fan-out directories found absent in this run
         self._keys: dict[str, str] = {}  # path -> entry name, for this run (the cwd is fixed)
@@ -144,6 +145,8 @@ class Cache:
             absolute = os.path.abspath(path)
             key = os.path.relpath(absolute, self.base).replace(os.sep, "/") if is_within(absolute, [self.base]) \
                 else absolute
+            if len(self._keys) >= _MAX_KEYS:
+                self._keys.clear()  # memory stays flat in the number of files
             self._keys[path] = key
         return key
 
@@ -226,7 +229,8 @@ class Cache:
             directory = self._fan_dir(fan, create=True)
             if directory is not None:
                 _write_entry(os.path.join(directory, rest), seal_entry(key, name, entry))
-                self._written.add(name)
+                if not self.read:
+                    self._written.add(name)
         except OSError:
             pass  # a full disk or a read-only checkout still lints; it just does not cache
 
