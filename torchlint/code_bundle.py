@@ -39,9 +39,6 @@ if TYPE_CHECKING:
 
 # b"TLB1", the length of the head (4 bytes), the head: marshal of (bytecode magic, package
 # directory, length of the index), the index: marshal of {name: (offset, length, is_package,
-# path relative to the package, source mtime_ns, source size)}, then the bodies.
-# b"TLB1", the length of the head (4 bytes), the head: marshal of (bytecode magic, package
-# directory, length of the index), the index: marshal of {name: (offset, length, is_package,
 # path relative to the package, stamp)}, then the bodies.
 _HEADER = b"TLB1"
 _RACY_NS = 2 * 10**9  # a source modified this recently is not bundled yet (git's "racy clean")
@@ -119,7 +116,7 @@ _installed: Optional[tuple[BundleFinder, int, str]] = None  # (finder, pid, bund
 
 
 def bundle_path(root: str) -> str:
-    """Named as the .pyc files it copies are: by interpreter and optimization level (-O)."""
+    """Named as .pyc files are: by interpreter and optimization level (-O)."""
     level = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
     return os.path.join(root, "__pycache__", f"bundle.{sys.implementation.cache_tag}{level}.bin")
 
@@ -185,8 +182,8 @@ def _well_formed(entry: object, room: int) -> bool:
 def save() -> None:
     """Rewrite the bundle when this run imported a module of the prefix the usual way (a new
     module, or one whose source changed) and can add it: its entries then are the fresh old
-    ones plus every such module whose .pyc matches its source. Only the process that
-    installed it saves."""
+    ones plus every such module, compiled from its source. Only the process that installed
+    it saves."""
     if _installed is None:
         return
     finder, pid, path = _installed
@@ -198,13 +195,15 @@ def save() -> None:
     if not finder.stale and all(m.__name__ in finder.index for m in imported):
         return
     if not os.access(os.path.dirname(path), os.W_OK):
-        return  # a read-only install: reading ~100 .pyc files for nothing cost ~3 ms a run
+        return  # a read-only install: compiling ~100 modules for nothing, every run
     directories: dict[str, Optional[int]] = {}
     entries: dict[str, Entry] = {}
     for name, (offset, length, is_package, relative, stamp) in finder.index.items():
         if stamp_of(os.path.join(finder.root, relative), directories) == stamp:
             entries[name] = (is_package, relative, stamp, finder.body(offset, length))
     for module in imported:
+        if module.__name__ in entries:
+            continue  # imported before the bundle was installed (entry.py), and still fresh
         entry = _compiled(module, finder.root, directories)
         if entry is not None:
             entries[module.__name__] = entry
