@@ -35,7 +35,7 @@ from torchlint.diagnostics import Finding
 from torchlint.git_index import maybe_tracked
 from torchlint.hashing import EXISTS, EXISTS_UNREAD, MISSING, blake2b, compare_digest, content_hash, keyed_hash
 from torchlint.records import Fix, RecordError
-from torchlint.safe_io import RefusedFile, is_within, read_regular_file
+from torchlint.safe_io import RefusedFile, is_within, read_regular_file, replace_exclusively
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -142,9 +142,7 @@ class Cache:
         modules are dependencies of many files, and relpath is ~15 us)."""
         key = self._keys.get(path)
         if key is None:
-            absolute = os.path.abspath(path)
-            key = os.path.relpath(absolute, self.base).replace(os.sep, "/") if is_within(absolute, [self.base]) \
-                else absolute
+            key = _entry_name(self.base, path)
             if len(self._keys) >= _MAX_KEYS:
                 self._keys.clear()  # memory stays flat in the number of files
             self._keys[path] = key
@@ -228,7 +226,7 @@ class Cache:
             # A symlinked component (committed, or planted) must not move our writes elsewhere.
             directory = self._fan_dir(fan, create=True)
             if directory is not None:
-                _write_entry(os.path.join(directory, rest), seal_entry(key, name, entry))
+                replace_exclusively(os.path.join(directory, rest), seal_entry(key, name, entry), 0o600)
                 if not self.read:
                     self._written.add(name)
         except OSError:
@@ -305,31 +303,20 @@ def unseal_entry(key: bytes, name: str, data: bytes) -> Optional[dict[str, Any]]
 
 def entry_file(root: str, path: str) -> str:
     """Where the entry of the file at `path` lives in the cache at `root` (present or not)."""
-    return os.path.join(root, __version__, ENTRIES, *_slot(Cache(root, read=False)._path_key(path)))
+    return os.path.join(root, __version__, ENTRIES, *_slot(_entry_name(os.path.dirname(os.path.realpath(root)), path)))
+
+
+def _entry_name(base: str, path: str) -> str:
+    """A file's entry name: its path relative to `base` (the directory holding the cache), so
+    a moved checkout still hits, or absolute when it lies outside."""
+    absolute = os.path.abspath(path)
+    return os.path.relpath(absolute, base).replace(os.sep, "/") if is_within(absolute, [base]) else absolute
 
 
 def _slot(name: str) -> tuple[str, str]:
     """(fan-out directory, file name) of an entry: a hash of its name, 256 directories."""
     digest = blake2b(name.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
     return digest[:2], digest[2:]
-
-
-def _write_entry(path: str, data: bytes) -> None:
-    """Replace `path` with `data` through a new temporary file of this process (no `tempfile`:
-    a one-file run stores one entry). The name is random and created exclusively: a FIFO, a
-    device or a hard link a shipped cache planted at a guessable name is never opened."""
-    temporary = f"{path}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(temporary, path)
-    except BaseException:  # a failed write, or ^C during it: no temporary left behind
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
 
 
 def racy(stat: tuple[int, int, int, int]) -> bool:

@@ -244,16 +244,9 @@ def _write(path: str, root: str, entries: dict[str, Entry]) -> None:
         offset += len(body)
     packed = marshal.dumps(index)
     head = marshal.dumps((_magic(), root, len(packed)))
-    temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    from torchlint.safe_io import replace_exclusively  # imported already by the run itself
+
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(_HEADER + len(head).to_bytes(4, "little") + head + packed + b"".join(bodies))
-        os.replace(temporary, path)  # readers see the old file or the new one, never half
-    except BaseException as exc:  # a failed write, or ^C during it: no temporary left behind
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        if not isinstance(exc, OSError):
-            raise
+        replace_exclusively(path, _HEADER + len(head).to_bytes(4, "little") + head + packed + b"".join(bodies), 0o644)
+    except OSError:
+        pass  # read-only, full: the next run imports the usual way

@@ -184,6 +184,26 @@ def replace_atomically(path: str, data: Union[bytes, Iterable[bytes]], mode: Opt
         raise
 
 
+def replace_exclusively(path: str, data: bytes, mode: int) -> None:
+    """`replace_atomically` for the start-up path (the lint cache's entries, the code bundle):
+    no `tempfile` import and no directory sweep, since a one-file run writes one file. The
+    temporary name is random and created exclusively, never following a link: a FIFO, a device
+    or a hard link planted at a guessable name is never opened. Nothing is left behind on a
+    failure or ^C; raises OSError."""
+    temporary = f"{path}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(temporary, path)  # readers see the old file or the new one, never half
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
 def too_large_message(size: int, max_bytes: int) -> str:
     return (f"file is larger than max-file-size ({format_size(max_bytes)}); not linted "
             f"(raise `max-file-size` to check it)") if size > max_bytes else ""
